@@ -1,0 +1,109 @@
+// Command dspark converts, inspects and runs speculative-decoding draft models in GGUF.
+//
+// Exit codes: 0 success, 1 failure (bad input, failed check, I/O error), 2 usage error
+// (unknown command or flag, wrong number of arguments). See docs/cli.md.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError marks an error caused by how the command was invoked rather than by its input.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns a usage error (exit code 2).
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exactArgs is cobra.ExactArgs that reports a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+// maxArgs is cobra.MaximumNArgs that reports a usage error.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usagef("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+var rootCmd = &cobra.Command{
+	Use:   "dspark",
+	Short: "Convert, inspect and run DSpark/DFlash speculative-decoding draft models in GGUF",
+	Long: `dspark converts Hugging Face checkpoints of DSpark/DFlash draft models and their
+Kimi-K2/DeepSeek-V3-style targets into GGUF, inspects and lints GGUF files, and runs a
+pure-Go reference runtime that proves a draft drafts and the target verifies it losslessly.`,
+	Version:       version,
+	SilenceUsage:  true,
+	SilenceErrors: true,
+	Args:          func(cmd *cobra.Command, args []string) error { return unknownCommand(cmd, args) },
+	RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+}
+
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+func main() {
+	os.Exit(execute(os.Args[1:]))
+}
+
+// execute runs the CLI with args and returns the process exit code.
+func execute(args []string) int {
+	rootCmd.SetArgs(args)
+	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	err := rootCmd.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "dspark: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", rootCmd.Name())
+		return exitUsage
+	}
+	var ee exitCodeError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailure
+}
+
+// exitCodeError carries an explicit exit code (for example a failed --check, exit 1,
+// after its findings were already printed).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string { return e.err.Error() }
+func (e exitCodeError) Unwrap() error { return e.err }

@@ -1,0 +1,103 @@
+package dtype
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestQ8_0Known(t *testing.T) {
+	// amax 127 gives d = 1 and id = 1, so q = round-half-away(x) exactly.
+	src := make([]float32, 32)
+	want := make([]int8, 32)
+	vals := []struct {
+		x float32
+		q int8
+	}{{127, 127}, {-127, -127}, {2.5, 3}, {-2.5, -3}, {0.5, 1}, {-0.5, -1}, {1.5, 2}, {0.49, 0}, {-0, 0}, {100.4, 100}}
+	for i, v := range vals {
+		src[i], want[i] = v.x, v.q
+	}
+	dst := make([]byte, 34)
+	QuantizeQ8_0(dst, src)
+	if d := binary.LittleEndian.Uint16(dst); d != 0x3c00 { // f16 1.0
+		t.Fatalf("d = %#04x, want f16 1.0", d)
+	}
+	for i := range want {
+		if int8(dst[2+i]) != want[i] {
+			t.Errorf("q[%d] for %v = %d, want %d", i, src[i], int8(dst[2+i]), want[i])
+		}
+	}
+
+	// An all-zero block: d = 0 and q = 0, no NaN.
+	clear(src)
+	QuantizeQ8_0(dst, src)
+	for i, b := range dst {
+		if b != 0 {
+			t.Fatalf("zero block byte %d = %#x", i, b)
+		}
+	}
+	out := make([]float32, 32)
+	DequantizeQ8_0(out, dst)
+	for _, v := range out {
+		if v != 0 {
+			t.Fatal("zero block decoded to non-zero")
+		}
+	}
+
+	// Non-finite input must not panic and must stay within the int8 range.
+	src[0], src[1], src[2] = float32(math.Inf(1)), float32(math.NaN()), -3
+	QuantizeQ8_0(dst, src)
+	for i := range 32 {
+		if q := int8(dst[2+i]); q < -127 {
+			t.Fatalf("q[%d] = %d", i, q)
+		}
+	}
+}
+
+// TestQ8_0Properties checks random blocks against the definition rather than a copy of the
+// code: d is F16(max|x|/127); the largest |x| maps to ±127; every q is within half a step of
+// x*id; and dequantized values are within half a (rounded) step of the input.
+func TestQ8_0Properties(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const blocks = 2000
+	src := make([]float32, 32*blocks)
+	for i := range src {
+		scale := math.Ldexp(1, (i/32)%20-8) // d stays an F16 normal
+		src[i] = float32(r.NormFloat64() * scale)
+	}
+	dst := make([]byte, 34*blocks)
+	QuantizeQ8_0(dst, src)
+	deq := make([]float32, len(src))
+	DequantizeQ8_0(deq, dst)
+	for b := range blocks {
+		x := src[32*b : 32*b+32]
+		var amax float64
+		for _, v := range x {
+			amax = math.Max(amax, math.Abs(float64(v)))
+		}
+		d32 := float32(amax) / 127
+		if got := binary.LittleEndian.Uint16(dst[34*b:]); got != F32ToF16(d32) {
+			t.Fatalf("block %d: d = %#04x, want %#04x", b, got, F32ToF16(d32))
+		}
+		id := 1 / float64(d32)
+		dq := float64(F16ToF32(binary.LittleEndian.Uint16(dst[34*b:])))
+		for j, v := range x {
+			q := float64(int8(dst[34*b+2+j]))
+			// Within half a step, with slack for float32 rounding of x*id.
+			if math.Abs(float64(v)*id-q) > 0.5+1e-5 {
+				t.Fatalf("block %d[%d]: x*id = %v, q = %v", b, j, float64(v)*id, q)
+			}
+			if math.Abs(float64(v)) == amax && math.Abs(q) != 127 {
+				t.Fatalf("block %d[%d]: the largest value got q = %v", b, j, q)
+			}
+			if got := float64(deq[32*b+j]); got != float64(float32(dq*q)) {
+				t.Fatalf("dequantized %v, want d*q = %v", got, dq*q)
+			}
+			// Error bound: half a step plus the F16 rounding of d (relative 2^-11) times 127.
+			if math.Abs(float64(deq[32*b+j])-float64(v)) > dq*0.5+amax*0x1p-11*1.01+1e-30 {
+				t.Fatalf("block %d[%d]: %v decoded as %v (d = %v)", b, j, v, deq[32*b+j], dq)
+			}
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package synth
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+)
+
+// chunkBytes is the size of the buffer a tensor's values are generated into before being
+// written; memory use is a few of these whatever the model size.
+const chunkBytes = 4 << 20
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkBytes); return &b }}
+
+// write generates t's values with g and writes exactly t.Bytes() bytes to w, chunk by chunk.
+// Copy tensors cannot be generated; they are written by the caller.
+func (g Generator) write(t *Tensor, w io.Writer) error {
+	width := dtypeBytes(t.Init.Store)
+	if width != dtypeBytes(t.Dtype) {
+		return fmt.Errorf("synth: tensor %s: stored as %s but declared %s", t.Name, t.Init.Store, t.Dtype)
+	}
+	fill, err := g.filler(t)
+	if err != nil {
+		return err
+	}
+	bp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bp)
+	buf := *bp
+	n := t.Elements()
+	per := int64(len(buf)) / width // a multiple of 4, so every chunk starts on a block
+	for start := int64(0); start < n; start += per {
+		end := min(start+per, n)
+		b := buf[:(end-start)*width]
+		fill(b, start, end)
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Fill generates elements [start, end) of t into dst (len (end-start) times the width of
+// t.Init.Store). start must be a multiple of 4. It is the chunk-level entry point used by
+// write and by tests that check chunk independence.
+func (g Generator) Fill(t *Tensor, dst []byte, start, end int64) error {
+	if start%4 != 0 {
+		return fmt.Errorf("synth: Fill start %d is not a multiple of 4", start)
+	}
+	if int64(len(dst)) != (end-start)*dtypeBytes(t.Init.Store) {
+		return fmt.Errorf("synth: Fill buffer is %d bytes for %d elements of %s", len(dst), end-start, t.Init.Store)
+	}
+	fill, err := g.filler(t)
+	if err != nil {
+		return err
+	}
+	fill(dst, start, end)
+	return nil
+}
+
+// filler returns the function that generates a range of t's elements.
+func (g Generator) filler(t *Tensor) (func(dst []byte, start, end int64), error) {
+	key := g.Key(t.stream())
+	in := t.Init
+	switch {
+	case in.Encoding == Gaussian && in.Store == BF16:
+		lut := bf16Table(in.Mean, in.Std)
+		return func(dst []byte, start, end int64) { fillLUT16(dst, lut, key, start, end) }, nil
+	case in.Encoding == Gaussian && in.Store == F32:
+		q := normalQuantiles()
+		return func(dst []byte, start, end int64) {
+			for i := start; i < end; i++ {
+				v := float32(in.Mean + in.Std*float64(q[Lane16(key, i)]))
+				binary.LittleEndian.PutUint32(dst[(i-start)*4:], math.Float32bits(v))
+			}
+		}, nil
+	case in.Encoding == FP8Weight && in.Store == F8E4M3:
+		lut := fp8Table()
+		return func(dst []byte, start, end int64) {
+			for i := start; i < end; i++ {
+				dst[i-start] = lut[Lane16(key, i)]
+			}
+		}, nil
+	case in.Encoding == FP8Scale && in.Store == F32:
+		return func(dst []byte, start, end int64) {
+			for i := start; i < end; i++ {
+				v := float32(in.Std / FP8Range * (0.5 + Uniform(key, i)))
+				binary.LittleEndian.PutUint32(dst[(i-start)*4:], math.Float32bits(v))
+			}
+		}, nil
+	}
+	return nil, fmt.Errorf("synth: tensor %s: cannot generate encoding %d as %s", t.Name, in.Encoding, in.Store)
+}
+
+// fillLUT16 writes elements [start, end) of a 16-bit stream mapped through lut, four per
+// random block. start is a multiple of 4.
+func fillLUT16(dst []byte, lut *[65536]uint16, key uint64, start, end int64) {
+	o := 0
+	i := start
+	for ; i+4 <= end; i += 4 {
+		r := block(key, i/4)
+		binary.LittleEndian.PutUint64(dst[o:], uint64(lut[uint16(r)])|
+			uint64(lut[uint16(r>>16)])<<16|
+			uint64(lut[uint16(r>>32)])<<32|
+			uint64(lut[uint16(r>>48)])<<48)
+		o += 8
+	}
+	for ; i < end; i++ {
+		binary.LittleEndian.PutUint16(dst[o:], lut[Lane16(key, i)])
+		o += 2
+	}
+}
+
+type tableKey struct{ mean, std float64 }
+
+var (
+	tablesMu sync.Mutex
+	tables   = map[tableKey]*[65536]uint16{}
+)
+
+// bf16Table returns lut[u] = BF16(float32(mean + std*z(u))), memoized per (mean, std).
+func bf16Table(mean, std float64) *[65536]uint16 {
+	tablesMu.Lock()
+	defer tablesMu.Unlock()
+	k := tableKey{mean, std}
+	if t, ok := tables[k]; ok {
+		return t
+	}
+	q := normalQuantiles()
+	t := new([65536]uint16)
+	for u := range t {
+		t[u] = toBF16(float32(mean + std*float64(q[u])))
+	}
+	tables[k] = t
+	return t
+}
+
+var (
+	fp8Once sync.Once
+	fp8Lut  *[65536]uint8
+)
+
+// fp8Table returns lut[u] = F8_E4M3(z(u) * FP8Range).
+func fp8Table() *[65536]uint8 {
+	fp8Once.Do(func() {
+		q := normalQuantiles()
+		t := new([65536]uint8)
+		for u := range t {
+			t[u] = toF8E4M3(q[u] * FP8Range)
+		}
+		fp8Lut = t
+	})
+	return fp8Lut
+}

@@ -1,0 +1,103 @@
+package speculative
+
+// Drafter is the sequential part of a DSpark block drafter (spec section 4, "Markov chain and
+// confidence"). The backbone produces logit rows U_0..U_{g-1} for a block in one forward pass;
+// Draft then, for k = 1..K, computes q_k = Probs(U_{k-1} + bias(x_{k-1})) and draws
+// x_k ~ q_k (argmax when greedy), with x_0 the anchor.
+//
+// A Drafter keeps scratch buffers, so it is not safe for concurrent use; the slices Draft
+// returns are valid until the next call. In steady state Draft does not allocate.
+type Drafter struct {
+	// Params must equal the target's Params of the same run.
+	Params Params
+
+	// Bias adds the Markov head's logit bias W2·W1[prev] into dst (len = vocabulary). nil means
+	// no Markov head (plain DFlash: the drafts are independent given the block).
+	Bias func(prev int, dst []float32)
+
+	// Confidence returns c_k, the confidence head's survival estimate for draft k (1-based),
+	// computed from h_{k-1} and W1[prev] with prev = x_{k-1}. nil means always 1.
+	Confidence func(k, prev int) float64
+
+	// Threshold stops drafting at the first k whose cumulative survival c_1·…·c_k is below it,
+	// decided before x_k is drawn (it may depend only on tokens already drawn, or verification
+	// is no longer lossless). If c_1 is already below it, Draft returns no drafts and the round
+	// is a plain target step. 0 never stops early.
+	Threshold float64
+
+	uni    uniform
+	row    []float32
+	qbuf   []float64
+	q      [][]float64
+	drafts []int
+}
+
+// Draft draws up to len(logits) drafts after anchor; logits[k] is the backbone's row U_k. It
+// returns the drafts and, for each, the exact distribution q_k it was drawn from (to pass to
+// Verify). r may be nil when Params is greedy (no randomness is used then).
+func (d *Drafter) Draft(anchor int, logits [][]float32, r RNG) (drafts []int, q [][]float64) {
+	d.uni = uniform{r: r}
+	drafts, q = d.draft(anchor, logits, &d.uni)
+	d.uni.r = nil // do not keep the caller's generator alive
+	return drafts, q
+}
+
+// draft is Draft on a uniform.
+func (d *Drafter) draft(anchor int, logits [][]float32, s *uniform) ([]int, [][]float64) {
+	if len(logits) == 0 {
+		return d.drafts[:0], d.q[:0]
+	}
+	v := len(logits[0])
+	d.grow(len(logits), v)
+	drafts := d.drafts[:0]
+	prev := anchor
+	survival := 1.0
+	for k := 1; k <= len(logits); k++ {
+		if d.Confidence != nil {
+			survival *= d.Confidence(k, prev)
+			if survival < d.Threshold {
+				break
+			}
+		}
+		u := logits[k-1]
+		if len(u) != v {
+			panic("speculative: Draft: logit rows differ in length")
+		}
+		row := d.row[:v]
+		copy(row, u)
+		if d.Bias != nil {
+			d.Bias(prev, row)
+		}
+		qk := d.q[k-1]
+		Probs(qk, row, d.Params)
+		var x int
+		if d.Params.Greedy() {
+			x = Argmax(row)
+		} else {
+			x = sample(qk, s)
+		}
+		drafts = append(drafts, x)
+		prev = x
+	}
+	d.drafts = drafts
+	return drafts, d.q[:len(drafts)]
+}
+
+// grow sizes the scratch for k rows of v entries.
+func (d *Drafter) grow(k, v int) {
+	if cap(d.row) < v {
+		d.row = make([]float32, v)
+	}
+	if len(d.q) < k || (len(d.q) > 0 && len(d.q[0]) != v) {
+		if cap(d.qbuf) < k*v {
+			d.qbuf = make([]float64, k*v)
+		}
+		d.q = make([][]float64, k)
+		for i := range d.q {
+			d.q[i] = d.qbuf[i*v : (i+1)*v : (i+1)*v]
+		}
+	}
+	if cap(d.drafts) < k {
+		d.drafts = make([]int, 0, k)
+	}
+}

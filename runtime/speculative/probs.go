@@ -1,0 +1,148 @@
+package speculative
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+)
+
+// Argmax returns the index of the largest logit, the lowest index among equal maxima. NaN
+// entries are never chosen; it returns -1 if logits is empty or all NaN.
+func Argmax(logits []float32) int {
+	best := -1
+	var bv float32
+	for i, v := range logits {
+		if v != v { // NaN
+			continue
+		}
+		if best < 0 || v > bv {
+			best, bv = i, v
+		}
+	}
+	return best
+}
+
+// CheckLogits reports whether a logit row can be turned into a distribution: no NaN, no +Inf,
+// and at least one entry above -Inf (-Inf itself is a legitimate mask). Probs fills its output
+// with NaN for rows that fail this check, so a runtime should call it on the rows a model
+// produces and stop with its error.
+func CheckLogits(logits []float32) error {
+	finite := false
+	for i, v := range logits {
+		switch {
+		case v != v:
+			return fmt.Errorf("speculative: logit %d of %d is NaN", i, len(logits))
+		case math.IsInf(float64(v), 1):
+			return fmt.Errorf("speculative: logit %d of %d is +Inf", i, len(logits))
+		case !math.IsInf(float64(v), -1):
+			finite = true
+		}
+	}
+	if !finite {
+		return fmt.Errorf("speculative: no finite logit among %d", len(logits))
+	}
+	return nil
+}
+
+// Probs writes into dst the distribution sampled from for one logit row under p:
+// softmax(logits / T), then top-k, then top-p, renormalized over the kept tokens. T = 0 gives
+// the one-hot vector of Argmax. Top-k and top-p rank tokens by logit, higher first, equal
+// logits by lower index, so the kept set is a deterministic function of the row. Top-p keeps a
+// token when the (top-k renormalized) mass of the tokens ranked before it is below TopP.
+//
+// Rows that fail CheckLogits give a dst full of NaN (never a silently chosen token). Probs
+// panics if len(dst) != len(logits) or p fails Validate (programmer errors).
+func Probs(dst []float64, logits []float32, p Params) {
+	if len(dst) != len(logits) {
+		panic("speculative: Probs: len(dst) != len(logits)")
+	}
+	if p.Validate() != nil {
+		panic("speculative: Probs: invalid Params (check them with Params.Validate)")
+	}
+	n := len(logits)
+	if n == 0 {
+		return
+	}
+	m, ok := maxValid(logits)
+	if !ok {
+		for i := range dst {
+			dst[i] = math.NaN()
+		}
+		return
+	}
+	if p.Greedy() {
+		clear(dst)
+		dst[Argmax(logits)] = 1
+		return
+	}
+	invT := 1 / p.Temperature
+	k := p.TopK
+	if k <= 0 || k > n {
+		k = n
+	}
+	if k == n && !p.topPActive() {
+		total := 0.0
+		for i, v := range logits {
+			e := math.Exp((float64(v) - m) * invT)
+			dst[i] = e
+			total += e
+		}
+		for i := range dst {
+			dst[i] /= total
+		}
+		return
+	}
+
+	sp := idxPool.Get().(*[]int32)
+	idx := (*sp)[:0]
+	idx = slices.Grow(idx, n)[:n]
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	if k < n {
+		selectTop(idx, k, logits)
+		idx = idx[:k]
+	}
+	clear(dst)
+	total := 0.0
+	for _, i := range idx {
+		e := math.Exp((float64(logits[i]) - m) * invT)
+		dst[i] = e
+		total += e
+	}
+	if p.topPActive() {
+		c := nucleus(idx, dst, logits, p.TopP*total)
+		for _, i := range idx[c:] {
+			dst[i] = 0
+		}
+		idx = idx[:c]
+		total = 0
+		for _, i := range idx {
+			total += dst[i]
+		}
+	}
+	for _, i := range idx {
+		dst[i] /= total
+	}
+	*sp = idx[:0]
+	idxPool.Put(sp)
+}
+
+// idxPool recycles the index scratch of top-k / top-p so steady-state calls do not allocate.
+var idxPool = sync.Pool{New: func() any { return new([]int32) }}
+
+// maxValid returns the largest logit, and false if the row fails CheckLogits.
+func maxValid(logits []float32) (float64, bool) {
+	m := math.Inf(-1)
+	for _, v := range logits {
+		f := float64(v)
+		if f != f || math.IsInf(f, 1) {
+			return 0, false
+		}
+		if f > m {
+			m = f
+		}
+	}
+	return m, !math.IsInf(m, -1)
+}

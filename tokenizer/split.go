@@ -65,7 +65,7 @@ func runeAt(s string, i int) (uint16, int) {
 }
 
 // Derived classes.
-func isP(c uint16) bool  { return c&(cCRLF|cL|cN) == 0 }   // [^\r\n\p{L}\p{N}]
+func isP(c uint16) bool  { return c&(cCRLF|cL|cN) == 0 }  // [^\r\n\p{L}\p{N}]
 func isS5(c uint16) bool { return c&(cSpace|cL|cN) == 0 } // [^\s\p{L}\p{N}]
 
 // Split cuts text into pre-tokens with Kimi's split pattern (tokenization_kimi.py), whose

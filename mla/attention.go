@@ -1,0 +1,216 @@
+package mla
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Attention is one MLA layer (weights plus preallocated scratch). It is not safe for
+// concurrent use, and neither are Attentions that share scratch through WithWeights.
+type Attention struct {
+	cfg      Config
+	w        Weights
+	rope     *RoPE
+	kqScale  float32
+	maxBatch int
+	s        *scratch
+}
+
+// NewAttention validates cfg and the shapes of w against it and preallocates scratch for
+// batches of up to maxBatch rows.
+func NewAttention(cfg Config, w Weights, maxBatch int) (*Attention, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if maxBatch <= 0 || maxBatch > 1<<16 {
+		return nil, fmt.Errorf("mla: max batch %d must be in 1..%d", maxBatch, 1<<16)
+	}
+	if err := w.validate(&cfg); err != nil {
+		return nil, err
+	}
+	a := &Attention{
+		cfg:      cfg,
+		w:        w,
+		rope:     NewRoPE(cfg.RoPE),
+		kqScale:  KQScale(cfg.RoPE, cfg.DNope, cfg.DRope),
+		maxBatch: maxBatch,
+	}
+	a.s = newScratch(&a.cfg, maxBatch, runtime.GOMAXPROCS(0))
+	return a, nil
+}
+
+// WithWeights returns an Attention with the same config and batch limit, different weights
+// (another layer), and the SAME scratch memory as a, so a model's layers can share one set of
+// buffers. The two must not run concurrently.
+func (a *Attention) WithWeights(w Weights) (*Attention, error) {
+	if err := w.validate(&a.cfg); err != nil {
+		return nil, err
+	}
+	b := *a
+	b.w = w
+	return &b, nil
+}
+
+// Config returns the layer's hyperparameters (with defaults filled in).
+func (a *Attention) Config() Config { return a.cfg }
+
+// RoPE returns the layer's rotary embedding.
+func (a *Attention) RoPE() *RoPE { return a.rope }
+
+// KQScale returns the softmax scale applied to the scores.
+func (a *Attention) KQScale() float32 { return a.kqScale }
+
+// MaxBatch returns the largest n accepted by Forward and InjectKV.
+func (a *Attention) MaxBatch() int { return a.maxBatch }
+
+// checkCall validates the arguments shared by Forward, ForwardNaive and InjectKV.
+func (a *Attention) checkCall(op string, in []float32, n int, pos []int, cache *LatentCache, layer int) error {
+	if n < 0 || n > a.maxBatch {
+		return fmt.Errorf("mla: %s: batch of %d rows outside 0..%d", op, n, a.maxBatch)
+	}
+	if len(in) < n*a.cfg.NEmbd {
+		return fmt.Errorf("mla: %s: input has %d values, want %d rows of %d", op, len(in), n, a.cfg.NEmbd)
+	}
+	if len(pos) < n {
+		return fmt.Errorf("mla: %s: %d positions for %d rows", op, len(pos), n)
+	}
+	for i, p := range pos[:n] {
+		if p < 0 {
+			return fmt.Errorf("mla: %s: row %d has negative position %d", op, i, p)
+		}
+	}
+	if cache == nil {
+		return fmt.Errorf("mla: %s: nil latent cache", op)
+	}
+	if cache.kvLora != a.cfg.KVLoraRank || cache.rope != a.cfg.DRope {
+		return fmt.Errorf("mla: %s: latent cache rows are %d+%d wide, layer needs %d+%d", op, cache.kvLora, cache.rope, a.cfg.KVLoraRank, a.cfg.DRope)
+	}
+	if err := cache.reserve(layer, n); err != nil {
+		return fmt.Errorf("mla: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Forward runs attention for n new rows. h holds n rows of NEmbd values, already attn_norm'ed;
+// pos[i] is row i's position. The rows' [latent | k_pe] entries are written to cache layer
+// `layer` at indices cache.Len()..cache.Len()+n-1 (commit them with cache.Advance after every
+// layer is done, or leave them uncommitted for a draft block). out receives n rows of NEmbd:
+// attn_output · concat_h W_UV[h] o_lat[h]. out may alias h.
+//
+// Each output row is computed by the same sequence of operations whatever n is (given a
+// Linear whose MatMul rows equal MatVec), so under the Causal mask a row's result is
+// bit-identical whether it is computed alone or in a batch.
+func (a *Attention) Forward(out, h []float32, n int, pos []int, cache *LatentCache, layer int, mask Mask) error {
+	if err := a.checkCall("forward", h, n, pos, cache, layer); err != nil {
+		return err
+	}
+	if len(out) < n*a.cfg.NEmbd {
+		return fmt.Errorf("mla: forward: output has %d values, want %d rows of %d", len(out), n, a.cfg.NEmbd)
+	}
+	if mask != Causal && mask != Block {
+		return fmt.Errorf("mla: forward: unknown mask %v", mask)
+	}
+	if n == 0 {
+		return nil
+	}
+	base := cache.Len()
+	a.storeKV(h, n, pos, cache, layer, base)
+	a.queries(h, n)
+	s := a.s
+	for i := range n {
+		if mask == Causal {
+			s.ends[i] = base + i + 1
+		} else {
+			s.ends[i] = base + n
+		}
+	}
+	s.attend(cache, layer, n, a.kqScale)
+	a.output(out, n)
+	return nil
+}
+
+// InjectKV writes the [latent | k_pe] rows of n context vectors x (rows of NEmbd, not passed
+// through attn_norm) at cache.Len()..cache.Len()+n-1 of layer, with k_pe rotated for pos:
+// c = KVA·x, latent = RMSNorm(latent)*KVANorm, k_pe = RoPE(k_pe, pos). No attention is run;
+// commit with cache.Advance after every layer is done.
+func (a *Attention) InjectKV(x []float32, n int, pos []int, cache *LatentCache, layer int) error {
+	if err := a.checkCall("inject", x, n, pos, cache, layer); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	a.storeKV(x, n, pos, cache, layer, cache.Len())
+	return nil
+}
+
+// storeKV computes the n rows' cache entries and writes them at base.. of layer. It also
+// leaves each row's cos/sin table in s.cs for queries.
+func (a *Attention) storeKV(x []float32, n int, pos []int, cache *LatentCache, layer, base int) {
+	cfg, s := &a.cfg, a.s
+	kvl, dr := cfg.KVLoraRank, cfg.DRope
+	width := kvl + dr
+	c := s.c[:n*width]
+	a.w.KVA.MatMul(c, x, n)
+	for i := range n {
+		cs := s.cs[i*dr : (i+1)*dr]
+		a.rope.CosSin(cs, pos[i])
+		row := c[i*width : (i+1)*width]
+		RMSNorm(row[:kvl], row[:kvl], a.w.KVANorm, cfg.Eps)
+		RotateCS(row[kvl:], cs)
+		copy(cache.Row(layer, base+i), row)
+	}
+}
+
+// queries computes, for every head and row, the scores' query [q_abs | q_pe] into s.qfull:
+// q_abs = KB[h]·q_nope (the absorbed W_UK[h]^T q_nope), q_pe rotated. storeKV must have filled
+// s.cs for the same rows.
+func (a *Attention) queries(h []float32, n int) {
+	cfg, s := &a.cfg, a.s
+	kvl, dn, dr := cfg.KVLoraRank, cfg.DNope, cfg.DRope
+	qd := dn + dr
+	qRow := cfg.NHead * qd
+	width := kvl + dr
+	q := s.q[:n*qRow]
+	if cfg.QLoraRank > 0 {
+		r := cfg.QLoraRank
+		qa := s.qa[:n*r]
+		a.w.QA.MatMul(qa, h, n)
+		for i := range n {
+			row := qa[i*r : (i+1)*r]
+			RMSNorm(row, row, a.w.QANorm, cfg.Eps)
+		}
+		a.w.QB.MatMul(q, qa, n)
+	} else {
+		a.w.Q.MatMul(q, h, n)
+	}
+	qn, qabs := s.qn[:n*dn], s.qabs[:n*kvl]
+	for hd := range cfg.NHead {
+		for i := range n {
+			copy(qn[i*dn:(i+1)*dn], q[i*qRow+hd*qd:])
+		}
+		a.w.KB[hd].MatMul(qabs, qn, n)
+		for i := range n {
+			dst := s.qfull[(hd*s.mb+i)*width : (hd*s.mb+i+1)*width]
+			copy(dst, qabs[i*kvl:(i+1)*kvl])
+			pe := dst[kvl:]
+			copy(pe, q[i*qRow+hd*qd+dn:i*qRow+(hd+1)*qd])
+			RotateCS(pe, s.cs[i*dr:(i+1)*dr])
+		}
+	}
+}
+
+// output maps every head's o_lat through VB[h], concatenates the heads and applies O.
+func (a *Attention) output(out []float32, n int) {
+	cfg, s := &a.cfg, a.s
+	kvl, dv := cfg.KVLoraRank, cfg.DV
+	cat := s.concat[:n*cfg.NHead*dv]
+	ov := s.ov[:n*dv]
+	for hd := range cfg.NHead {
+		a.w.VB[hd].MatMul(ov, s.acc[hd*s.mb*kvl:(hd*s.mb+n)*kvl], n)
+		for i := range n {
+			copy(cat[(i*cfg.NHead+hd)*dv:(i*cfg.NHead+hd+1)*dv], ov[i*dv:(i+1)*dv])
+		}
+	}
+	a.w.O.MatMul(out[:n*cfg.NEmbd], cat, n)
+}

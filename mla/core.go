@@ -1,0 +1,165 @@
+package mla
+
+import (
+	"math"
+	"sync"
+)
+
+// tileRows is the number of cache rows scored together: one tile (tileRows x (kv_lora+rope)
+// floats) stays in cache while every head and row of the batch reads it.
+const tileRows = 32
+
+// parallelWork is the number of multiply-adds below which attention runs on the calling
+// goroutine (starting workers would cost more than it saves).
+const parallelWork = 1 << 17
+
+// scratch is the per-Attention working memory, sized for maxBatch rows.
+type scratch struct {
+	nHead, kvl, width, mb int
+
+	qa, q, c, cs []float32 // projections of the batch
+	qn, qabs     []float32 // one head's q_nope rows and absorbed queries
+	qfull        []float32 // [head][row] x width: [q_abs | roped q_pe]
+	acc          []float32 // [head][row] x kv_lora: running sum, then o_lat
+	mx           []float32 // [head][row]: running maximum score
+	sum          []float64 // [head][row]: running softmax denominator
+	ov, concat   []float32 // one head's W_UV outputs; all heads' outputs per row
+	ends         []int     // per row: cache rows [0, end) are visible
+	tiles        [][]float32
+	jobs         []func()
+	wg           sync.WaitGroup
+	job          attendJob
+}
+
+// attendJob holds the arguments of the current attend call for the worker goroutines.
+type attendJob struct {
+	cache    *LatentCache
+	layer, n int
+	scale    float32
+	maxEnd   int
+}
+
+func newScratch(cfg *Config, mb, procs int) *scratch {
+	dr := cfg.DRope
+	width := cfg.KVLoraRank + dr
+	s := &scratch{
+		nHead: cfg.NHead, kvl: cfg.KVLoraRank, width: width, mb: mb,
+		qa:     make([]float32, mb*cfg.QLoraRank),
+		q:      make([]float32, mb*cfg.NHead*(cfg.DNope+dr)),
+		c:      make([]float32, mb*width),
+		cs:     make([]float32, mb*dr),
+		qn:     make([]float32, mb*cfg.DNope),
+		qabs:   make([]float32, mb*cfg.KVLoraRank),
+		qfull:  make([]float32, cfg.NHead*mb*width),
+		acc:    make([]float32, cfg.NHead*mb*cfg.KVLoraRank),
+		mx:     make([]float32, cfg.NHead*mb),
+		sum:    make([]float64, cfg.NHead*mb),
+		ov:     make([]float32, mb*cfg.DV),
+		concat: make([]float32, mb*cfg.NHead*cfg.DV),
+		ends:   make([]int, mb),
+	}
+	workers := min(max(procs, 1), cfg.NHead)
+	s.tiles = make([][]float32, workers)
+	s.jobs = make([]func(), workers)
+	for w := range workers {
+		s.tiles[w] = make([]float32, tileRows)
+		lo, hi := w*cfg.NHead/workers, (w+1)*cfg.NHead/workers
+		s.jobs[w] = func() {
+			defer s.wg.Done()
+			s.attendHeads(lo, hi, s.tiles[w])
+		}
+	}
+	return s
+}
+
+// attend fills acc with o_lat[head][row] = softmax_t(scale * [q_abs|q_pe]·row_t) weighted sum
+// of the latents, over cache rows [0, ends[row]) of layer. Heads are independent and each
+// (head, row) pair is accumulated in the same order (tiles of tileRows from row 0) whatever the
+// batch size or worker split, so results are deterministic.
+func (s *scratch) attend(cache *LatentCache, layer, n int, scale float32) {
+	maxEnd := 0
+	for _, e := range s.ends[:n] {
+		maxEnd = max(maxEnd, e)
+	}
+	s.job = attendJob{cache: cache, layer: layer, n: n, scale: scale, maxEnd: maxEnd}
+	workers := len(s.jobs)
+	if workers == 1 || n*s.nHead*maxEnd*s.width < parallelWork {
+		s.attendHeads(0, s.nHead, s.tiles[0])
+		return
+	}
+	s.wg.Add(workers - 1)
+	for _, j := range s.jobs[1:] {
+		go j()
+	}
+	lo, hi := 0, s.nHead/workers // worker 0's share, run here
+	s.attendHeads(lo, hi, s.tiles[0])
+	s.wg.Wait()
+}
+
+// attendHeads runs attention for heads [h0, h1) using tile as score buffer.
+func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
+	j := &s.job
+	n, kvl := j.n, s.kvl
+	for hd := h0; hd < h1; hd++ {
+		for i := range n {
+			k := hd*s.mb + i
+			s.mx[k] = float32(math.Inf(-1))
+			s.sum[k] = 0
+			clear(s.acc[k*kvl : (k+1)*kvl])
+		}
+	}
+	for t0 := 0; t0 < j.maxEnd; t0 += tileRows {
+		for hd := h0; hd < h1; hd++ {
+			for i := range n {
+				e := s.ends[i]
+				if t0 >= e {
+					continue
+				}
+				t1 := min(t0+tileRows, e)
+				k := hd*s.mb + i
+				s.attendTile(k, j.cache.rows(j.layer, t0, t1), tile[:t1-t0], j.scale)
+			}
+		}
+	}
+	for hd := h0; hd < h1; hd++ {
+		for i := range n {
+			k := hd*s.mb + i
+			inv := 1 / s.sum[k]
+			acc := s.acc[k*kvl : (k+1)*kvl]
+			for x, v := range acc {
+				acc[x] = float32(float64(v) * inv)
+			}
+		}
+	}
+}
+
+// attendTile folds the cache rows of one tile into the running softmax of pair k
+// (online softmax: rescale the sum and accumulator when the maximum grows).
+func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
+	kvl, width := s.kvl, s.width
+	q := s.qfull[k*width : (k+1)*width]
+	mt := float32(math.Inf(-1))
+	for t := range sc {
+		v := dot(q, rows[t*width:(t+1)*width]) * scale
+		sc[t] = v
+		mt = max(mt, v)
+	}
+	acc := s.acc[k*kvl : (k+1)*kvl]
+	m := s.mx[k]
+	if mt > m {
+		if s.sum[k] != 0 {
+			alpha := math.Exp(float64(m) - float64(mt))
+			s.sum[k] *= alpha
+			scaleVec(acc, float32(alpha))
+		}
+		m = mt
+		s.mx[k] = m
+	}
+	sum := s.sum[k]
+	for t, v := range sc {
+		p := float32(math.Exp(float64(v) - float64(m)))
+		sum += float64(p)
+		axpy(acc, p, rows[t*width:t*width+kvl])
+	}
+	s.sum[k] = sum
+}

@@ -1,0 +1,16 @@
+// Package mla implements the attention layer of DeepSeek-V2/V3-style models ("multi-head
+// latent attention", MLA) as the dspark runtime runs it: RMSNorm, YaRN rotary embeddings in
+// llama.cpp's NORM (adjacent-pair) convention, a latent KV cache holding one [latent | k_pe]
+// row per token per layer, and attention with the up-projections absorbed into the query and
+// the output (so only the compressed latent is ever cached or read).
+//
+// The same layer serves the target model (causal mask over its own history) and the DSpark
+// draft (context rows injected with InjectKV, then a non-causal block where every new row
+// sees the whole cache and every other new row). ForwardNaive is a slow float64 reference that
+// decompresses K and V per head; it exists for tests.
+//
+// The package is not a matrix library: every projection goes through the Linear interface,
+// implemented elsewhere (the runtime's kernels, or a plain float32 matrix in tests). It does
+// not load weights, embed tokens, run the FFN, or sample. The math follows section 4 of
+// shared/spec/target-deepseek2.md.
+package mla

@@ -1,0 +1,164 @@
+package safetensors
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// SingleName is the file name of an unsharded checkpoint.
+const SingleName = "model.safetensors"
+
+// Checkpoint is a checkpoint directory: one model.safetensors, or the shards listed by a
+// model.safetensors.index.json. Every tensor name is unique across the checkpoint.
+type Checkpoint struct {
+	Dir   string
+	Files []*File // sorted by path
+	Index *Index  // nil for a single file
+
+	where map[string]location
+}
+
+type location struct{ file, tensor int }
+
+// OpenCheckpoint opens the checkpoint in dir. With an index file, the index is checked
+// against the shards and every difference is reported at once in a *CheckpointError: a
+// shard that is missing or malformed, a mapped tensor absent from its shard, a tensor in a
+// shard that the index does not map there, a tensor present in two shards.
+func OpenCheckpoint(dir string) (*Checkpoint, error) {
+	indexPath := filepath.Join(dir, IndexName)
+	if _, err := os.Stat(indexPath); errors.Is(err, fs.ErrNotExist) {
+		single := filepath.Join(dir, SingleName)
+		f, err := Open(single)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no %s or %s", dir, SingleName, IndexName)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c := &Checkpoint{Dir: dir, Files: []*File{f}}
+		c.indexTensors()
+		return c, nil
+	}
+	idx, err := ReadIndex(indexPath)
+	if err != nil {
+		return nil, err
+	}
+	c := &Checkpoint{Dir: dir, Index: idx}
+	var problems []error
+
+	// Open every referenced shard, in name order.
+	byShard := map[string][]string{}
+	for name, shard := range idx.WeightMap {
+		byShard[shard] = append(byShard[shard], name)
+	}
+	shards := make([]string, 0, len(byShard))
+	for s := range byShard {
+		shards = append(shards, s)
+	}
+	slices.Sort(shards)
+	opened := map[string]*File{}
+	for _, s := range shards {
+		p := filepath.Join(dir, s)
+		f, err := Open(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				names := byShard[s]
+				slices.Sort(names)
+				err = fmt.Errorf("%s: shard is missing; the index maps %d tensors to it (first: %q)", p, len(names), names[0])
+			}
+			problems = append(problems, err)
+			continue
+		}
+		opened[s] = f
+		c.Files = append(c.Files, f)
+	}
+
+	// Mapped tensors must be in their shard.
+	mapped := make([]string, 0, len(idx.WeightMap))
+	for name := range idx.WeightMap {
+		mapped = append(mapped, name)
+	}
+	slices.Sort(mapped)
+	for _, name := range mapped {
+		shard := idx.WeightMap[name]
+		if f := opened[shard]; f != nil {
+			if _, ok := f.Tensor(name); !ok {
+				problems = append(problems, fmt.Errorf("%s: index maps tensor %q to %s, which does not contain it", indexPath, name, shard))
+			}
+		}
+	}
+	// Tensors in shards must be mapped to that shard, and appear only once.
+	firstSeen := map[string]string{}
+	for _, s := range shards {
+		f := opened[s]
+		if f == nil {
+			continue
+		}
+		for _, t := range f.Tensors {
+			if prev, dup := firstSeen[t.Name]; dup {
+				problems = append(problems, fmt.Errorf("%s: tensor %q is also in %s", f.Path, t.Name, prev))
+			} else {
+				firstSeen[t.Name] = s
+			}
+			switch want, ok := idx.WeightMap[t.Name]; {
+			case !ok:
+				problems = append(problems, fmt.Errorf("%s: tensor %q is not in the index", f.Path, t.Name))
+			case want != s:
+				problems = append(problems, fmt.Errorf("%s: tensor %q is mapped by the index to %s", f.Path, t.Name, want))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		c.Close()
+		return nil, &CheckpointError{Dir: dir, Problems: problems}
+	}
+	c.indexTensors()
+	return c, nil
+}
+
+func (c *Checkpoint) indexTensors() {
+	c.where = map[string]location{}
+	for i, f := range c.Files {
+		for j, t := range f.Tensors {
+			c.where[t.Name] = location{i, j}
+		}
+	}
+}
+
+// Names returns every tensor name of the checkpoint, sorted.
+func (c *Checkpoint) Names() []string {
+	names := make([]string, 0, len(c.where))
+	for n := range c.where {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Tensor returns the named tensor and the file that holds it.
+func (c *Checkpoint) Tensor(name string) (*TensorInfo, *File, bool) {
+	l, ok := c.where[name]
+	if !ok {
+		return nil, nil, false
+	}
+	f := c.Files[l.file]
+	return &f.Tensors[l.tensor], f, true
+}
+
+// Close closes every file of the checkpoint.
+func (c *Checkpoint) Close() error {
+	var errs []error
+	for _, f := range c.Files {
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// shardName is the Hugging Face shard file name for shard i (1-based) of n.
+func shardName(i, n int) string {
+	return fmt.Sprintf("model-%05d-of-%05d.safetensors", i, n)
+}

@@ -1,0 +1,227 @@
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+	"unicode/utf8"
+
+	"github.com/dspark-dev/dspark/internal/mmap"
+)
+
+// TensorInfo describes one tensor of a file. Begin and End are byte offsets relative to the
+// start of the data buffer (File.DataStart); the tensor's bytes are [Begin, End).
+type TensorInfo struct {
+	Name  string
+	Dtype Dtype
+	Shape []int64 // row-major; [] for a scalar
+	Begin int64
+	End   int64
+	File  string // path of the file (shard) that holds the tensor
+}
+
+// Elements returns the number of elements (the product of Shape, 1 for a scalar), or -1 if
+// the product overflows int64. Tensors returned by this package never overflow.
+func (t *TensorInfo) Elements() int64 {
+	n := uint64(1)
+	for _, s := range t.Shape {
+		if s < 0 {
+			return -1
+		}
+		hi, lo := bits.Mul64(n, uint64(s))
+		if hi != 0 || lo > 1<<63-1 {
+			return -1
+		}
+		n = lo
+	}
+	return int64(n)
+}
+
+// Bytes returns the size of the tensor's data implied by its dtype and shape, or -1 if the
+// dtype is unknown, the size overflows, or it is not a whole number of bytes. For tensors
+// returned by this package it equals End - Begin.
+func (t *TensorInfo) Bytes() int64 {
+	if _, ok := t.Dtype.Bits(); !ok {
+		return -1
+	}
+	for _, s := range t.Shape {
+		if s < 0 {
+			return -1
+		}
+	}
+	n, msg := byteSize(t.Dtype, t.Shape)
+	if msg != "" {
+		return -1
+	}
+	return n
+}
+
+// File is a validated safetensors file. Tensors are sorted by Begin, so reading them in order
+// reads the file sequentially.
+type File struct {
+	Path      string            // name given to Open or NewReader
+	HeaderLen int64             // length of the JSON header (the file's first 8 bytes)
+	DataStart int64             // file offset of the data buffer: 8 + HeaderLen
+	Size      int64             // file size
+	Metadata  map[string]string // the __metadata__ object; nil when absent
+	Tensors   []TensorInfo      // sorted by Begin
+
+	r      io.ReaderAt
+	m      *mmap.Map
+	byName map[string]int
+}
+
+// Open maps the file at path read-only and validates it. The tensor bytes are not read:
+// Data returns zero-copy views of the mapping, valid until Close.
+func Open(path string) (*File, error) {
+	osf, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer osf.Close() // the mapping outlives the descriptor
+	st, err := osf.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	m, err := mmap.File(osf, st.Size())
+	if err != nil {
+		return nil, err
+	}
+	b := m.Bytes()
+	f, err := parse(bytes.NewReader(b), st.Size(), path, b)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	f.m = m
+	f.r = mappedReader{m}
+	return f, nil
+}
+
+// mappedReader reads from a mapping and fails cleanly once it is closed.
+type mappedReader struct{ m *mmap.Map }
+
+func (r mappedReader) ReadAt(p []byte, off int64) (int, error) {
+	b := r.m.Bytes()
+	if b == nil {
+		return 0, errors.New("safetensors: read after Close")
+	}
+	return bytes.NewReader(b).ReadAt(p, off)
+}
+
+// NewReader validates the safetensors file of the given size read through r; name is used
+// in errors and as TensorInfo.File. Only the header is read (and held in memory); tensors are
+// read on demand through SectionReader. Close does not close r. Data is not available on a
+// File made by NewReader.
+func NewReader(r io.ReaderAt, size int64, name string) (*File, error) {
+	return parse(r, size, name, nil)
+}
+
+// parse reads and validates the file. If whole is not nil it is the entire file, already in
+// memory (mapped), and the header is parsed in place.
+func parse(r io.ReaderAt, size int64, path string, whole []byte) (*File, error) {
+	if size < 8 {
+		return nil, &FormatError{path, 0, "header length", fmt.Sprintf("file is %d bytes, too short for the 8-byte header length", size)}
+	}
+	var lenBuf [8]byte
+	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
+		return nil, fmt.Errorf("%s: read header length: %w", path, err)
+	}
+	n := binary.LittleEndian.Uint64(lenBuf[:])
+	switch {
+	case n > MaxHeaderLen:
+		return nil, &FormatError{path, 0, "header length", fmt.Sprintf("%d exceeds the limit of %d bytes", n, MaxHeaderLen)}
+	case int64(n) > size-8:
+		return nil, &FormatError{path, 0, "header length", fmt.Sprintf("%d exceeds the %d bytes that follow it", n, size-8)}
+	}
+	var hdr []byte
+	if whole != nil {
+		hdr = whole[8 : 8+n]
+	} else {
+		hdr = make([]byte, n)
+		if _, err := r.ReadAt(hdr, 8); err != nil {
+			return nil, fmt.Errorf("%s: read header: %w", path, err)
+		}
+	}
+	if !utf8.Valid(hdr) {
+		off := 0
+		for off < len(hdr) {
+			c, w := utf8.DecodeRune(hdr[off:])
+			if c == utf8.RuneError && w <= 1 {
+				break
+			}
+			off += w
+		}
+		return nil, &FormatError{path, 8 + int64(off), "header", "invalid UTF-8"}
+	}
+	h, err := parseHeader(path, hdr)
+	if err != nil {
+		return nil, err
+	}
+	dataStart := 8 + int64(n)
+	if err := validate(path, dataStart, size-dataStart, h.entries); err != nil {
+		return nil, err
+	}
+	f := &File{
+		Path: path, HeaderLen: int64(n), DataStart: dataStart, Size: size, Metadata: h.metadata,
+		Tensors: make([]TensorInfo, len(h.entries)), r: r, byName: make(map[string]int, len(h.entries)),
+	}
+	for i, e := range h.entries {
+		f.Tensors[i] = e.info
+		f.byName[e.info.Name] = i
+	}
+	return f, nil
+}
+
+// Tensor returns the tensor with the given name.
+func (f *File) Tensor(name string) (*TensorInfo, bool) {
+	i, ok := f.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &f.Tensors[i], true
+}
+
+// ErrNotMapped is returned by Data for a File made by NewReader.
+var ErrNotMapped = errors.New("tensor data views need a memory-mapped file (use Open, or SectionReader)")
+
+// Data returns the tensor's bytes as a read-only, zero-copy view of the mapping. The slice
+// must not be written (the mapping is read-only: a write faults) nor used after Close.
+func (f *File) Data(t *TensorInfo) ([]byte, error) {
+	if f.m == nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", f.Path, t.Name, ErrNotMapped)
+	}
+	b := f.m.Bytes()
+	if b == nil {
+		return nil, fmt.Errorf("%s: tensor %q: file is closed", f.Path, t.Name)
+	}
+	lo, hi := f.DataStart+t.Begin, f.DataStart+t.End
+	if t.Begin < 0 || t.End < t.Begin || hi > int64(len(b)) || lo < f.DataStart {
+		return nil, fmt.Errorf("%s: tensor %q: range [%d, %d) is not inside this file's data", f.Path, t.Name, t.Begin, t.End)
+	}
+	return b[lo:hi:hi], nil
+}
+
+// SectionReader returns a reader of the tensor's bytes. It works for every File; t must be
+// one of f's tensors.
+func (f *File) SectionReader(t *TensorInfo) *io.SectionReader {
+	return io.NewSectionReader(f.r, f.DataStart+t.Begin, t.End-t.Begin)
+}
+
+// Close releases the mapping made by Open; views from Data become invalid and section
+// readers fail. It must not run concurrently with reads; reads may run concurrently with
+// each other. For a File made
+// by NewReader it does nothing (the caller owns the io.ReaderAt).
+func (f *File) Close() error {
+	if f.m == nil {
+		return nil
+	}
+	return f.m.Close()
+}

@@ -1,0 +1,165 @@
+package safetensors
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// IndexName is the file name of a sharded checkpoint's index.
+const IndexName = "model.safetensors.index.json"
+
+// Index is a sharded checkpoint's model.safetensors.index.json.
+type Index struct {
+	TotalSize int64             // metadata.total_size: informational (the sum of tensor bytes per its writer), not checked
+	WeightMap map[string]string // tensor name -> shard file name (in the checkpoint directory)
+}
+
+// ReadIndex reads and checks an index file.
+func ReadIndex(path string) (*Index, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIndex(path, b)
+}
+
+// ParseIndex parses index JSON; path is used in errors. It requires a "weight_map" object of
+// string values, each a plain file name (no directories), with no duplicate tensor names;
+// "metadata", if present, must be an object whose "total_size", if present, is a
+// non-negative integer (other metadata keys are allowed and ignored). Other top-level keys
+// are errors.
+func ParseIndex(path string, b []byte) (*Index, error) {
+	j := newJSONReader(path, b, 0)
+	if _, err := j.expectDelim('{', "index", "a JSON object"); err != nil {
+		return nil, err
+	}
+	idx := &Index{}
+	seen := map[string]bool{}
+	for j.dec.More() {
+		tok, off, err := j.next("index")
+		if err != nil {
+			return nil, err
+		}
+		key := tok.(string)
+		if seen[key] {
+			return nil, j.errAt(off, key, "duplicate key")
+		}
+		seen[key] = true
+		switch key {
+		case "metadata":
+			if err := j.indexMetadata(idx); err != nil {
+				return nil, err
+			}
+		case "weight_map":
+			if idx.WeightMap, err = j.weightMap(); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, j.errAt(off, key, "unknown key (want metadata, weight_map)")
+		}
+	}
+	if _, _, err := j.next("index"); err != nil {
+		return nil, err
+	}
+	if err := j.end("index"); err != nil {
+		return nil, err
+	}
+	if idx.WeightMap == nil {
+		return nil, &FormatError{path, -1, "weight_map", "missing"}
+	}
+	return idx, nil
+}
+
+func (j *jsonReader) indexMetadata(idx *Index) error {
+	if _, err := j.expectDelim('{', "metadata", "an object"); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for j.dec.More() {
+		tok, off, err := j.next("metadata")
+		if err != nil {
+			return err
+		}
+		key := tok.(string)
+		f := "metadata " + strconv.Quote(key)
+		if seen[key] {
+			return j.errAt(off, f, "duplicate key")
+		}
+		seen[key] = true
+		if key == "total_size" {
+			if idx.TotalSize, err = j.nonNegInt(f); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := j.skipValue(f); err != nil {
+			return err
+		}
+	}
+	_, _, err := j.next("metadata")
+	return err
+}
+
+// skipValue skips one JSON value of any kind.
+func (j *jsonReader) skipValue(field string) error {
+	depth := 0
+	for {
+		tok, _, err := j.next(field)
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+func (j *jsonReader) weightMap() (map[string]string, error) {
+	if _, err := j.expectDelim('{', "weight_map", "an object"); err != nil {
+		return nil, err
+	}
+	wm := map[string]string{}
+	for j.dec.More() {
+		tok, off, err := j.next("weight_map")
+		if err != nil {
+			return nil, err
+		}
+		name := tok.(string)
+		f := "weight_map " + strconv.Quote(name)
+		if _, dup := wm[name]; dup {
+			return nil, j.errAt(off, f, "duplicate tensor name")
+		}
+		tok, off, err = j.next(f)
+		if err != nil {
+			return nil, err
+		}
+		shard, ok := tok.(string)
+		if !ok {
+			return nil, j.errAt(off, f, "must be a shard file name, got %s", describe(tok))
+		}
+		if shard == "" || shard == "." || shard == ".." || strings.ContainsAny(shard, `/\`+"\x00") {
+			return nil, j.errAt(off, f, "shard %q must be a plain file name in the checkpoint directory", shard)
+		}
+		wm[name] = shard
+	}
+	_, _, err := j.next("weight_map")
+	return wm, err
+}
+
+// String summarizes the index for messages.
+func (idx *Index) String() string {
+	shards := map[string]bool{}
+	for _, s := range idx.WeightMap {
+		shards[s] = true
+	}
+	return fmt.Sprintf("%d tensors in %d shards, total_size %d", len(idx.WeightMap), len(shards), idx.TotalSize)
+}

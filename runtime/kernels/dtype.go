@@ -1,0 +1,52 @@
+package kernels
+
+import "fmt"
+
+// DType is the storage type of a weight matrix, as in a GGUF tensor (little-endian).
+type DType int
+
+// The supported storage types.
+const (
+	F32  DType = iota // IEEE binary32, 4 bytes per weight
+	F16               // IEEE binary16, 2 bytes per weight
+	BF16              // bfloat16 (top half of a binary32), 2 bytes per weight
+	Q8_0              // ggml Q8_0: blocks of 32 weights = f16 scale d + 32 int8 q, weight d*q
+)
+
+// Q8_0 block geometry.
+const (
+	q8Block      = 32 // weights per Q8_0 block
+	q8BlockBytes = 34 // bytes per Q8_0 block
+)
+
+// String returns the ggml name of the type ("f32", "f16", "bf16", "q8_0").
+func (t DType) String() string {
+	switch t {
+	case F32:
+		return "f32"
+	case F16:
+		return "f16"
+	case BF16:
+		return "bf16"
+	case Q8_0:
+		return "q8_0"
+	}
+	return fmt.Sprintf("DType(%d)", int(t))
+}
+
+// rowBytes returns the number of bytes of one row of cols weights, or an error when cols
+// does not suit the type.
+func (t DType) rowBytes(cols int) (int, error) {
+	switch t {
+	case F32:
+		return 4 * cols, nil
+	case F16, BF16:
+		return 2 * cols, nil
+	case Q8_0:
+		if cols%q8Block != 0 {
+			return 0, fmt.Errorf("q8_0 row length %d is not a multiple of %d", cols, q8Block)
+		}
+		return cols / q8Block * q8BlockBytes, nil
+	}
+	return 0, fmt.Errorf("unsupported type %v", t)
+}

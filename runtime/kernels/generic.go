@@ -1,0 +1,137 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// The portable kernels. They are the reference for the assembly: same decoded weights, same
+// fma32 chain per output, so both paths give the same bits.
+
+// maxChunk is the number of batch rows the portable kernels accumulate at once.
+const maxChunk = 8
+
+// rawRows computes dst[j*rows+i] for i in [i0, i1) and every batch row j < n, from the
+// row-major bytes of m.
+func (m *Mat) rawRows(dst, x []float32, n, i0, i1 int) {
+	rb, _ := m.t.rowBytes(m.cols)
+	var w [q8Block]float32
+	var acc [maxChunk]float32
+	for i := i0; i < i1; i++ {
+		row := m.data[i*rb : (i+1)*rb]
+		for j0 := 0; j0 < n; j0 += maxChunk {
+			c := min(maxChunk, n-j0)
+			acc = [maxChunk]float32{}
+			for k0 := 0; k0 < m.cols; k0 += q8Block {
+				kn := min(q8Block, m.cols-k0)
+				decodeSpan(m.t, w[:kn], row, k0)
+				for j := 0; j < c; j++ {
+					xs := x[(j0+j)*m.cols+k0 : (j0+j)*m.cols+k0+kn]
+					a := acc[j]
+					for k, v := range xs {
+						a = fma32(w[k], v, a)
+					}
+					acc[j] = a
+				}
+			}
+			for j := 0; j < c; j++ {
+				dst[(j0+j)*m.rows+i] = acc[j]
+			}
+		}
+	}
+}
+
+// decodeSpan decodes len(w) weights of a row-major row starting at column k0 (for Q8_0, k0
+// is a multiple of 32 and len(w) is 32).
+func decodeSpan(t DType, w []float32, row []byte, k0 int) {
+	switch t {
+	case F32:
+		for k := range w {
+			w[k] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*(k0+k):]))
+		}
+	case F16:
+		for k := range w {
+			w[k] = f16(binary.LittleEndian.Uint16(row[2*(k0+k):]))
+		}
+	case BF16:
+		for k := range w {
+			w[k] = bf16(binary.LittleEndian.Uint16(row[2*(k0+k):]))
+		}
+	case Q8_0:
+		blk := row[k0/q8Block*q8BlockBytes:]
+		d := f16(binary.LittleEndian.Uint16(blk))
+		for k := range w {
+			w[k] = d * float32(int8(blk[2+k]))
+		}
+	}
+}
+
+// column decodes the 16 weights of column k of panel p.
+func (p *packed) column(pn, k int, w *[panelRows]float32) {
+	mem := p.mem[pn*p.panelBytes : (pn+1)*p.panelBytes]
+	switch p.t {
+	case F32:
+		c := mem[k*64 : k*64+64]
+		for r := range w {
+			w[r] = math.Float32frombits(binary.LittleEndian.Uint32(c[4*r:]))
+		}
+	case F16:
+		c := mem[k*32 : k*32+32]
+		for r := range w {
+			w[r] = f16(binary.LittleEndian.Uint16(c[2*r:]))
+		}
+	case BF16:
+		c := mem[k*32 : k*32+32]
+		for r := range w {
+			w[r] = bf16(binary.LittleEndian.Uint16(c[bf16Offset(r):]))
+		}
+	case Q8_0:
+		b := mem[k/q8Block*q8PanelBlockBytes : (k/q8Block+1)*q8PanelBlockBytes]
+		q := b[panelRows*4+(k%q8Block)*panelRows:]
+		for r := range w {
+			d := math.Float32frombits(binary.LittleEndian.Uint32(b[4*r:]))
+			w[r] = d * float32(int8(q[r]))
+		}
+	}
+}
+
+// row decodes row i from the panels.
+func (p *packed) row(i int, dst []float32) {
+	var w [panelRows]float32
+	for k := range dst {
+		p.column(i/panelRows, k, &w)
+		dst[k] = w[i%panelRows]
+	}
+}
+
+// panelsGeneric computes panels [p0, p1) for all n batch rows with the portable code.
+func (m *Mat) panelsGeneric(dst, x []float32, n, p0, p1 int) {
+	var w [panelRows]float32
+	var acc [maxChunk][panelRows]float32
+	for pn := p0; pn < p1; pn++ {
+		for j0 := 0; j0 < n; j0 += maxChunk {
+			c := min(maxChunk, n-j0)
+			acc = [maxChunk][panelRows]float32{}
+			for k := 0; k < m.cols; k++ {
+				m.pk.column(pn, k, &w)
+				for j := 0; j < c; j++ {
+					xv := x[(j0+j)*m.cols+k]
+					a := &acc[j]
+					for r := range a {
+						a[r] = fma32(w[r], xv, a[r])
+					}
+				}
+			}
+			m.storePanel(dst, acc[:c], j0, pn)
+		}
+	}
+}
+
+// storePanel copies the valid rows of panel pn's accumulators for batch rows j0.. into dst.
+func (m *Mat) storePanel(dst []float32, acc [][panelRows]float32, j0, pn int) {
+	r0 := pn * panelRows
+	nr := min(panelRows, m.rows-r0)
+	for j := range acc {
+		copy(dst[(j0+j)*m.rows+r0:(j0+j)*m.rows+r0+nr], acc[j][:nr])
+	}
+}

@@ -1,0 +1,263 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+var allTypes = []DType{F32, F16, BF16, Q8_0}
+
+// shapes are (rows, cols) pairs including odd sizes and sizes that are not multiples of the
+// vector width, the panel height or the panel pair.
+var shapes = [][2]int{{1, 1}, {1, 32}, {3, 5}, {7, 64}, {15, 33}, {16, 96}, {17, 31}, {31, 160}, {32, 8}, {33, 64}, {48, 7}, {50, 257}, {64, 128}, {97, 352}}
+
+func colsFor(t DType, c int) int {
+	if t == Q8_0 {
+		return (c + 31) / 32 * 32
+	}
+	return c
+}
+
+// reference returns, per output, the float64 product and the scale sum |w x|.
+func reference(tm *testMat, x []float32, n int) (ref, scale []float64) {
+	ref = make([]float64, n*tm.rows)
+	scale = make([]float64, n*tm.rows)
+	for j := 0; j < n; j++ {
+		for i := 0; i < tm.rows; i++ {
+			var s, a float64
+			for k := 0; k < tm.cols; k++ {
+				p := tm.w[i*tm.cols+k] * float64(x[j*tm.cols+k])
+				s += p
+				a += math.Abs(p)
+			}
+			ref[j*tm.rows+i], scale[j*tm.rows+i] = s, a
+		}
+	}
+	return ref, scale
+}
+
+// recipe returns the documented fma32 chain, computed with math/big.
+func recipe(tm *testMat, x []float32, n int) []float32 {
+	out := make([]float32, n*tm.rows)
+	for j := 0; j < n; j++ {
+		for i := 0; i < tm.rows; i++ {
+			var acc float32
+			for k := 0; k < tm.cols; k++ {
+				acc = bigFMA32(float32(tm.w[i*tm.cols+k]), x[j*tm.cols+k], acc)
+			}
+			out[j*tm.rows+i] = acc
+		}
+	}
+	return out
+}
+
+// matsOf returns the unpacked and packed Mats of tm.
+func matsOf(t *testing.T, tm *testMat) map[string]*Mat {
+	t.Helper()
+	m, err := NewMat(tm.t, tm.rows, tm.cols, tm.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Release(); err != nil {
+			t.Error(err)
+		}
+	})
+	return map[string]*Mat{"unpacked": m, "packed": p}
+}
+
+// TestAgainstReference checks every type, shape, layout and path against a float64
+// reference (|err| / sum|w x| <= 1e-6) and against the exact documented recipe (bit for
+// bit), with guard bands around the output.
+func TestAgainstReference(t *testing.T) {
+	type tcase struct {
+		tm         *testMat
+		n          int
+		x          []float32
+		ref, scale []float64
+		want       []float32
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var cases []tcase
+	for _, dt := range allTypes {
+		for _, sh := range shapes {
+			c := tcase{tm: randMat(r, dt, sh[0], colsFor(dt, sh[1])), n: 1 + r.IntN(3)}
+			if sh[0]*sh[1] < 2000 {
+				c.n = 1 + r.IntN(9)
+			}
+			c.x = randVec(r, c.n*c.tm.cols)
+			c.ref, c.scale = reference(c.tm, c.x, c.n)
+			c.want = recipe(c.tm, c.x, c.n)
+			cases = append(cases, c)
+		}
+	}
+	withPath(t, func(t *testing.T) {
+		for _, c := range cases {
+			tm, n := c.tm, c.n
+			for name, m := range matsOf(t, tm) {
+				dst, check := guarded(t, n*tm.rows)
+				m.MatMul(dst, c.x, n)
+				check()
+				for o := range dst {
+					if e := math.Abs(float64(dst[o])-c.ref[o]) / c.scale[o]; !(e <= 1e-6) && c.scale[o] != 0 {
+						t.Fatalf("%v %dx%d %s n=%d out %d: %v, reference %v (rel %g)", tm.t, tm.rows, tm.cols, name, n, o, dst[o], c.ref[o], e)
+					}
+					if math.Float32bits(dst[o]) != math.Float32bits(c.want[o]) {
+						t.Fatalf("%v %dx%d %s n=%d out %d: %v, recipe %v", tm.t, tm.rows, tm.cols, name, n, o, dst[o], c.want[o])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestBatchBitIdentity checks that row j of MatMul equals MatVec of row j alone, for every
+// batch size 1..MaxBatch, under several thread splits, packed and unpacked.
+func TestBatchBitIdentity(t *testing.T) {
+	defer SetParallelism(0)
+	withPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for _, dt := range allTypes {
+			tm := randMat(r, dt, 16*5+5, 64)
+			x := randVec(r, MaxBatch*tm.cols)
+			for name, m := range matsOf(t, tm) {
+				SetParallelism(1)
+				single := make([]float32, MaxBatch*tm.rows)
+				for j := 0; j < MaxBatch; j++ {
+					m.MatVec(single[j*tm.rows:(j+1)*tm.rows], x[j*tm.cols:(j+1)*tm.cols])
+				}
+				for _, par := range []int{1, 3} {
+					SetParallelism(par)
+					for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 31, 64} {
+						dst, check := guarded(t, n*tm.rows)
+						m.MatMul(dst, x, n)
+						check()
+						for o := range dst {
+							if math.Float32bits(dst[o]) != math.Float32bits(single[o]) {
+								t.Fatalf("%v %s parallelism %d n=%d: output %d is %v, alone %v", dt, name, par, n, o, dst[o], single[o])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestRow checks the decoded rows of unpacked and packed matrices.
+func TestRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, dt := range allTypes {
+		tm := randMat(r, dt, 37, colsFor(dt, 70))
+		for name, m := range matsOf(t, tm) {
+			for i := 0; i < tm.rows; i++ {
+				dst, check := guarded(t, tm.cols)
+				m.Row(i, dst)
+				check()
+				for k, v := range dst {
+					if float64(v) != tm.w[i*tm.cols+k] {
+						t.Fatalf("%v %s Row(%d)[%d] = %v, want %v", dt, name, i, k, v, tm.w[i*tm.cols+k])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestNewMatErrors(t *testing.T) {
+	for _, c := range []struct {
+		t          DType
+		rows, cols int
+		n          int
+	}{
+		{BF16, 2, 3, 11}, {BF16, 2, 3, 13}, {F32, 0, 3, 0}, {F32, 3, -1, 0}, {Q8_0, 1, 33, 34},
+		{Q8_0, 2, 32, 34}, {DType(9), 1, 1, 1}, {F16, 1 << 62, 1 << 62, 0},
+	} {
+		if _, err := NewMat(c.t, c.rows, c.cols, make([]byte, c.n)); err == nil {
+			t.Errorf("NewMat(%v, %d, %d, %d bytes) accepted", c.t, c.rows, c.cols, c.n)
+		}
+	}
+	if _, err := NewMat(Q8_0, 2, 64, make([]byte, 4*34)); err != nil {
+		t.Errorf("valid Q8_0 matrix rejected: %v", err)
+	}
+}
+
+func TestMisusePanics(t *testing.T) {
+	m, _ := NewMat(F32, 2, 3, make([]byte, 24))
+	cases := map[string]func(){
+		"short x":   func() { m.MatVec(make([]float32, 2), make([]float32, 2)) },
+		"short dst": func() { m.MatVec(make([]float32, 1), make([]float32, 3)) },
+		"n=0":       func() { m.MatMul(make([]float32, 2), make([]float32, 3), 0) },
+		"n=65":      func() { m.MatMul(make([]float32, 130), make([]float32, 195), 65) },
+		"row -1":    func() { m.Row(-1, make([]float32, 3)) },
+		"row 2":     func() { m.Row(2, make([]float32, 3)) },
+	}
+	for name, f := range cases {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	p, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("MatVec on a released Mat did not panic")
+			}
+		}()
+		p.MatVec(make([]float32, 2), make([]float32, 3))
+	}()
+}
+
+// TestFMA32 compares the emulated fused multiply-add with math/big on random and edge values.
+func TestFMA32(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	edge := []float32{0, float32(math.Copysign(0, -1)), 1, -1, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32,
+		math.MaxFloat32, 1.17549435e-38, 3, 1 << 24, 1.0000001, 0.99999994}
+	rnd := func() float32 {
+		switch r.IntN(4) {
+		case 0:
+			return edge[r.IntN(len(edge))]
+		case 1:
+			return math.Float32frombits(r.Uint32()&0x7f7fffff | r.Uint32()&0x80000000)
+		}
+		return float32(r.NormFloat64() * math.Ldexp(1, r.IntN(60)-30))
+	}
+	for i := 0; i < 200000; i++ {
+		a, b, c := rnd(), rnd(), rnd()
+		if i%3 == 0 { // near-cancellation, where double rounding would show
+			c = -float32(float64(a) * float64(b))
+		}
+		got, want := fma32(a, b, c), bigFMA32(a, b, c)
+		if math.IsInf(float64(want), 0) || math.IsNaN(float64(want)) {
+			continue
+		}
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fma32(%v, %v, %v) = %v (%#x), want %v (%#x)", a, b, c, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+}
+
+func TestDTypeString(t *testing.T) {
+	for dt, want := range map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0", 7: "DType(7)"} {
+		if got := fmt.Sprint(dt); got != want {
+			t.Errorf("%d: %q, want %q", int(dt), got, want)
+		}
+	}
+}

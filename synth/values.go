@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"sync"
+
+	"github.com/dspark-dev/dspark/internal/dtype"
 )
 
 // chunkBytes is the size of the buffer a tensor's values are generated into before being
@@ -130,7 +132,7 @@ func bf16Table(mean, std float64) *[65536]uint16 {
 	q := normalQuantiles()
 	t := new([65536]uint16)
 	for u := range t {
-		t[u] = toBF16(float32(mean + std*float64(q[u])))
+		t[u] = dtype.F32ToBF16(float32(mean + std*float64(q[u])))
 	}
 	tables[k] = t
 	return t
@@ -147,7 +149,7 @@ func fp8Table() *[65536]uint8 {
 		q := normalQuantiles()
 		t := new([65536]uint8)
 		for u := range t {
-			t[u] = toF8E4M3(q[u] * FP8Range)
+			t[u] = dtype.F32ToF8E4M3(q[u] * FP8Range)
 		}
 		fp8Lut = t
 	})

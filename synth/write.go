@@ -1,0 +1,286 @@
+package synth
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/dspark-dev/dspark/internal/atomicfile"
+	"github.com/dspark-dev/dspark/safetensors"
+	"github.com/dspark-dev/dspark/tokenizer"
+)
+
+// WriteOptions control how a checkpoint is written.
+type WriteOptions struct {
+	// ShardSize is the maximum data bytes per shard; 0 writes one model.safetensors. The
+	// shard breaks force at least two shards.
+	ShardSize int64
+	// Break names a broken variant (see Breaks); "" writes a correct checkpoint.
+	Break string
+	// Overwrite allows replacing an existing checkpoint in the directory (its stale shards
+	// and index are removed first).
+	Overwrite bool
+	// Progress, if set, is called with the byte count of every write of tensor data.
+	Progress func(n int64)
+}
+
+// Result describes a written checkpoint.
+type Result struct {
+	Files   []string // every file written (a deleted shard of index-missing-shard excluded)
+	Tensors int
+	Params  int64
+	Bytes   int64 // tensor data bytes (before any truncation)
+}
+
+// Target writes the synthetic target opts describes into dir (created if needed).
+func Target(dir string, opts TargetOptions, wo WriteOptions) (*Result, error) {
+	p, err := PlanTarget(opts, wo.Break)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"config.json", "generation_config.json", "tokenizer_config.json", "tiktoken.model"}
+	if err := prepareDir(dir, names, wo.Overwrite); err != nil {
+		return nil, err
+	}
+	g := Generator{Seed: opts.Seed}
+	res, err := writeWeights(dir, p.Roster, map[string]string{"format": "pt"}, g, nil, wo)
+	if err != nil {
+		return nil, err
+	}
+	ranks, err := TrainTokenizer(p.Ranks)
+	if err != nil {
+		return nil, fmt.Errorf("synth: train tokenizer: %w", err)
+	}
+	tk := filepath.Join(dir, "tiktoken.model")
+	if err := writeAtomic(tk, wo.Overwrite, func(w io.Writer) error { return tokenizer.WriteTiktoken(w, ranks) }); err != nil {
+		return nil, err
+	}
+	tc, err := tokenizerConfigJSON(p.Specials, p.Config, p.Config.MaxPositionEmbeddings)
+	if err != nil {
+		return nil, err
+	}
+	gc, err := generationConfigJSON(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	cj, err := marshal(p.Config, "  ")
+	if err != nil {
+		return nil, err
+	}
+	// config.json last: its presence means the checkpoint is complete.
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"tokenizer_config.json", tc}, {"generation_config.json", gc}, {"config.json", cj}} {
+		if err := writeJSON(filepath.Join(dir, f.name), f.b, wo.Overwrite); err != nil {
+			return nil, err
+		}
+	}
+	res.Files = append(res.Files, tk, filepath.Join(dir, "tokenizer_config.json"),
+		filepath.Join(dir, "generation_config.json"), filepath.Join(dir, "config.json"))
+	return res, nil
+}
+
+// Draft writes the synthetic draft opts describes into dir (created if needed).
+func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
+	p, err := PlanDraft(opts, wo.Break)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareDir(dir, []string{"config.json"}, wo.Overwrite); err != nil {
+		return nil, err
+	}
+	var copies map[string]func(io.Writer) error
+	if p.TargetDir != "" {
+		ck, err := safetensors.OpenCheckpoint(p.TargetDir)
+		if err != nil {
+			return nil, fmt.Errorf("synth: target: %w", err)
+		}
+		defer ck.Close()
+		embed := &p.Roster[0]
+		src, err := embeddingSource(ck, p.TargetDir, embed)
+		if err != nil {
+			return nil, err
+		}
+		embed.Init = Init{Encoding: Copy, Store: embed.Dtype}
+		copies = map[string]func(io.Writer) error{embed.Name: src}
+	}
+	g := Generator{Seed: opts.Seed}
+	res, err := writeWeights(dir, p.Roster, map[string]string{"torchspec_version": "0.1.0"}, g, copies, wo)
+	if err != nil {
+		return nil, err
+	}
+	cj, err := marshal(p.Config, "  ")
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := writeJSON(cfgPath, cj, wo.Overwrite); err != nil {
+		return nil, err
+	}
+	res.Files = append(res.Files, cfgPath)
+	return res, nil
+}
+
+// embeddingSource returns a Data function copying the target's model.embed_tokens.weight,
+// after checking that it has the draft embedding's dtype and shape.
+func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
+	const name = "model.embed_tokens.weight"
+	ti, f, ok := ck.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("synth: target %s has no %s", dir, name)
+	}
+	if string(ti.Dtype) != want.Dtype || !slices.Equal(ti.Shape, want.Shape) {
+		return nil, fmt.Errorf("synth: target %s: %s is %s %v, the draft needs %s %v (vocab_size x hidden_size of its config.json)",
+			dir, name, ti.Dtype, ti.Shape, want.Dtype, want.Shape)
+	}
+	return func(w io.Writer) error {
+		sr := f.SectionReader(ti)
+		bp := chunkPool.Get().(*[]byte)
+		defer chunkPool.Put(bp)
+		_, err := io.CopyBuffer(w, sr, *bp)
+		return err
+	}, nil
+}
+
+// writeWeights writes the roster as model.safetensors or shards, then applies a file break.
+func writeWeights(dir string, r Roster, meta map[string]string, g Generator,
+	copies map[string]func(io.Writer) error, wo WriteOptions) (*Result, error) {
+	res := &Result{Tensors: len(r), Params: r.Params(), Bytes: r.Bytes()}
+	src := make([]safetensors.TensorSource, len(r))
+	for i := range r {
+		t := &r[i]
+		data := copies[t.Name]
+		if data == nil {
+			if t.Init.Encoding == Copy {
+				return nil, fmt.Errorf("synth: tensor %s has no copy source", t.Name)
+			}
+			data = func(w io.Writer) error { return g.write(t, w) }
+		}
+		if wo.Progress != nil {
+			inner := data
+			data = func(w io.Writer) error { return inner(progressWriter{w, wo.Progress}) }
+		}
+		src[i] = safetensors.TensorSource{Name: t.Name, Dtype: safetensors.Dtype(t.Dtype),
+			Shape: slices.Clone(t.Shape), Data: data}
+	}
+	limit := wo.ShardSize
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	if shardBreak(wo.Break) && limit >= res.Bytes {
+		limit = res.Bytes/3 + 1
+	}
+	paths, err := safetensors.WriteSharded(dir, meta, src, limit, wo.Overwrite)
+	if err != nil {
+		return nil, err
+	}
+	res.Files = paths
+	if !shardBreak(wo.Break) {
+		return res, nil
+	}
+	if len(paths) < 3 { // shards then the index
+		return nil, fmt.Errorf("synth: break %s needs several shards; --shard-size %d gave one", wo.Break, wo.ShardSize)
+	}
+	last := paths[len(paths)-2]
+	if wo.Break == BreakIndexMissingShard {
+		res.Files = slices.Delete(res.Files, len(paths)-2, len(paths)-1)
+		return res, os.Remove(last)
+	}
+	return res, truncateData(last)
+}
+
+// truncateData cuts a safetensors file to its header plus half of its tensor data.
+func truncateData(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var n [8]byte
+	if _, err := io.ReadFull(f, n[:]); err != nil {
+		return fmt.Errorf("synth: truncate %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	start := 8 + int64(binary.LittleEndian.Uint64(n[:]))
+	return f.Truncate(start + (st.Size()-start)/2)
+}
+
+// progressWriter reports every write's size.
+type progressWriter struct {
+	w  io.Writer
+	fn func(int64)
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.fn(int64(n))
+	return n, err
+}
+
+// prepareDir creates dir. Unless overwrite is set it refuses a directory that already holds
+// a checkpoint (any of names, model.safetensors, the index or a shard); with overwrite it
+// removes the weights files so that no stale shard survives.
+func prepareDir(dir string, names []string, overwrite bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	shards, err := filepath.Glob(filepath.Join(dir, "model-*-of-*.safetensors"))
+	if err != nil {
+		return err
+	}
+	weights := append(shards, filepath.Join(dir, safetensors.SingleName), filepath.Join(dir, safetensors.IndexName))
+	for _, p := range append(weights, joinAll(dir, names)...) {
+		if _, err := os.Lstat(p); err == nil {
+			if !overwrite {
+				return fmt.Errorf("synth: %s: %w", p, atomicfile.ErrExists)
+			}
+		}
+	}
+	if overwrite {
+		for _, p := range weights {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("synth: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func joinAll(dir string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = filepath.Join(dir, n)
+	}
+	return out
+}
+
+// writeJSON writes b plus a final newline atomically.
+func writeJSON(path string, b []byte, overwrite bool) error {
+	return writeAtomic(path, overwrite, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}
+
+// writeAtomic writes path through internal/atomicfile.
+func writeAtomic(path string, overwrite bool, fill func(io.Writer) error) error {
+	af, err := atomicfile.Create(path, overwrite)
+	if err != nil {
+		return err
+	}
+	defer af.Abort()
+	if err := fill(af); err != nil {
+		return fmt.Errorf("%s: %w", path, atomicfile.Explain(err))
+	}
+	return af.Commit()
+}

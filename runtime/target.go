@@ -1,0 +1,319 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/mla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
+
+// Target is a loaded deepseek2 model with its latent KV cache.
+type Target struct {
+	Config TargetConfig
+	File   *gguf.File
+
+	tokEmbd *kernels.Mat
+	outNorm []float32
+	output  *kernels.Mat
+	layers  []targetLayer
+	cache   *mla.LatentCache
+
+	maxBatch int
+	s        targetScratch
+}
+
+type targetLayer struct {
+	attnNorm, ffnNorm []float32
+	attn              *mla.Attention
+	// dense FFN or shared experts
+	gate, up, down *kernels.Mat
+	// MoE
+	router                       *kernels.Mat
+	bias                         []float32
+	gateExp, upExp, downExp      []*kernels.Mat
+	gateShexp, upShexp, downShex *kernels.Mat
+}
+
+type targetScratch struct {
+	x, h, attnOut, ffA, ffB, ffOut []float32
+	moe                            moeScratch
+	pos                            []int
+}
+
+// TargetOptions tunes LoadTarget.
+type TargetOptions struct {
+	// Context is the KV cache capacity in tokens (0: min(context_length, 4096)).
+	Context int
+	// MaxBatch is the largest number of rows one Forward accepts (0: 64).
+	MaxBatch int
+	// Pack repacks the weight matrices into the kernels' fast layout at load time.
+	Pack bool
+}
+
+// LoadTarget binds a deepseek2 GGUF (already opened, mmap-backed) and allocates its cache.
+func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
+	cfg, err := readTargetConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = kernels.MaxBatch
+	}
+	if opt.MaxBatch > kernels.MaxBatch {
+		return nil, fmt.Errorf("max batch %d exceeds the kernels' limit %d", opt.MaxBatch, kernels.MaxBatch)
+	}
+	if opt.Context <= 0 {
+		opt.Context = min(cfg.NCtx, 4096)
+	}
+	b := newBinder(f)
+	E := cfg.NEmbd
+	emb, _ := f.Tensor("token_embd.weight")
+	if emb == nil || len(emb.Dims) != 2 {
+		return nil, fmt.Errorf("%s: missing 2-D tensor token_embd.weight", f.Path)
+	}
+	cfg.NVocab = int(emb.Dims[1])
+	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch}
+	t.tokEmbd = b.mat("token_embd.weight", E, cfg.NVocab)
+	t.outNorm = b.vec("output_norm.weight", E)
+	if b.has("output.weight") {
+		t.output = b.mat("output.weight", E, cfg.NVocab)
+	} else {
+		t.output = t.tokEmbd
+	}
+	a := cfg.Attn
+	qk := a.DNope + a.DRope
+	for i := 0; i < cfg.NLayer; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		var l targetLayer
+		l.attnNorm = b.vec(p+"attn_norm.weight", E)
+		l.ffnNorm = b.vec(p+"ffn_norm.weight", E)
+		w := mla.Weights{
+			KVA:     b.mat(p+"attn_kv_a_mqa.weight", E, a.KVLoraRank+a.DRope),
+			KVANorm: b.vec(p+"attn_kv_a_norm.weight", a.KVLoraRank),
+			KB:      heads(b.stack(p+"attn_k_b.weight", a.DNope, a.KVLoraRank, a.NHead)),
+			VB:      heads(b.stack(p+"attn_v_b.weight", a.KVLoraRank, a.DV, a.NHead)),
+			O:       b.mat(p+"attn_output.weight", a.NHead*a.DV, E),
+		}
+		if a.QLoraRank > 0 {
+			w.QA = b.mat(p+"attn_q_a.weight", E, a.QLoraRank)
+			w.QANorm = b.vec(p+"attn_q_a_norm.weight", a.QLoraRank)
+			w.QB = b.mat(p+"attn_q_b.weight", a.QLoraRank, a.NHead*qk)
+		} else {
+			w.Q = b.mat(p+"attn_q.weight", E, a.NHead*qk)
+		}
+		if i < cfg.NDense {
+			l.gate = b.mat(p+"ffn_gate.weight", E, cfg.NFF)
+			l.up = b.mat(p+"ffn_up.weight", E, cfg.NFF)
+			l.down = b.mat(p+"ffn_down.weight", cfg.NFF, E)
+		} else {
+			l.router = b.mat(p+"ffn_gate_inp.weight", E, cfg.NExpert)
+			if b.has(p + "exp_probs_b.bias") {
+				l.bias = b.vec(p+"exp_probs_b.bias", cfg.NExpert)
+			}
+			l.gateExp = b.stack(p+"ffn_gate_exps.weight", E, cfg.NFFExp, cfg.NExpert)
+			l.upExp = b.stack(p+"ffn_up_exps.weight", E, cfg.NFFExp, cfg.NExpert)
+			l.downExp = b.stack(p+"ffn_down_exps.weight", cfg.NFFExp, E, cfg.NExpert)
+			if cfg.NShared > 0 {
+				sh := cfg.NFFExp * cfg.NShared
+				l.gateShexp = b.mat(p+"ffn_gate_shexp.weight", E, sh)
+				l.upShexp = b.mat(p+"ffn_up_shexp.weight", E, sh)
+				l.downShex = b.mat(p+"ffn_down_shexp.weight", sh, E)
+			}
+		}
+		if b.err != nil {
+			return nil, b.err
+		}
+		at, err := mla.NewAttention(a, w, opt.MaxBatch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: layer %d: %w", f.Path, i, err)
+		}
+		l.attn = at
+		t.layers = append(t.layers, l)
+	}
+	b.unused()
+	if b.err != nil {
+		return nil, b.err
+	}
+	if opt.Pack {
+		if err := t.pack(); err != nil {
+			return nil, err
+		}
+	}
+	t.cache = mla.NewLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope)
+	t.allocScratch()
+	return t, nil
+}
+
+func (t *Target) allocScratch() {
+	n, E := t.maxBatch, t.Config.NEmbd
+	ff := max(t.Config.NFF, t.Config.NFFExp*max(1, t.Config.NShared))
+	t.s = targetScratch{
+		x: make([]float32, n*E), h: make([]float32, n*E), attnOut: make([]float32, n*E),
+		ffA: make([]float32, n*ff), ffB: make([]float32, n*ff), ffOut: make([]float32, n*E),
+		pos: make([]int, n),
+	}
+	if t.Config.NExpert > 0 {
+		t.s.moe = newMoEScratch(n, t.Config)
+	}
+}
+
+// pack repacks every matrix weight into the kernels' fast layout.
+func (t *Target) pack() error {
+	var err error
+	p := func(m **kernels.Mat) {
+		if err != nil || *m == nil {
+			return
+		}
+		var q *kernels.Mat
+		if q, err = (*m).Pack(); err == nil {
+			*m = q
+		}
+	}
+	tied := t.output == t.tokEmbd
+	p(&t.output)
+	if tied {
+		t.tokEmbd = t.output
+	}
+	for i := range t.layers {
+		l := &t.layers[i]
+		for _, m := range []**kernels.Mat{&l.gate, &l.up, &l.down, &l.router, &l.gateShexp, &l.upShexp, &l.downShex} {
+			p(m)
+		}
+		for _, s := range [][]*kernels.Mat{l.gateExp, l.upExp, l.downExp} {
+			for j := range s {
+				p(&s[j])
+			}
+		}
+	}
+	return err
+}
+
+// Cache returns the target's latent KV cache (Len() = committed tokens).
+func (t *Target) Cache() *mla.LatentCache { return t.cache }
+
+// Len returns the number of tokens in the KV cache.
+func (t *Target) Len() int { return t.cache.Len() }
+
+// Truncate drops cached tokens beyond n (rejected drafts).
+func (t *Target) Truncate(n int) error { return t.cache.Truncate(n) }
+
+// Reset empties the KV cache.
+func (t *Target) Reset() { t.cache.Reset() }
+
+// Embed writes the embedding of token id into dst (NEmbd values).
+func (t *Target) Embed(id int, dst []float32) { t.tokEmbd.Row(id, dst) }
+
+// LMHead returns the target's output matrix (vocab x NEmbd), shared with the draft.
+func (t *Target) LMHead() *kernels.Mat { return t.output }
+
+// Step is the result of one Forward.
+type Step struct {
+	// Logits holds len(tokens) rows of NVocab logits (only rows >= LogitsFrom are computed).
+	Logits []float32
+	// Hidden maps each requested layer k to len(tokens) rows of NEmbd values: the output of
+	// decoder layer k (0-based), before the final norm.
+	Hidden map[int][]float32
+}
+
+// Forward runs the target on tokens at positions Len()..Len()+n-1, appends them to the KV
+// cache, and fills out. logitsFrom skips the lm_head for rows before it (plain decoding only
+// needs the last row). taps lists decoder layers whose outputs are copied into out.Hidden.
+// out's buffers are reused when large enough.
+func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *Step) error {
+	n := len(tokens)
+	c := &t.Config
+	if n == 0 || n > t.maxBatch {
+		return fmt.Errorf("forward: %d tokens, want 1..%d", n, t.maxBatch)
+	}
+	if t.cache.Len()+n > t.cache.Cap() {
+		return fmt.Errorf("forward: context full (%d + %d tokens > capacity %d)", t.cache.Len(), n, t.cache.Cap())
+	}
+	E := c.NEmbd
+	for i, id := range tokens {
+		if id < 0 || id >= c.NVocab {
+			return fmt.Errorf("forward: token id %d out of range [0, %d)", id, c.NVocab)
+		}
+		t.tokEmbd.Row(id, t.s.x[i*E:(i+1)*E])
+		t.s.pos[i] = t.cache.Len() + i
+	}
+	if out.Hidden == nil {
+		out.Hidden = map[int][]float32{}
+	}
+	for _, k := range taps {
+		if k < 0 || k >= c.NLayer {
+			return fmt.Errorf("forward: hidden state of layer %d requested, model has %d", k, c.NLayer)
+		}
+		out.Hidden[k] = grow(out.Hidden[k], n*E)
+	}
+	x, h := t.s.x[:n*E], t.s.h[:n*E]
+	for li := range t.layers {
+		l := &t.layers[li]
+		rmsRows(h, x, l.attnNorm, n, E, c.Eps)
+		if err := l.attn.Forward(t.s.attnOut[:n*E], h, n, t.s.pos[:n], t.cache, li, mla.Causal); err != nil {
+			return err
+		}
+		addTo(x, t.s.attnOut[:n*E])
+		rmsRows(h, x, l.ffnNorm, n, E, c.Eps)
+		if li < c.NDense {
+			t.swiglu(t.s.ffOut[:n*E], h, n, l.gate, l.up, l.down)
+		} else {
+			t.moe(l, t.s.ffOut[:n*E], h, n)
+		}
+		addTo(x, t.s.ffOut[:n*E])
+		for _, k := range taps {
+			if k == li {
+				copy(out.Hidden[k], x)
+			}
+		}
+	}
+	if err := t.cache.Advance(n); err != nil {
+		return err
+	}
+	V := c.NVocab
+	out.Logits = grow(out.Logits, n*V)
+	if logitsFrom < 0 {
+		logitsFrom = 0
+	}
+	if logitsFrom < n {
+		m := n - logitsFrom
+		rmsRows(h[:m*E], x[logitsFrom*E:], t.outNorm, m, E, c.Eps)
+		t.output.MatMul(out.Logits[logitsFrom*V:n*V], h[:m*E], m)
+	}
+	return nil
+}
+
+// swiglu computes down(silu(gate h) * up h) for n rows.
+func (t *Target) swiglu(dst, h []float32, n int, gate, up, down *kernels.Mat) {
+	ff := gate.Rows()
+	a, b := t.s.ffA[:n*ff], t.s.ffB[:n*ff]
+	gate.MatMul(a, h, n)
+	up.MatMul(b, h, n)
+	for i := range a {
+		a[i] = silu(a[i]) * b[i]
+	}
+	down.MatMul(dst, a, n)
+}
+
+func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
+
+// rmsRows applies RMSNorm with weight w to n rows of width E.
+func rmsRows(dst, x, w []float32, n, E int, eps float32) {
+	for i := 0; i < n; i++ {
+		mla.RMSNorm(dst[i*E:(i+1)*E], x[i*E:(i+1)*E], w, eps)
+	}
+}
+
+func addTo(dst, src []float32) {
+	for i := range src {
+		dst[i] += src[i]
+	}
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,235 @@
+// Command _generate writes the AVX2+FMA assembly kernels of package kernels
+// (kernels_amd64.s) and their Go declarations and dispatch (kernels_amd64_gen.go).
+//
+// Run it from runtime/kernels with `go generate` (or `go run ./_generate`). Each kernel
+// multiplies P consecutive packed panels (16 rows each) by M batch rows of x and writes
+// out[m*P*16 + p*16 + r]; every output is the chain acc = fma(w[k], x[k], acc) for k = 0, 1,
+// ..., cols-1 from acc = 0, the recipe of the portable code, so both paths give the same bits.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"os"
+)
+
+// shape is one kernel: M batch rows times P panels.
+type shape struct{ M, P int }
+
+// shapes lists the generated kernels. Registers: 2*M*P accumulators, 2*P weights and one
+// broadcast must fit in the 16 YMM registers.
+var shapes = []shape{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {1, 2}, {2, 2}}
+
+// dtype describes how one packed column of 16 weights becomes two YMM registers of float32.
+type dtype struct {
+	name   string // Go constant name
+	prefix string // kernel name prefix
+	step   int    // bytes per packed column
+}
+
+var dtypes = []dtype{{"F32", "f32", 64}, {"F16", "f16", 32}, {"BF16", "bf16", 32}, {"Q8_0", "q8", 16}}
+
+// Register use. SI weights of panel 0 (panel p adds p*R8), R8 panel stride, DX x row 0,
+// R10 x row 3, R9 x row stride, CX loop counter, DI out, BX Q8_0 block counter, R11 Q8_0
+// column pointer.
+var xaddr = []string{"(DX)", "(DX)(R9*1)", "(DX)(R9*2)", "(R10)", "(R10)(R9*1)", "(R10)(R9*2)"}
+
+const unroll = 4
+
+type gen struct {
+	s bytes.Buffer
+}
+
+func (g *gen) f(format string, a ...any) { fmt.Fprintf(&g.s, format+"\n", a...) }
+
+func acc(s shape, m, p, h int) string { return fmt.Sprintf("Y%d", (m*s.P+p)*2+h) }
+func wreg(s shape, p, h int) string   { return fmt.Sprintf("Y%d", 2*s.M*s.P+2*p+h) }
+func breg(s shape) string             { return fmt.Sprintf("Y%d", 2*s.M*s.P+2*s.P) }
+
+// mem returns the address of displacement off from base, for panel p.
+func mem(base string, p, off int) string {
+	if p == 0 {
+		return fmt.Sprintf("%d(%s)", off, base)
+	}
+	return fmt.Sprintf("%d(%s)(R8*1)", off, base)
+}
+
+// loadW emits the loads of column u (within the unrolled group) for all panels.
+func (g *gen) loadW(d dtype, s shape, u int) {
+	for p := 0; p < s.P; p++ {
+		lo, hi := wreg(s, p, 0), wreg(s, p, 1)
+		switch d.name {
+		case "F32":
+			g.f("\tVMOVUPS %s, %s", mem("SI", p, u*64), lo)
+			g.f("\tVMOVUPS %s, %s", mem("SI", p, u*64+32), hi)
+		case "F16":
+			g.f("\tVCVTPH2PS %s, %s", mem("SI", p, u*32), lo)
+			g.f("\tVCVTPH2PS %s, %s", mem("SI", p, u*32+16), hi)
+		case "BF16":
+			// word j holds row j (low half) and row j+8 (high half)
+			g.f("\tVMOVDQU %s, %s", mem("SI", p, u*32), lo)
+			g.f("\tVPAND bf16hi<>(SB), %s, %s", lo, hi)
+			g.f("\tVPSLLD $16, %s, %s", lo, lo)
+		case "Q8_0":
+			g.f("\tVPMOVSXBD %s, %s", mem("R11", p, u*16), lo)
+			g.f("\tVPMOVSXBD %s, %s", mem("R11", p, u*16+8), hi)
+			g.f("\tVCVTDQ2PS %s, %s", lo, lo)
+			g.f("\tVCVTDQ2PS %s, %s", hi, hi)
+			g.f("\tVMULPS %s, %s, %s", mem("SI", p, 0), lo, lo)
+			g.f("\tVMULPS %s, %s, %s", mem("SI", p, 32), hi, hi)
+		}
+	}
+}
+
+// column emits the work of one column u: weights, then per batch row a broadcast and FMAs.
+func (g *gen) column(d dtype, s shape, u int) {
+	g.loadW(d, s, u)
+	b := breg(s)
+	for m := 0; m < s.M; m++ {
+		a := xaddr[m]
+		if u > 0 {
+			a = fmt.Sprintf("%d%s", 4*u, a)
+		}
+		g.f("\tVBROADCASTSS %s, %s", a, b)
+		for p := 0; p < s.P; p++ {
+			g.f("\tVFMADD231PS %s, %s, %s", b, wreg(s, p, 0), acc(s, m, p, 0))
+			g.f("\tVFMADD231PS %s, %s, %s", b, wreg(s, p, 1), acc(s, m, p, 1))
+		}
+	}
+}
+
+// advance emits the pointer increments after n columns.
+func (g *gen) advance(d dtype, s shape, n int) {
+	ptr := "SI"
+	if d.name == "Q8_0" {
+		ptr = "R11"
+	}
+	g.f("\tADDQ $%d, %s", n*d.step, ptr)
+	g.f("\tADDQ $%d, DX", 4*n)
+	if s.M > 3 {
+		g.f("\tADDQ $%d, R10", 4*n)
+	}
+}
+
+func (g *gen) kernel(d dtype, s shape) {
+	name := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P)
+	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	g.f("\tMOVQ w+0(FP), SI")
+	g.f("\tMOVQ panelStride+8(FP), R8")
+	g.f("\tMOVQ x+16(FP), DX")
+	g.f("\tMOVQ xStride+24(FP), R9")
+	g.f("\tMOVQ cols+32(FP), CX")
+	g.f("\tMOVQ out+40(FP), DI")
+	if s.M > 3 {
+		g.f("\tLEAQ (DX)(R9*2), R10")
+		g.f("\tADDQ R9, R10")
+	}
+	for m := 0; m < s.M; m++ {
+		for p := 0; p < s.P; p++ {
+			for h := 0; h < 2; h++ {
+				r := acc(s, m, p, h)
+				g.f("\tVXORPS %s, %s, %s", r, r, r)
+			}
+		}
+	}
+	if d.name == "Q8_0" {
+		// cols is a multiple of 32: blocks of 64 bytes of scales then 32 columns of 16 bytes.
+		g.f("\tSHRQ $5, CX")
+		g.f("\tMOVQ CX, BX")
+		g.f("%s_block:", name)
+		g.f("\tLEAQ 64(SI), R11")
+		g.f("\tMOVQ $%d, CX", 32/unroll)
+		g.f("%s_loop:", name)
+		for u := 0; u < unroll; u++ {
+			g.column(d, s, u)
+		}
+		g.advance(d, s, unroll)
+		g.f("\tDECQ CX")
+		g.f("\tJNZ %s_loop", name)
+		g.f("\tADDQ $%d, SI", 64+32*16)
+		g.f("\tDECQ BX")
+		g.f("\tJNZ %s_block", name)
+	} else {
+		g.f("\tMOVQ CX, BX")
+		g.f("\tANDQ $%d, BX", unroll-1)
+		g.f("\tSHRQ $%d, CX", 2)
+		g.f("\tJZ %s_tail", name)
+		g.f("%s_loop:", name)
+		for u := 0; u < unroll; u++ {
+			g.column(d, s, u)
+		}
+		g.advance(d, s, unroll)
+		g.f("\tDECQ CX")
+		g.f("\tJNZ %s_loop", name)
+		g.f("%s_tail:", name)
+		g.f("\tTESTQ BX, BX")
+		g.f("\tJZ %s_store", name)
+		g.f("%s_one:", name)
+		g.column(d, s, 0)
+		g.advance(d, s, 1)
+		g.f("\tDECQ BX")
+		g.f("\tJNZ %s_one", name)
+		g.f("%s_store:", name)
+	}
+	for m := 0; m < s.M; m++ {
+		for p := 0; p < s.P; p++ {
+			for h := 0; h < 2; h++ {
+				g.f("\tVMOVUPS %s, %d(DI)", acc(s, m, p, h), 4*(m*s.P*16+p*16+h*8))
+			}
+		}
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
+const header = "// Code generated by _generate/main.go; DO NOT EDIT.\n\n//go:build amd64 && !purego && !noasm\n"
+
+func main() {
+	var a gen
+	a.s.WriteString(header)
+	a.f("\n#include \"textflag.h\"\n")
+	a.f("// bf16hi keeps the high 16 bits of each 32-bit word: a packed BF16 word's row j+8.")
+	for i := 0; i < 4; i++ {
+		a.f("DATA bf16hi<>+%d(SB)/8, $0xffff0000ffff0000", 8*i)
+	}
+	a.f("GLOBL bf16hi<>(SB), RODATA|NOPTR, $32\n")
+	for _, d := range dtypes {
+		for _, s := range shapes {
+			a.kernel(d, s)
+		}
+	}
+	var g gen
+	g.s.WriteString(header)
+	g.f("\npackage kernels\n")
+	for _, d := range dtypes {
+		for _, s := range shapes {
+			g.f("//go:noescape")
+			g.f("func %sM%dP%d(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)\n", d.prefix, s.M, s.P)
+		}
+	}
+	g.f("// callKernel runs the kernel for type t, M = mr batch rows and P = np panels.")
+	g.f("func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32) {")
+	g.f("\tswitch t {")
+	for _, d := range dtypes {
+		g.f("\tcase %s:", d.name)
+		g.f("\t\tswitch np*8 + mr {")
+		for _, s := range shapes {
+			g.f("\t\tcase %d:", s.P*8+s.M)
+			g.f("\t\t\t%sM%dP%d(w, panelStride, x, xStride, cols, out)", d.prefix, s.M, s.P)
+			g.f("\t\t\treturn")
+		}
+		g.f("\t\t}")
+	}
+	g.f("\t}")
+	g.f("\tpanic(\"kernels: no assembly kernel for this shape\")")
+	g.f("}")
+	if err := os.WriteFile("kernels_amd64.s", a.s.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("kernels_amd64_gen.go", g.s.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,119 @@
+package convert
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Arch is one supported source architecture: the HF names it answers to, the GGUF
+// architecture it becomes, its tensor rules, and a function that reads config.json into
+// the dimension table, features and metadata the rules need.
+type Arch struct {
+	// HF lists the config.json architectures[0] values this entry converts.
+	HF []string
+	// GGUF is the GGUF general.architecture written.
+	GGUF string
+	// Draft is true for a draft model (its tokenizer comes from --target).
+	Draft bool
+	// Rules is the tensor table, in GGUF order.
+	Rules []Rule
+	// read parses config.json; it sees the roster only to pick a tensor-name family.
+	read func(c *Config, r *roster, opt Options) (*archSpec, error)
+}
+
+// archSpec is what an architecture derives from one config.json.
+type archSpec struct {
+	dims     dims
+	features features
+	layers   layerPlan
+	meta     []Meta        // architecture keys ({arch}.*) plus tokenizer.ggml.mask_token_id etc.
+	dropped  func(string) bool // source tensors known and deliberately skipped (MTP layers)
+	fp8      fp8Block
+	vocab    int64
+	experts  int64 // routed experts (size label)
+	special  specialIDs
+	draft    *draftSpec
+	notes    []string
+}
+
+// specialIDs are bos/eos/pad ids from config.json (-1 when absent).
+type specialIDs struct{ bos, eos, pad int64 }
+
+// draftSpec holds the draft's view of its target, checked against --target.
+type draftSpec struct {
+	targetHidden, targetLayers int64
+	layerIDs                   []int64
+	hidden, vocab              int64
+}
+
+// registry lists every supported architecture; adding one is one file plus a line here.
+var registry = []*Arch{dflashArch, deepseek2Arch}
+
+// LookupArch finds the registry entry for an HF architectures[0] value, or returns an error
+// listing the supported ones.
+func LookupArch(hf string) (*Arch, error) {
+	for _, a := range registry {
+		for _, n := range a.HF {
+			if n == hf {
+				return a, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("architecture %q is not supported (supported: %s)", hf, strings.Join(SupportedArchitectures(), ", "))
+}
+
+// SupportedArchitectures returns every accepted architectures[0] value with its GGUF name.
+func SupportedArchitectures() []string {
+	var out []string
+	for _, a := range registry {
+		for _, n := range a.HF {
+			out = append(out, n+" -> "+a.GGUF)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readSpecials reads bos/eos/pad token ids (optional).
+func readSpecials(r *cfgReader) specialIDs {
+	bos, _ := r.OptInt(-1, "bos_token_id")
+	eos, _ := r.OptInt(-1, "eos_token_id")
+	pad, _ := r.OptInt(-1, "pad_token_id")
+	return specialIDs{bos, eos, pad}
+}
+
+// mlaDims reads the MLA attention hyperparameters shared by dflash and deepseek2 and fills
+// the common dimension names.
+func mlaDims(r *cfgReader, d dims) {
+	d["hidden"] = r.Positive("hidden_size")
+	d["heads"] = r.Positive("num_attention_heads")
+	d["r_kv"] = r.Positive("kv_lora_rank")
+	d["nope"] = r.Positive("qk_nope_head_dim")
+	d["rope"] = r.Positive("qk_rope_head_dim")
+	d["v"] = r.Positive("v_head_dim")
+	d["vocab"] = r.Positive("vocab_size")
+	d["one"] = 1
+	d["q_out"] = d["heads"] * (d["nope"] + d["rope"])
+	d["kv_a_out"] = d["r_kv"] + d["rope"]
+	d["kv_b_out"] = d["heads"] * (d["nope"] + d["v"])
+	d["o_in"] = d["heads"] * d["v"]
+	if kv, ok := r.OptInt(0, "num_key_value_heads"); ok && kv != d["heads"] {
+		r.fail("num_key_value_heads %d differs from num_attention_heads %d (MLA checkpoints keep them equal)", kv, d["heads"])
+	}
+}
+
+// mlaMeta returns the attention keys shared by dflash and deepseek2.
+func mlaMeta(arch string, d dims, qLora int64, eps float64) []Meta {
+	return []Meta{
+		u32(arch+".attention.head_count", d["heads"]),
+		u32(arch+".attention.head_count_kv", 1),
+		u32(arch+".attention.q_lora_rank", qLora),
+		u32(arch+".attention.kv_lora_rank", d["r_kv"]),
+		u32(arch+".attention.key_length", d["r_kv"]+d["rope"]),
+		u32(arch+".attention.value_length", d["r_kv"]),
+		u32(arch+".attention.key_length_mla", d["nope"]+d["rope"]),
+		u32(arch+".attention.value_length_mla", d["v"]),
+		f32(arch+".attention.layer_norm_rms_epsilon", eps),
+	}
+}

@@ -1,0 +1,157 @@
+package convert
+
+import "fmt"
+
+// dflashArch converts the DSpark draft (K3DSparkModel; DSpark or DFlash tensor names, with
+// or without a "model." prefix) to llama.cpp's dflash architecture with an MLA backbone
+// (dspark-k3.md section 3). Src alternatives: DSpark family | DFlash family.
+var dflashArch = &Arch{
+	HF:    []string{"K3DSparkModel"},
+	GGUF:  "dflash",
+	Draft: true,
+	Rules: []Rule{
+		{Src: "embed_tokens.weight", Dst: "token_embd.weight", Shape: []string{"vocab", "hidden"}, When: "keep_embd"},
+		{Src: "embed_tokens.weight", Dst: "", Shape: []string{"vocab", "hidden"}, When: "!keep_embd"},
+		{Src: "context_proj.weight|fc.weight", Dst: "fc.weight", Shape: []string{"hidden", "ctx_in"}},
+		{Src: "context_norm.weight|hidden_norm.weight", Dst: "enc.output_norm.weight", Shape: []string{"hidden"}},
+		{Src: "final_norm.weight|norm.weight", Dst: "output_norm.weight", Shape: []string{"hidden"}},
+		{Src: "markov_head.markov_w1.weight", Dst: "markov_w1.weight", Shape: []string{"vocab", "markov"}},
+		{Src: "markov_head.markov_w2.weight", Dst: "markov_w2.weight", Shape: []string{"vocab", "markov"}},
+		{Src: "confidence_head.proj.weight", Dst: "conf_proj.weight", Shape: []string{"one", "conf_in"}},
+		{Src: "confidence_head.proj.bias", Dst: "conf_proj.bias", Shape: []string{"one"}},
+
+		{Src: "layers.{i}.input_layernorm.weight", Dst: "blk.{i}.attn_norm.weight", Shape: []string{"hidden"}, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.q_a_proj.weight", Dst: "blk.{i}.attn_q_a.weight", Shape: []string{"r_q", "hidden"}, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.q_a_layernorm.weight", Dst: "blk.{i}.attn_q_a_norm.weight", Shape: []string{"r_q"}, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.q_b_proj.weight", Dst: "blk.{i}.attn_q_b.weight", Shape: []string{"q_out", "r_q"}, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.kv_a_proj_with_mqa.weight", Dst: "blk.{i}.attn_kv_a_mqa.weight", Shape: []string{"kv_a_out", "hidden"}, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.kv_a_layernorm.weight", Dst: "blk.{i}.attn_kv_a_norm.weight", Shape: []string{"r_kv"}, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Dst: "blk.{i}.attn_k_b.weight", Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitKB, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Dst: "blk.{i}.attn_v_b.weight", Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitVB, Layers: AllLayers},
+		{Src: "layers.{i}.self_attn.o_proj.weight", Dst: "blk.{i}.attn_output.weight", Shape: []string{"hidden", "o_in"}, Layers: AllLayers},
+		{Src: "layers.{i}.post_attention_layernorm.weight", Dst: "blk.{i}.ffn_norm.weight", Shape: []string{"hidden"}, Layers: AllLayers},
+		{Src: "layers.{i}.mlp.gate_proj.weight", Dst: "blk.{i}.ffn_gate.weight", Shape: []string{"ffn", "hidden"}, Layers: AllLayers},
+		{Src: "layers.{i}.mlp.up_proj.weight", Dst: "blk.{i}.ffn_up.weight", Shape: []string{"ffn", "hidden"}, Layers: AllLayers},
+		{Src: "layers.{i}.mlp.down_proj.weight", Dst: "blk.{i}.ffn_down.weight", Shape: []string{"hidden", "ffn"}, Layers: AllLayers},
+	},
+	read: readDFlash,
+}
+
+// readDFlash reads a DSpark config.json, accepting the schema drift of dspark-k3.md
+// section 2 (YaRN under rope_parameters or rope_scaling; block_size, mask_token_id and
+// target_layer_ids at top level or in dflash_config).
+func readDFlash(c *Config, ro *roster, opt Options) (*archSpec, error) {
+	r := &cfgReader{c: c}
+	d := dims{}
+	mlaDims(r, d)
+	d["ffn"] = r.Positive("intermediate_size")
+	d["r_q"] = r.Positive("q_lora_rank")
+	layers := r.Positive("num_hidden_layers")
+	eps := r.Float("rms_norm_eps")
+	ctx := r.Positive("max_position_embeddings")
+	rope := readRope(r)
+	if r.Bool("mla_use_nope") {
+		r.fail("mla_use_nope = true is not supported (the dflash MLA schema applies RoPE)")
+	}
+	if r.Bool("mla_use_output_gate") {
+		r.fail("mla_use_output_gate = true is not supported (no output-gate tensor in the dflash MLA schema)")
+	}
+	if dv, ok := r.OptInt(d["vocab"], "draft_vocab_size"); ok && dv != d["vocab"] {
+		r.fail("draft_vocab_size %d differs from vocab_size %d (a reduced draft vocabulary is not supported)", dv, d["vocab"])
+	}
+	d["markov"] = r.Positive("markov_rank")
+	if t := r.Str("markov_head_type"); t != "vanilla" && t != "" {
+		r.fail("markov_head_type %q is not supported (supported: vanilla)", t)
+	}
+	if !r.Bool("enable_confidence_head") {
+		r.fail("enable_confidence_head = false is not supported (the dflash schema has conf_proj)")
+	}
+	d["conf_in"] = d["hidden"]
+	if r.Bool("confidence_head_with_markov") {
+		d["conf_in"] += d["markov"]
+	}
+	targetHidden := r.Positive("target_hidden_size")
+	targetLayers := r.Positive("target_num_hidden_layers")
+	ids := readDrift(r, "target_layer_ids", []int64(nil), func(p string) any { return r.Ints(p) }).([]int64)
+	blockSize := readDrift(r, "block_size", int64(0), func(p string) any { return r.Int(p) }).(int64)
+	mask := readDrift(r, "mask_token_id", int64(0), func(p string) any { return r.Int(p) }).(int64)
+	if n, ok := r.OptInt(int64(len(ids)), "num_target_layers"); ok && n != int64(len(ids)) {
+		r.fail("num_target_layers %d but target_layer_ids has %d entries %v", n, len(ids), ids)
+	}
+	for _, id := range ids {
+		if id < 0 || id >= targetLayers {
+			r.fail("target_layer_ids entry %d is outside the target's %d layers (valid 0..%d, HF convention: output of decoder layer k)", id, targetLayers, targetLayers-1)
+		}
+	}
+	if len(ids) == 0 && len(r.errs) == 0 {
+		r.fail("target_layer_ids is empty")
+	}
+	if blockSize < 1 && len(r.errs) == 0 {
+		r.fail("block_size must be >= 1, got %d", blockSize)
+	}
+	if (mask < 0 || mask >= d["vocab"]) && d["vocab"] > 0 {
+		r.fail("mask_token_id %d is outside the vocabulary 0..%d", mask, d["vocab"]-1)
+	}
+	sp := readSpecials(r)
+	r.OptBool(false, "tie_word_embeddings")
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	d["ctx_in"] = int64(len(ids)) * targetHidden
+
+	family := 0
+	if ro.has("fc.weight") || ro.has("hidden_norm.weight") {
+		family = 1
+	}
+	plus1 := make([]int64, len(ids))
+	for i, id := range ids {
+		plus1[i] = id + 1
+	}
+	const a = "dflash"
+	meta := []Meta{
+		u32(a+".block_count", layers),
+		u32(a+".context_length", ctx),
+		u32(a+".embedding_length", d["hidden"]),
+		u32(a+".feed_forward_length", d["ffn"]),
+		u32(a+".vocab_size", d["vocab"]),
+		u32(a+".block_size", blockSize),
+		boolean(a+".sample_from_anchor", true),
+		i32s(a+".target_layers", plus1),
+		u32(a+".target_hidden_size", targetHidden),
+		u32(a+".target_block_count", targetLayers),
+		u32(a+".markov_rank", d["markov"]),
+	}
+	meta = append(meta, mlaMeta(a, d, d["r_q"], eps)...)
+	meta = append(meta, boolean(a+".attention.causal", false))
+	meta = append(meta, ropeMeta(a, rope, d["rope"])...)
+	meta = append(meta, u32("tokenizer.ggml.mask_token_id", mask))
+	return &archSpec{
+		dims:     d,
+		features: features{"keep_embd": opt.KeepEmbeddings},
+		layers:   layerPlan{count: layers, firstMoE: layers, familyAlts: family},
+		meta:     meta,
+		vocab:    d["vocab"],
+		special:  sp,
+		draft:    &draftSpec{targetHidden: targetHidden, targetLayers: targetLayers, layerIDs: ids, hidden: d["hidden"], vocab: d["vocab"]},
+	}, nil
+}
+
+// readDrift reads a field that sits at top level or inside dflash_config; both present
+// with different values is an error.
+func readDrift(r *cfgReader, field string, zero any, get func(path string) any) any {
+	top, nested := field, "dflash_config."+field
+	switch {
+	case !r.c.Has(top) && !r.c.Has(nested):
+		r.fail("missing field %s or %s", top, nested)
+		return zero
+	case r.c.Has(top) && r.c.Has(nested):
+		a, b := get(top), get(nested)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			r.fail("%s = %v disagrees with %s = %v", top, a, nested, b)
+		}
+		return a
+	case r.c.Has(nested):
+		return get(nested)
+	}
+	return get(top)
+}

@@ -1,0 +1,320 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Options configure a conversion.
+type Options struct {
+	// OutType is the type of the weight matrices (Auto = the checkpoint's dtype).
+	OutType OutType
+	// Target is the draft's target checkpoint directory: it supplies the tokenizer and is
+	// checked against the draft (hidden size, layer count, vocabulary, embedding table).
+	Target string
+	// KeepEmbeddings keeps a draft's embed_tokens as token_embd (dropped by default).
+	KeepEmbeddings bool
+	// SkipEmbeddingCheck skips reading both embedding tables when Target is set.
+	SkipEmbeddingCheck bool
+}
+
+// Plan is a validated conversion: every GGUF tensor with its source and type, and every
+// metadata key with its exact type. It owns open checkpoints; Close releases them.
+type Plan struct {
+	Dir      string // source checkpoint
+	HFArch   string // config.json architectures[0]
+	Arch     string // GGUF general.architecture
+	Family   string // tensor-name family seen in the checkpoint
+	OutType  OutType
+	Name     string // general.name
+	Size     string // llama.cpp size label
+	Meta     []Meta
+	Tensors  []PlanTensor
+	Dropped  []string // source tensors deliberately not converted
+	Notes    []string // warnings worth a user's attention
+	Params   uint64   // elements written
+	SrcBytes uint64   // source bytes read (once per source tensor)
+	Embed    *EmbeddingDiff
+
+	closers []checkpoint
+}
+
+// PlanTensor is one GGUF tensor of a plan.
+type PlanTensor struct {
+	Name     string
+	Type     OutType
+	Dims     []uint64
+	Bytes    int64
+	Sources  []string // original checkpoint names (several for stacked experts)
+	SrcDtype string
+	SrcShape []int64 // shape of one source
+	Xform    Transform
+	prod     *producer
+}
+
+// Elements returns the tensor's element count.
+func (t *PlanTensor) Elements() int64 {
+	n := int64(1)
+	for _, d := range t.Dims {
+		n *= int64(d)
+	}
+	return n
+}
+
+// Close releases the plan's checkpoints.
+func (p *Plan) Close() error {
+	var errs []error
+	for _, c := range p.closers {
+		errs = append(errs, c.Close())
+	}
+	p.closers = nil
+	return errors.Join(errs...)
+}
+
+// NewPlan reads dir's config.json and checkpoint, validates them against the architecture's
+// tables (config, vocabulary, roster, target) and returns the plan. Nothing is written.
+func NewPlan(dir string, opt Options) (*Plan, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	hf, _, err := cfg.Architecture()
+	if err != nil {
+		return nil, err
+	}
+	arch, err := LookupArch(hf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Path, err)
+	}
+	if opt.Target != "" && !arch.Draft {
+		return nil, fmt.Errorf("--target is for draft models; %s is a %s target", dir, hf)
+	}
+	ck, err := openCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Dir: dir, HFArch: hf, Arch: arch.GGUF, closers: []checkpoint{ck}}
+	if err := p.build(cfg, arch, ck, opt); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error {
+	ro, err := newRoster(ck.Tensors())
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Dir, err)
+	}
+	spec, err := arch.read(cfg, ro, opt)
+	if err != nil {
+		return err
+	}
+	p.Notes = append(p.Notes, spec.notes...)
+	p.Family = familyName(arch, spec.layers.familyAlts)
+	exp, err := expand(arch.Rules, spec.dims, spec.features, spec.layers)
+	if err != nil {
+		return err
+	}
+
+	// Tokenizer: the target's own, or the draft's target.
+	tokDir := p.Dir
+	if arch.Draft {
+		tokDir = opt.Target
+	}
+	var tok *tokenizerInfo
+	if tokDir != "" {
+		if tok, err = loadTokenizer(tokDir, spec.vocab); err != nil {
+			return err
+		}
+	} else {
+		p.Notes = append(p.Notes, "no --target: the draft is written without tokenizer.* arrays (only tokenizer.ggml.mask_token_id); pass --target DIR to embed the target's tokenizer")
+	}
+	if err := checkVocab(p.Dir, spec.vocab, ro, tok, tokDir); err != nil {
+		return err
+	}
+	main, err := checkRoster(p.Dir, ro, exp, spec.dropped, spec.fp8)
+	if err != nil {
+		return err
+	}
+	sp := spec.special
+	if arch.Draft && opt.Target != "" {
+		tsp, err := p.checkTarget(opt, spec, ro)
+		if err != nil {
+			return err
+		}
+		if tsp != sp {
+			p.Notes = append(p.Notes, fmt.Sprintf("bos/eos/pad ids of the draft's config.json (%d/%d/%d) differ from the target's (%d/%d/%d); the target's are written, since its tokenizer is", sp.bos, sp.eos, sp.pad, tsp.bos, tsp.eos, tsp.pad))
+		}
+		sp = tsp
+	}
+	p.OutType = resolveAuto(opt.OutType, main)
+	if err := p.addTensors(ck, ro, exp, spec); err != nil {
+		return err
+	}
+	p.Name = modelName(cfg, p.Dir)
+	p.Size = p.sizeLabel(spec.experts)
+	p.Meta = []Meta{
+		str("general.architecture", p.Arch),
+		str("general.type", "model"),
+		str("general.name", p.Name),
+		str("general.size_label", p.Size),
+		u32("general.file_type", p.OutType.FileType()),
+		u32("general.quantization_version", 2),
+	}
+	var tokKeys []Meta
+	for _, m := range spec.meta {
+		if strings.HasPrefix(m.Key, "tokenizer.") {
+			tokKeys = append(tokKeys, m)
+		} else {
+			p.Meta = append(p.Meta, m)
+		}
+	}
+	if tok != nil {
+		p.Meta = append(p.Meta, tok.meta(sp)...)
+	}
+	p.Meta = append(p.Meta, tokKeys...)
+	seen := map[string]bool{}
+	for _, m := range p.Meta {
+		if seen[m.Key] {
+			return fmt.Errorf("internal: metadata key %s planned twice", m.Key)
+		}
+		seen[m.Key] = true
+		if err := m.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func familyName(a *Arch, fam int) string {
+	if a.GGUF != "dflash" {
+		return "HF"
+	}
+	if fam == 1 {
+		return "DFlash (fc/hidden_norm/norm)"
+	}
+	return "DSpark (context_proj/context_norm/final_norm)"
+}
+
+// checkVocab compares vocab_size, the embedding's rows and the tokenizer's ids.
+func checkVocab(dir string, vocab int64, ro *roster, tok *tokenizerInfo, tokDir string) error {
+	var probs []string
+	if e, ok := ro.byName["embed_tokens.weight"]; ok && len(e.Shape) == 2 && e.Shape[0] != vocab {
+		probs = append(probs, fmt.Sprintf("%s has %d rows", e.Name, e.Shape[0]))
+	}
+	if tok != nil && int64(tok.maxID) >= vocab {
+		probs = append(probs, fmt.Sprintf("the tokenizer in %s defines ids up to %d (%d tiktoken ranks + added tokens)", tokDir, tok.maxID, tok.ranks))
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: vocabulary mismatch: config.json vocab_size is %d but %s", dir, vocab, strings.Join(probs, " and "))
+}
+
+// addTensors turns the expanded rules into planned tensors with producers.
+func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archSpec) error {
+	readSrc := map[string]bool{}
+	for _, e := range exp {
+		if e.dst == "" {
+			for _, s := range e.srcs {
+				p.Dropped = append(p.Dropped, ro.byName[s].Name+" (not written; --keep-embeddings keeps it)")
+			}
+			continue
+		}
+		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.Xform, SrcShape: e.shape}
+		var note string
+		t.Type, note = tensorType(p.OutType, e.dst, e.dims)
+		if note != "" {
+			p.Notes = append(p.Notes, note)
+		}
+		prod := &producer{xform: e.rule.Xform, nope: e.dimEnv["nope"], v: e.dimEnv["v"], rkv: e.dimEnv["r_kv"], h: e.dimEnv["heads"]}
+		for _, s := range e.srcs {
+			st := ro.byName[s]
+			sd, err := loadSrc(ck, ro, st, spec.fp8)
+			if err != nil {
+				return err
+			}
+			prod.srcs = append(prod.srcs, sd)
+			t.Sources = append(t.Sources, st.Name)
+			if !readSrc[st.Name] {
+				readSrc[st.Name] = true
+				p.SrcBytes += uint64(len(sd.data))
+				if sd.scale != nil {
+					p.SrcBytes += uint64(len(sd.scale.data))
+				}
+			}
+		}
+		t.SrcDtype = prod.srcs[0].t.Dtype
+		prod.per = prod.srcs[0].t.Elements()
+		prod.n = t.Elements()
+		t.prod = prod
+		t.Bytes = t.Type.bytesFor(prod.n)
+		p.Params += uint64(prod.n)
+		p.Tensors = append(p.Tensors, t)
+	}
+	if spec.dropped != nil {
+		var mtp []string
+		for n, st := range ro.byName {
+			if spec.dropped(n) {
+				mtp = append(mtp, st.Name+" (MTP layer)")
+			}
+		}
+		sort.Strings(mtp)
+		p.Dropped = append(p.Dropped, mtp...)
+	}
+	return nil
+}
+
+// loadSrc fetches a source tensor's bytes (and FP8 scales) and checks their length.
+func loadSrc(ck checkpoint, ro *roster, st SrcTensor, blk fp8Block) (*srcData, error) {
+	data, err := ck.Data(st.Name)
+	if err != nil {
+		return nil, err
+	}
+	if want := st.Elements() * elemSize(st.Dtype); int64(len(data)) != want {
+		return nil, fmt.Errorf("tensor %s: %d data bytes, %s %s needs %d", st.Name, len(data), st.Dtype, shapeStr(st.Shape), want)
+	}
+	sd := &srcData{t: st, data: data, blk: blk, mapped: ck.Mapped()}
+	if st.Dtype == "F8_E4M3" {
+		sc := ro.byName[normalizeName(st.Name)+"_scale_inv"]
+		sdata, err := ck.Data(sc.Name)
+		if err != nil {
+			return nil, err
+		}
+		if want := sc.Elements() * elemSize(sc.Dtype); int64(len(sdata)) != want {
+			return nil, fmt.Errorf("tensor %s: %d data bytes, %s %s needs %d", sc.Name, len(sdata), sc.Dtype, shapeStr(sc.Shape), want)
+		}
+		sd.scale = &srcData{t: sc, data: sdata, mapped: ck.Mapped()}
+	}
+	return sd, nil
+}
+
+// sizeLabel computes llama.cpp's size label from the planned tensors.
+func (p *Plan) sizeLabel(experts int64) string {
+	var shared, perExpert uint64
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		n := uint64(t.Elements())
+		if t.Xform == Stack && experts > 0 {
+			perExpert += n / uint64(experts)
+		} else {
+			shared += n
+		}
+	}
+	return SizeLabel(p.Params, shared, perExpert, experts)
+}
+
+// DataBytes returns the sum of the tensors' encoded sizes (without alignment padding).
+func (p *Plan) DataBytes() int64 {
+	var n int64
+	for i := range p.Tensors {
+		n += p.Tensors[i].Bytes
+	}
+	return n
+}
+
+// DefaultOutName returns the llama.cpp-style default output file name.
+func (p *Plan) DefaultOutName() string { return DefaultOutName(p.Name, p.Size, p.OutType) }

@@ -1,0 +1,70 @@
+package convert
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Print writes the plan for --dry-run: a summary, every source tensor -> GGUF name with
+// dtype -> type, shape -> dims and bytes, the dropped tensors, every metadata key with its
+// type and value, and the notes.
+func (p *Plan) Print(w io.Writer, outPath string) error {
+	fmt.Fprintf(w, "plan: %s (%s, %s tensor names) -> %s\n", p.Dir, p.HFArch, p.Family, p.Arch)
+	fmt.Fprintf(w, "output: %s, type %s, %d tensors, %s parameters, %s data bytes (%s source bytes read), size label %s\n",
+		outPath, p.OutType.Label(), len(p.Tensors), commas(int64(p.Params)), commas(p.DataBytes()), commas(int64(p.SrcBytes)), p.Size)
+	fmt.Fprintln(w, "\ntensors:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tsource\t\tGGUF name\tdtype -> type\tshape -> dims\tbytes\ttransform")
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		src := t.Sources[0]
+		if len(t.Sources) > 1 {
+			src = fmt.Sprintf("%s (+%d more)", src, len(t.Sources)-1)
+		}
+		shape := shapeStr(t.SrcShape)
+		if t.Xform == Stack {
+			shape = fmt.Sprintf("%d x %s", len(t.Sources), shape)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t->\t%s\t%s -> %s\t%s -> %s\t%s\t%s\n", i, src, t.Name, t.SrcDtype, t.Type.Label(), shape, dimsStr(t.Dims), commas(t.Bytes), t.Xform)
+	}
+	tw.Flush()
+	if len(p.Dropped) > 0 {
+		fmt.Fprintln(w, "\nnot written:")
+		for _, d := range p.Dropped {
+			fmt.Fprintln(w, "  "+d)
+		}
+	}
+	fmt.Fprintf(w, "\nmetadata (%d keys):\n", len(p.Meta))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, m := range p.Meta {
+		fmt.Fprintf(tw, "  %s\t%s\t= %s\n", m.Key, m.Kind, m.Format())
+	}
+	tw.Flush()
+	if len(p.Notes) > 0 {
+		fmt.Fprintln(w, "\nnotes:")
+		for _, n := range p.Notes {
+			fmt.Fprintln(w, "  "+n)
+		}
+	}
+	return nil
+}
+
+// commas formats n with thousands separators.
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

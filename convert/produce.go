@@ -1,0 +1,230 @@
+package convert
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/dspark-dev/dspark/internal/dtype"
+)
+
+// srcData is one source tensor with its bytes (a zero-copy view of the checkpoint's mmap)
+// and, for an FP8 weight, its block scales.
+type srcData struct {
+	t     SrcTensor
+	data  []byte
+	scale *srcData
+	blk   fp8Block
+	// mapped is true when data is a view of a read-only shared file mapping, whose pages
+	// may be dropped from the resident set after use (never true for heap memory).
+	mapped bool
+}
+
+// release drops the pages of the source (and its scales) from the resident set.
+func (s *srcData) release() {
+	if s.mapped {
+		dropPages(s.data)
+		if s.scale != nil {
+			dropPages(s.scale.data)
+		}
+	}
+}
+
+// releaseRange drops the pages of elements [start, start+n) of a non-FP8 source.
+func (s *srcData) releaseRange(start, n int64) {
+	if s.mapped && s.t.Dtype != "F8_E4M3" {
+		es := elemSize(s.t.Dtype)
+		dropPages(s.data[start*es : (start+n)*es])
+	}
+}
+
+// elemDtype is the dtype of the elements readRange yields: the source dtype, or F32 for a
+// dequantized FP8 weight.
+func (s *srcData) elemDtype() string {
+	if s.t.Dtype == "F8_E4M3" {
+		return "F32"
+	}
+	return s.t.Dtype
+}
+
+func elemSize(d string) int64 { return srcDtypes[d] }
+
+// readRange writes elements [start, start+n) (row-major) into dst in elemDtype.
+func (s *srcData) readRange(dst []byte, start, n int64) {
+	if s.t.Dtype != "F8_E4M3" {
+		es := elemSize(s.t.Dtype)
+		copy(dst[:n*es], s.data[start*es:(start+n)*es])
+		return
+	}
+	s.dequantFP8(dst, start, n)
+}
+
+// dequantFP8 computes w * scale_inv for elements [start, start+n), the scale repeated over
+// its block and cropped at the matrix edges, in float32 (as the reference loaders do).
+func (s *srcData) dequantFP8(dst []byte, start, n int64) {
+	cols := s.t.Shape[1]
+	scols := ceilDiv(cols, s.blk[1])
+	row, col := start/cols, start%cols
+	for k := int64(0); k < n; k++ {
+		w := dtype.F8E4M3ToF32(s.data[start+k])
+		sc := s.scale.scaleAt((row/s.blk[0])*scols + col/s.blk[1])
+		binary.LittleEndian.PutUint32(dst[4*k:], math.Float32bits(w*sc))
+		col++
+		if col == cols {
+			col = 0
+			row++
+		}
+	}
+}
+
+// scaleAt reads element i of an F32 or BF16 scale tensor.
+func (s *srcData) scaleAt(i int64) float32 {
+	if s.t.Dtype == "BF16" {
+		return dtype.BF16ToF32(binary.LittleEndian.Uint16(s.data[2*i:]))
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(s.data[4*i:]))
+}
+
+// producer yields the elements of one GGUF tensor in GGUF (output) order.
+type producer struct {
+	xform           Transform
+	srcs            []*srcData // one per expert for Stack, else one
+	n               int64      // output elements
+	per             int64      // elements per source (Stack)
+	nope, v, rkv, h int64      // kv_b split geometry
+}
+
+// dtype is the element dtype read yields.
+func (p *producer) dtype() string { return p.srcs[0].elemDtype() }
+
+// view returns a zero-copy slice of the output elements [start, start+n) when they are
+// contiguous source bytes (Copy or Stack of a non-FP8 source within one expert).
+func (p *producer) view(start, n int64) ([]byte, bool) {
+	if p.srcs[0].t.Dtype == "F8_E4M3" {
+		return nil, false
+	}
+	es := elemSize(p.srcs[0].t.Dtype)
+	switch p.xform {
+	case Copy:
+		return p.srcs[0].data[start*es : (start+n)*es], true
+	case Stack:
+		e := start / p.per
+		if (start+n-1)/p.per != e {
+			return nil, false
+		}
+		off := start - e*p.per
+		return p.srcs[e].data[off*es : (off+n)*es], true
+	}
+	return nil, false
+}
+
+// release drops source pages of output elements [start, start+n) that no other chunk of
+// this tensor reads (Copy and Stack); gathers (kv_b splits, FP8) are released per tensor.
+func (p *producer) releaseChunk(start, n int64) {
+	switch p.xform {
+	case Copy:
+		p.srcs[0].releaseRange(start, n)
+	case Stack:
+		for n > 0 {
+			e, off := start/p.per, start%p.per
+			k := min(n, p.per-off)
+			p.srcs[e].releaseRange(off, k)
+			start, n = start+k, n-k
+		}
+	}
+}
+
+// releaseAll drops every source page of the tensor.
+func (p *producer) releaseAll() {
+	for _, s := range p.srcs {
+		s.release()
+	}
+}
+
+// read writes the output elements [start, start+n) into dst in p.dtype().
+func (p *producer) read(dst []byte, start, n int64) {
+	es := elemSize(p.dtype())
+	switch p.xform {
+	case Copy:
+		p.srcs[0].readRange(dst, start, n)
+	case Stack:
+		for n > 0 {
+			e, off := start/p.per, start%p.per
+			k := min(n, p.per-off)
+			p.srcs[e].readRange(dst, off, k)
+			dst, start, n = dst[k*es:], start+k, n-k
+		}
+	case SplitKB:
+		// Output (j, r, h) in ggml order {nope, rkv, heads}; source row h(nope+v)+j, column r.
+		s := p.srcs[0]
+		plain := s.t.Dtype != "F8_E4M3"
+		for k := int64(0); k < n; k++ {
+			o := start + k
+			j, r, h := o%p.nope, (o/p.nope)%p.rkv, o/(p.nope*p.rkv)
+			src := (h*(p.nope+p.v)+j)*p.rkv + r
+			if plain {
+				copy(dst[k*es:(k+1)*es], s.data[src*es:(src+1)*es])
+			} else {
+				s.readRange(dst[k*es:], src, 1)
+			}
+		}
+	case SplitVB:
+		// Output (r, d, h) in ggml order {rkv, v, heads}; source row h(nope+v)+nope+d, column r.
+		// Runs over r are contiguous in the source.
+		s := p.srcs[0]
+		for n > 0 {
+			r, d, h := start%p.rkv, (start/p.rkv)%p.v, start/(p.rkv*p.v)
+			k := min(n, p.rkv-r)
+			src := (h*(p.nope+p.v)+p.nope+d)*p.rkv + r
+			s.readRange(dst, src, k)
+			dst, start, n = dst[k*es:], start+k, n-k
+		}
+	default:
+		panic(fmt.Sprintf("convert: unknown transform %d", p.xform))
+	}
+}
+
+// encoder converts chunks of source elements into an output type, with reusable buffers.
+type encoder struct {
+	f32 []float32
+}
+
+// sameEncoding reports whether source elements of dtype d are already encoded as t.
+func sameEncoding(d string, t OutType) bool {
+	return (d == "BF16" && t == BF16) || (d == "F16" && t == F16) || (d == "F32" && t == F32)
+}
+
+// encode converts src (elements of dtype d) into dst (type t); len(dst) = t.bytesFor(n).
+func (e *encoder) encode(dst []byte, t OutType, src []byte, d string) {
+	if sameEncoding(d, t) {
+		copy(dst, src)
+		return
+	}
+	n := int64(len(src)) / elemSize(d)
+	if int64(cap(e.f32)) < n {
+		e.f32 = make([]float32, n)
+	}
+	f := e.f32[:n]
+	switch d {
+	case "BF16":
+		dtype.DecodeBF16(f, src)
+	case "F16":
+		dtype.DecodeF16(f, src)
+	case "F32":
+		dtype.DecodeF32(f, src)
+	default:
+		panic("convert: encode from unsupported dtype " + d)
+	}
+	switch t {
+	case BF16:
+		dtype.EncodeBF16(dst, f)
+	case F16:
+		dtype.EncodeF16(dst, f)
+	case F32:
+		dtype.EncodeF32(dst, f)
+	case Q8_0:
+		dtype.QuantizeQ8_0(dst, f)
+	default:
+		panic("convert: encode to unsupported type " + t.String())
+	}
+}

@@ -1,0 +1,105 @@
+package convert
+
+import "fmt"
+
+// Rope is the rotary-embedding configuration read from config.json. YaRN parameters live
+// under rope_parameters (transformers 5) or rope_scaling (older releases); both are read,
+// because losing the YaRN block silently drops the attention-softmax mscale.
+type Rope struct {
+	Theta        float64
+	Scaling      string // "" (none) or "yarn"
+	Factor       float64
+	OrigCtx      int64
+	BetaFast     float64
+	BetaSlow     float64
+	HasBeta      bool
+	MscaleAllDim float64
+	HasMscale    bool
+	From         string // config block the scaling came from
+}
+
+// readRope reads rope_theta and the scaling block. Unknown scaling types are errors.
+func readRope(r *cfgReader) Rope {
+	var rp Rope
+	theta, hasTop := r.OptFloat(0, "rope_theta")
+	nested, hasNested := r.OptFloat(0, "rope_parameters.rope_theta")
+	switch {
+	case hasTop && hasNested && theta != nested:
+		r.fail("rope_theta %v disagrees with rope_parameters.rope_theta %v", theta, nested)
+	case hasTop:
+		rp.Theta = theta
+	case hasNested:
+		rp.Theta = nested
+	default:
+		r.fail("missing number field rope_theta or rope_parameters.rope_theta")
+	}
+	if rp.Theta <= 0 && (hasTop || hasNested) {
+		r.fail("rope_theta must be > 0, got %v", rp.Theta)
+	}
+	block := ""
+	for _, b := range []string{"rope_parameters", "rope_scaling"} {
+		if r.c.Has(b) {
+			block = b
+			break
+		}
+	}
+	if block == "" {
+		return rp
+	}
+	kind := r.OptStr("", block+".rope_type", block+".type")
+	switch kind {
+	case "", "default", "none":
+		return rp
+	case "yarn":
+	default:
+		r.fail("%s: rope type %q is not supported (supported: yarn, default)", block, kind)
+		return rp
+	}
+	rp.Scaling = "yarn"
+	rp.From = block
+	rp.Factor = r.Float(block + ".factor")
+	if rp.Factor <= 0 && r.c.Has(block+".factor") {
+		r.fail("%s.factor must be > 0, got %v", block, rp.Factor)
+	}
+	rp.OrigCtx = r.Positive(block + ".original_max_position_embeddings")
+	bf, hasBF := r.OptFloat(0, block+".beta_fast")
+	bs, hasBS := r.OptFloat(0, block+".beta_slow")
+	if hasBF != hasBS {
+		r.fail("%s: beta_fast and beta_slow must be given together", block)
+	}
+	rp.BetaFast, rp.BetaSlow, rp.HasBeta = bf, bs, hasBF && hasBS
+	rp.MscaleAllDim, rp.HasMscale = r.OptFloat(0, block+".mscale_all_dim")
+	return rp
+}
+
+// ropeMeta returns the rope keys of an architecture prefix.
+func ropeMeta(arch string, rp Rope, dim int64) []Meta {
+	m := []Meta{
+		u32(arch+".rope.dimension_count", dim),
+		f32(arch+".rope.freq_base", rp.Theta),
+	}
+	if rp.Scaling != "yarn" {
+		return m
+	}
+	m = append(m,
+		str(arch+".rope.scaling.type", "yarn"),
+		f32(arch+".rope.scaling.factor", rp.Factor),
+		u32(arch+".rope.scaling.original_context_length", rp.OrigCtx),
+	)
+	if rp.HasBeta {
+		m = append(m,
+			f32(arch+".rope.scaling.yarn_beta_fast", rp.BetaFast),
+			f32(arch+".rope.scaling.yarn_beta_slow", rp.BetaSlow))
+	}
+	if rp.HasMscale {
+		m = append(m, f32(arch+".rope.scaling.yarn_log_multiplier", 0.1*rp.MscaleAllDim))
+	}
+	return m
+}
+
+func (rp Rope) String() string {
+	if rp.Scaling == "" {
+		return fmt.Sprintf("theta %v, no scaling", rp.Theta)
+	}
+	return fmt.Sprintf("theta %v, yarn factor %v from %s", rp.Theta, rp.Factor, rp.From)
+}

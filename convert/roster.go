@@ -1,0 +1,210 @@
+package convert
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// SrcTensor describes one tensor of a checkpoint, by its original name.
+type SrcTensor struct {
+	Name  string
+	Dtype string // safetensors dtype string: "BF16", "F16", "F32", "F8_E4M3", ...
+	Shape []int64
+}
+
+// Elements returns the element count (1 for a scalar).
+func (t SrcTensor) Elements() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// roster is a checkpoint's tensor list keyed by normalized name (an optional "model."
+// prefix removed).
+type roster struct {
+	byName map[string]SrcTensor // normalized name -> tensor (original name inside)
+}
+
+// normalizeName removes the optional "model." prefix of HF checkpoints.
+func normalizeName(name string) string {
+	return strings.TrimPrefix(name, "model.")
+}
+
+func newRoster(tensors []SrcTensor) (*roster, error) {
+	r := &roster{byName: make(map[string]SrcTensor, len(tensors))}
+	var dups []string
+	for _, t := range tensors {
+		n := normalizeName(t.Name)
+		if prev, ok := r.byName[n]; ok {
+			dups = append(dups, fmt.Sprintf("%s and %s", prev.Name, t.Name))
+			continue
+		}
+		r.byName[n] = t
+	}
+	if len(dups) > 0 {
+		sort.Strings(dups)
+		return nil, fmt.Errorf("tensor names collide once the optional \"model.\" prefix is removed: %s", strings.Join(dups, "; "))
+	}
+	return r, nil
+}
+
+func (r *roster) has(name string) bool { _, ok := r.byName[name]; return ok }
+
+// supported source element types.
+var srcDtypes = map[string]int64{"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1}
+
+// rosterProblems collects every difference between a checkpoint and its config.
+type rosterProblems struct {
+	missing, extra, shape, dtype []string
+}
+
+func (p *rosterProblems) count() int {
+	return len(p.missing) + len(p.extra) + len(p.shape) + len(p.dtype)
+}
+
+func (p *rosterProblems) err(dir string) error {
+	if p.count() == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "checkpoint %s does not match its config.json (%d problem(s)):", dir, p.count())
+	section := func(title string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		sort.Strings(items)
+		fmt.Fprintf(&b, "\n  %s (%d):", title, len(items))
+		for _, s := range items {
+			b.WriteString("\n    " + s)
+		}
+	}
+	section("missing tensors", p.missing)
+	section("unexpected tensors", p.extra)
+	section("wrong shape", p.shape)
+	section("wrong dtype", p.dtype)
+	return fmt.Errorf("%s", b.String())
+}
+
+// fp8Block is the block size of FP8 weight scales ([rows, cols]), zero when the checkpoint
+// is not FP8-quantized.
+type fp8Block [2]int64
+
+// checkRoster compares the expected tensors with the checkpoint: missing, unexpected, wrong
+// shape and wrong dtype, all at once. dropped reports names that are known and deliberately
+// not converted (MTP layers). It returns the checkpoint's weight dtype (the dtype shared by
+// every matrix).
+func checkRoster(dir string, r *roster, exp []expected, dropped func(string) bool, blk fp8Block) (string, error) {
+	var p rosterProblems
+	want := map[string][]int64{}
+	var order []string
+	for _, e := range exp {
+		for _, s := range e.srcs {
+			if _, seen := want[s]; !seen {
+				order = append(order, s)
+			}
+			want[s] = e.shape
+		}
+	}
+	// The majority dtype among non-FP8 matrices is the checkpoint's dtype; FP8 matrices
+	// (with their scales) may sit beside it, as in DeepSeek-V3's official weights.
+	votes := map[string]int{}
+	for _, n := range order {
+		if t, ok := r.byName[n]; ok && len(t.Shape) >= 2 {
+			if _, known := srcDtypes[t.Dtype]; known {
+				votes[t.Dtype]++
+			}
+		}
+	}
+	main := ""
+	for _, d := range []string{"BF16", "F16", "F32"} { // deterministic tie-break
+		if votes[d] > votes[main] {
+			main = d
+		}
+	}
+	if main == "" && votes["F8_E4M3"] > 0 {
+		main = "F8_E4M3"
+	}
+	scales := map[string]bool{}
+	for _, n := range order {
+		t, ok := r.byName[n]
+		if !ok {
+			p.missing = append(p.missing, fmt.Sprintf("%s (shape %s)", n, shapeStr(want[n])))
+			continue
+		}
+		if !equalShape(t.Shape, want[n]) {
+			p.shape = append(p.shape, fmt.Sprintf("%s is %s, config.json implies %s", t.Name, shapeStr(t.Shape), shapeStr(want[n])))
+		}
+		if _, known := srcDtypes[t.Dtype]; !known {
+			p.dtype = append(p.dtype, fmt.Sprintf("%s is %s (supported: BF16, F16, F32, F8_E4M3 with weight_scale_inv)", t.Name, t.Dtype))
+			continue
+		}
+		if len(t.Shape) >= 2 && t.Dtype != main && t.Dtype != "F8_E4M3" {
+			p.dtype = append(p.dtype, fmt.Sprintf("%s is %s but the checkpoint's other weights are %s", t.Name, t.Dtype, main))
+		}
+		if len(t.Shape) < 2 && t.Dtype == "F8_E4M3" {
+			p.dtype = append(p.dtype, fmt.Sprintf("%s is F8_E4M3; only matrices may be FP8-quantized", t.Name))
+		}
+		if t.Dtype == "F8_E4M3" && len(t.Shape) == 2 {
+			sn := n + "_scale_inv"
+			scales[sn] = true
+			s, ok := r.byName[sn]
+			switch {
+			case blk[0] == 0:
+				p.dtype = append(p.dtype, fmt.Sprintf("%s is F8_E4M3 but config.json has no quantization_config.weight_block_size", t.Name))
+			case !ok:
+				p.missing = append(p.missing, fmt.Sprintf("%s (the scales of FP8 weight %s)", sn, t.Name))
+			default:
+				ws := []int64{ceilDiv(t.Shape[0], blk[0]), ceilDiv(t.Shape[1], blk[1])}
+				if !equalShape(s.Shape, ws) {
+					p.shape = append(p.shape, fmt.Sprintf("%s is %s, the %dx%d blocks of %s need %s", s.Name, shapeStr(s.Shape), blk[0], blk[1], t.Name, shapeStr(ws)))
+				}
+				if s.Dtype != "F32" && s.Dtype != "BF16" {
+					p.dtype = append(p.dtype, fmt.Sprintf("%s is %s (FP8 scales must be F32 or BF16)", s.Name, s.Dtype))
+				}
+			}
+		}
+	}
+	for n, t := range r.byName {
+		if _, ok := want[n]; ok || scales[n] || (dropped != nil && dropped(n)) {
+			continue
+		}
+		p.extra = append(p.extra, fmt.Sprintf("%s (%s %s)", t.Name, t.Dtype, shapeStr(t.Shape)))
+	}
+	if err := p.err(dir); err != nil {
+		return "", err
+	}
+	return main, nil
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func shapeStr(s []int64) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func dimsStr(d []uint64) string {
+	parts := make([]string, len(d))
+	for i, v := range d {
+		parts[i] = fmt.Sprint(v)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

@@ -1,0 +1,155 @@
+package convert
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dspark-dev/dspark/internal/dtype"
+)
+
+// EmbeddingDiff compares a draft's embed_tokens with its target's embedding table.
+type EmbeddingDiff struct {
+	Elements  int64
+	MaxAbs    float64 // largest |draft - target|
+	Differing int64   // elements that differ beyond rounding
+}
+
+// Beyond reports whether any element differs by more than rounding to 8 mantissa bits
+// (BF16) could explain.
+func (d *EmbeddingDiff) Beyond() bool { return d.Differing > 0 }
+
+// checkTarget validates a draft against its target's config.json and compares the two
+// embedding tables; it returns the target's bos/eos/pad ids.
+func (p *Plan) checkTarget(opt Options, spec *archSpec, ro *roster) (specialIDs, error) {
+	tcfg, err := LoadConfig(opt.Target)
+	if err != nil {
+		return specialIDs{}, fmt.Errorf("--target: %w", err)
+	}
+	r := &cfgReader{c: tcfg}
+	hidden := r.Positive("hidden_size")
+	layers := r.Positive("num_hidden_layers")
+	vocab := r.Positive("vocab_size")
+	sp := readSpecials(r)
+	if err := r.err(); err != nil {
+		return sp, fmt.Errorf("--target: %w", err)
+	}
+	ds := spec.draft
+	var probs []string
+	if hidden != ds.targetHidden {
+		probs = append(probs, fmt.Sprintf("the draft's target_hidden_size is %d, the target's hidden_size is %d", ds.targetHidden, hidden))
+	}
+	if layers != ds.targetLayers {
+		probs = append(probs, fmt.Sprintf("the draft's target_num_hidden_layers is %d, the target has %d layers", ds.targetLayers, layers))
+	}
+	if vocab != ds.vocab {
+		probs = append(probs, fmt.Sprintf("the draft's vocab_size is %d, the target's is %d", ds.vocab, vocab))
+	}
+	for _, id := range ds.layerIDs {
+		if id >= layers {
+			probs = append(probs, fmt.Sprintf("target_layer_ids entry %d is not a layer of the %d-layer target", id, layers))
+		}
+	}
+	if len(probs) > 0 {
+		return sp, fmt.Errorf("draft %s does not fit target %s:\n  - %s", p.Dir, opt.Target, strings.Join(probs, "\n  - "))
+	}
+	if opt.SkipEmbeddingCheck {
+		return sp, nil
+	}
+	tck, err := openCheckpoint(opt.Target)
+	if err != nil {
+		return sp, fmt.Errorf("--target: %w", err)
+	}
+	p.closers = append(p.closers, tck)
+	tro, err := newRoster(tck.Tensors())
+	if err != nil {
+		return sp, fmt.Errorf("--target %s: %w", opt.Target, err)
+	}
+	de, ok1 := ro.byName["embed_tokens.weight"]
+	te, ok2 := tro.byName["embed_tokens.weight"]
+	if !ok1 || !ok2 {
+		return sp, nil // a missing draft embedding was reported by the roster check
+	}
+	if !equalShape(de.Shape, te.Shape) {
+		return sp, fmt.Errorf("draft %s embed_tokens is %s but the target's is %s", p.Dir, shapeStr(de.Shape), shapeStr(te.Shape))
+	}
+	dsrc, err := loadSrc(p.closers[0], ro, de, spec.fp8)
+	if err != nil {
+		return sp, err
+	}
+	tsrc, err := loadSrc(tck, tro, te, targetFP8(tcfg))
+	if err != nil {
+		return sp, err
+	}
+	diff := compareEmbeddings(dsrc, tsrc)
+	p.Embed = diff
+	switch {
+	case diff.Beyond() && !opt.KeepEmbeddings:
+		p.Notes = append(p.Notes, fmt.Sprintf("WARNING: the draft's embed_tokens differs from the target's embedding beyond rounding (max abs diff %g; %d of %d elements). Dropping embed_tokens CHANGES WHAT THE DRAFT SEES: the runtime would embed with the target's table. Convert with --keep-embeddings to keep the draft's own table.", diff.MaxAbs, diff.Differing, diff.Elements))
+	case diff.Beyond():
+		p.Notes = append(p.Notes, fmt.Sprintf("the draft's embed_tokens differs from the target's (max abs diff %g; %d of %d elements); kept as token_embd (--keep-embeddings)", diff.MaxAbs, diff.Differing, diff.Elements))
+	default:
+		p.Notes = append(p.Notes, fmt.Sprintf("the draft's embed_tokens matches the target's embedding (max abs diff %g)", diff.MaxAbs))
+	}
+	return sp, nil
+}
+
+// targetFP8 reads a target's FP8 block size, zero when absent or malformed (the target is
+// only read for its embedding here, which is never FP8 in practice).
+func targetFP8(c *Config) fp8Block {
+	r := &cfgReader{c: c}
+	if r.OptStr("", "quantization_config.quant_method") != "fp8" {
+		return fp8Block{}
+	}
+	bs := r.Ints("quantization_config.weight_block_size")
+	if len(bs) != 2 || r.err() != nil {
+		return fp8Block{}
+	}
+	return fp8Block{bs[0], bs[1]}
+}
+
+// compareEmbeddings streams both tables in chunks and measures their difference.
+func compareEmbeddings(a, b *srcData) *EmbeddingDiff {
+	const chunk = 1 << 18
+	n := a.t.Elements()
+	d := &EmbeddingDiff{Elements: n}
+	ab := make([]byte, chunk*4)
+	bb := make([]byte, chunk*4)
+	af := make([]float32, chunk)
+	bf := make([]float32, chunk)
+	for start := int64(0); start < n; start += chunk {
+		k := min(chunk, n-start)
+		decodeInto(af[:k], ab, a, start, k)
+		decodeInto(bf[:k], bb, b, start, k)
+		for i := range k {
+			x, y := float64(af[i]), float64(bf[i])
+			diff := math.Abs(x - y)
+			if math.IsNaN(diff) {
+				if !(math.IsNaN(x) && math.IsNaN(y)) {
+					d.Differing++
+					d.MaxAbs = math.Inf(1)
+				}
+				continue
+			}
+			d.MaxAbs = max(d.MaxAbs, diff)
+			if diff > math.Ldexp(max(math.Abs(x), math.Abs(y)), -8) {
+				d.Differing++
+			}
+		}
+	}
+	return d
+}
+
+func decodeInto(dst []float32, buf []byte, s *srcData, start, n int64) {
+	dt := s.elemDtype()
+	raw := buf[:n*elemSize(dt)]
+	s.readRange(raw, start, n)
+	switch dt {
+	case "BF16":
+		dtype.DecodeBF16(dst, raw)
+	case "F16":
+		dtype.DecodeF16(dst, raw)
+	default:
+		dtype.DecodeF32(dst, raw)
+	}
+}

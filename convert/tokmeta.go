@@ -1,0 +1,127 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/dspark-dev/dspark/tokenizer"
+)
+
+// tokenizerInfo is a checkpoint's Kimi tiktoken tokenizer in GGUF form.
+type tokenizerInfo struct {
+	ranks    int // tiktoken ranks
+	maxID    int // highest id defined by ranks or added tokens
+	vocab    *tokenizer.Vocab
+	template string
+}
+
+// loadTokenizer reads dir/tiktoken.model and dir/tokenizer_config.json (plus an optional
+// chat_template.jinja) and builds the GGUF vocabulary of vocabSize ids: the ids after the
+// ranks are reserved specials, named by added_tokens_decoder or <|reserved_token_{id}|>.
+func loadTokenizer(dir string, vocabSize int64) (*tokenizerInfo, error) {
+	tpath := filepath.Join(dir, "tiktoken.model")
+	f, err := os.Open(tpath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w (a Kimi checkpoint ships tiktoken.model)", err)
+	}
+	defer f.Close()
+	ranks, err := tokenizer.ReadTiktoken(f, tpath)
+	if err != nil {
+		return nil, err
+	}
+	cpath := filepath.Join(dir, "tokenizer_config.json")
+	cfg, err := os.ReadFile(cpath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	added, err := tokenizer.ParseAddedTokens(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cpath, err)
+	}
+	info := &tokenizerInfo{ranks: len(ranks), maxID: len(ranks) - 1}
+	for id := range added {
+		info.maxID = max(info.maxID, id)
+	}
+	if int64(info.maxID) >= vocabSize {
+		return info, nil // the caller reports the vocabulary mismatch
+	}
+	specials := tokenizer.ReservedSpecials(added, len(ranks), int(vocabSize)-len(ranks))
+	info.vocab, err = tokenizer.GGUFVocab(ranks, specials, int(vocabSize))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	info.template, err = chatTemplate(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// chatTemplate returns tokenizer_config.json's chat_template (a string, or the "default"
+// entry of a list of named templates), else chat_template.jinja, else "".
+func chatTemplate(dir string, cfg []byte) (string, error) {
+	var doc struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	if err := json.Unmarshal(cfg, &doc); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(dir, "tokenizer_config.json"), err)
+	}
+	if t := bytes.TrimSpace(doc.ChatTemplate); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		var s string
+		if json.Unmarshal(t, &s) == nil {
+			return s, nil
+		}
+		var named []struct{ Name, Template string }
+		if err := json.Unmarshal(t, &named); err != nil {
+			return "", fmt.Errorf("%s: chat_template: want a string or a list of {name, template}", filepath.Join(dir, "tokenizer_config.json"))
+		}
+		for _, n := range named {
+			if n.Name == "default" {
+				return n.Template, nil
+			}
+		}
+		return "", fmt.Errorf("%s: chat_template list has no \"default\" entry", filepath.Join(dir, "tokenizer_config.json"))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return string(b), err
+}
+
+// meta returns the tokenizer.* keys (target-deepseek2.md section 5).
+func (t *tokenizerInfo) meta(sp specialIDs) []Meta {
+	m := []Meta{
+		str("tokenizer.ggml.model", "gpt2"),
+		str("tokenizer.ggml.pre", "kimi-k2"),
+		strs("tokenizer.ggml.tokens", t.vocab.Tokens),
+		{Key: "tokenizer.ggml.token_type", Kind: KindI32s, Val: widen(t.vocab.Types)},
+		strs("tokenizer.ggml.merges", t.vocab.Merges),
+	}
+	if sp.bos >= 0 {
+		m = append(m, u32("tokenizer.ggml.bos_token_id", sp.bos))
+	}
+	if sp.eos >= 0 {
+		m = append(m, u32("tokenizer.ggml.eos_token_id", sp.eos))
+	}
+	if sp.pad >= 0 {
+		m = append(m, u32("tokenizer.ggml.padding_token_id", sp.pad))
+	}
+	if t.template != "" {
+		m = append(m, str("tokenizer.chat_template", t.template))
+	}
+	return m
+}
+
+func widen(v []int32) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}

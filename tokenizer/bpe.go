@@ -1,0 +1,294 @@
+package tokenizer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// BPE encodes and decodes text with a GGUF "gpt2" vocabulary (the tokenizer.ggml.tokens,
+// merges and token_type arrays): the Kimi pre-tokenizer (Split), then byte-level BPE by merge
+// rank inside each pre-token, as llama.cpp does. A BPE is immutable and safe for concurrent use.
+type BPE struct {
+	tokens   []string
+	types    []int32
+	bytesOf  [][]byte           // per id: the bytes the token stands for
+	byteID   [256]int32         // id of each single-byte token
+	merges   map[uint64]mergeTo // (left id, right id) -> merge rank and result id
+	specials []special          // control and user-defined tokens, longest first
+	first    [256]bool          // first bytes of the specials
+}
+
+type mergeTo struct{ rank, id int32 }
+
+type special struct {
+	text string
+	id   int
+}
+
+// NewBPE builds a BPE from GGUF arrays. types may be empty (all normal). Normal tokens must
+// be GPT-2 byte-to-unicode text and unique, all 256 single bytes must be tokens, and every
+// merge must be "left right" with left, right and their concatenation normal tokens, no pair
+// listed twice. Control and user-defined tokens are matched literally in text by Encode;
+// unknown and unused tokens are never produced and decode to their raw text.
+func NewBPE(tokens []string, merges []string, types []int32) (*BPE, error) {
+	if len(types) != 0 && len(types) != len(tokens) {
+		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(types), len(tokens))
+	}
+	if len(tokens) > MaxRank+1<<16 {
+		return nil, fmt.Errorf("tokenizer: %d tokens is too many", len(tokens))
+	}
+	b := &BPE{
+		tokens:  tokens,
+		types:   make([]int32, len(tokens)),
+		bytesOf: make([][]byte, len(tokens)),
+		merges:  make(map[uint64]mergeTo, len(merges)),
+	}
+	idOf := make(map[string]int32, len(tokens))
+	for id, s := range tokens {
+		t := TypeNormal
+		if len(types) != 0 {
+			t = types[id]
+		}
+		b.types[id] = t
+		switch t {
+		case TypeNormal:
+			raw, ok := unmap(s)
+			if !ok || len(raw) == 0 {
+				return nil, fmt.Errorf("tokenizer: token %d %q is not GPT-2 byte-level text", id, s)
+			}
+			if prev, dup := idOf[s]; dup {
+				return nil, fmt.Errorf("tokenizer: tokens %d and %d are both %q", prev, id, s)
+			}
+			idOf[s] = int32(id)
+			b.bytesOf[id] = raw
+		case TypeControl, TypeUserDefined:
+			if s == "" {
+				return nil, fmt.Errorf("tokenizer: special token %d is empty", id)
+			}
+			b.bytesOf[id] = []byte(s)
+			b.specials = append(b.specials, special{s, id})
+			b.first[s[0]] = true
+		case TypeUnknown, TypeUnused:
+			b.bytesOf[id] = []byte(s)
+		default:
+			return nil, fmt.Errorf("tokenizer: token %d %q has unsupported type %d", id, s, t)
+		}
+	}
+	for c := range 256 {
+		id, ok := idOf[string(byteRune[c])]
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: byte 0x%02x has no token %q", c, string(byteRune[c]))
+		}
+		b.byteID[c] = id
+	}
+	var buf []byte
+	for i, m := range merges {
+		sp := strings.IndexByte(m, ' ')
+		if sp < 0 || strings.IndexByte(m[sp+1:], ' ') >= 0 {
+			return nil, fmt.Errorf("tokenizer: merges[%d] %q is not \"left right\"", i, m)
+		}
+		l, lok := idOf[m[:sp]]
+		r, rok := idOf[m[sp+1:]]
+		buf = append(append(buf[:0], m[:sp]...), m[sp+1:]...)
+		res, resok := idOf[string(buf)]
+		if !lok || !rok || !resok {
+			return nil, fmt.Errorf("tokenizer: merges[%d] %q: left, right and their concatenation must all be normal tokens", i, m)
+		}
+		k := pairKey(l, r)
+		if prev, dup := b.merges[k]; dup {
+			return nil, fmt.Errorf("tokenizer: merges[%d] %q repeats merges[%d]", i, m, prev.rank)
+		}
+		b.merges[k] = mergeTo{rank: int32(i), id: res}
+	}
+	sort.SliceStable(b.specials, func(i, j int) bool { return len(b.specials[i].text) > len(b.specials[j].text) })
+	return b, nil
+}
+
+// Len returns the number of token ids.
+func (b *BPE) Len() int { return len(b.tokens) }
+
+// Token returns token id's GGUF text and type; ok is false if id is out of range.
+func (b *BPE) Token(id int) (text string, typ int32, ok bool) {
+	if id < 0 || id >= len(b.tokens) {
+		return "", 0, false
+	}
+	return b.tokens[id], b.types[id], true
+}
+
+// SpecialID returns the id of the control or user-defined token with the given text.
+func (b *BPE) SpecialID(text string) (int, bool) {
+	for _, s := range b.specials {
+		if s.text == text {
+			return s.id, true
+		}
+	}
+	return 0, false
+}
+
+// TokenBytes returns the bytes token id stands for (a special's raw text for non-normal
+// tokens), or nil if id is out of range. The result must not be modified.
+func (b *BPE) TokenBytes(id int) []byte {
+	if id < 0 || id >= len(b.bytesOf) {
+		return nil
+	}
+	return b.bytesOf[id]
+}
+
+// Decode concatenates the bytes of ids. The result may be invalid UTF-8 when ids end or
+// start in the middle of a character; bytes are kept exactly. Ids out of range contribute
+// nothing (use Len to validate ids first).
+func (b *BPE) Decode(ids []int) string {
+	n := 0
+	for _, id := range ids {
+		n += len(b.TokenBytes(id))
+	}
+	out := make([]byte, 0, n)
+	for _, id := range ids {
+		out = append(out, b.TokenBytes(id)...)
+	}
+	return string(out)
+}
+
+// Encode tokenizes text: control and user-defined tokens appearing literally in text become
+// their ids (the longest one wins where several start at the same byte), and the text
+// between them is cut with Split and each pre-token encoded by byte-level BPE, merging the
+// adjacent pair with the lowest merge rank first (leftmost on ties). Any string encodes,
+// including invalid UTF-8, and Decode(Encode(s)) == s.
+func (b *BPE) Encode(text string) []int {
+	var (
+		out []int
+		sc  bpeScratch
+	)
+	plain := 0
+	if len(b.specials) > 0 {
+		for i := 0; i < len(text); i++ {
+			if !b.first[text[i]] {
+				continue
+			}
+			for _, s := range b.specials {
+				if strings.HasPrefix(text[i:], s.text) {
+					out = b.encodePlain(out, text[plain:i], &sc)
+					out = append(out, s.id)
+					i += len(s.text) - 1
+					plain = i + 1
+					break
+				}
+			}
+		}
+	}
+	return b.encodePlain(out, text[plain:], &sc)
+}
+
+// encodePlain appends the ids of text, which holds no special tokens.
+func (b *BPE) encodePlain(out []int, text string, sc *bpeScratch) []int {
+	for i := 0; i < len(text); {
+		e := nextPiece(text, i)
+		out = b.encodePiece(out, text[i:e], sc)
+		i = e
+	}
+	return out
+}
+
+// bpeScratch holds the buffers of one Encode call.
+type bpeScratch struct {
+	ids  []int32 // per byte position: current symbol id, or -1 once merged into its left
+	next []int32 // per live position: position of the next live symbol (len = none)
+	prev []int32 // per live position: position of the previous live symbol (-1 = none)
+	heap []mergeCand
+}
+
+// mergeCand is a candidate merge of the live symbols at pos and next[pos], valid while they
+// still hold the ids left and right.
+type mergeCand struct {
+	rank, pos, left, right int32
+}
+
+func (c mergeCand) less(d mergeCand) bool {
+	return c.rank < d.rank || c.rank == d.rank && c.pos < d.pos
+}
+
+// encodePiece appends the BPE ids of one pre-token.
+func (b *BPE) encodePiece(out []int, piece string, sc *bpeScratch) []int {
+	n := len(piece)
+	if n == 1 {
+		return append(out, int(b.byteID[piece[0]]))
+	}
+	sc.ids, sc.next, sc.prev, sc.heap = sc.ids[:0], sc.next[:0], sc.prev[:0], sc.heap[:0]
+	for i := range n {
+		sc.ids = append(sc.ids, b.byteID[piece[i]])
+		sc.next = append(sc.next, int32(i+1))
+		sc.prev = append(sc.prev, int32(i-1))
+	}
+	for i := 0; i+1 < n; i++ {
+		b.pushCand(sc, int32(i), int32(i+1))
+	}
+	for len(sc.heap) > 0 {
+		c := sc.popCand()
+		r := sc.next[c.pos]
+		if sc.ids[c.pos] != c.left || int(r) >= n || sc.ids[r] != c.right {
+			continue // stale: one side was merged since
+		}
+		m := b.merges[pairKey(c.left, c.right)]
+		sc.ids[c.pos] = m.id
+		sc.ids[r] = -1
+		nr := sc.next[r]
+		sc.next[c.pos] = nr
+		if int(nr) < n {
+			sc.prev[nr] = c.pos
+			b.pushCand(sc, c.pos, nr)
+		}
+		if p := sc.prev[c.pos]; p >= 0 {
+			b.pushCand(sc, p, c.pos)
+		}
+	}
+	for i := int32(0); int(i) < n; i = sc.next[i] {
+		out = append(out, int(sc.ids[i]))
+	}
+	return out
+}
+
+// pushCand adds the merge of the symbols at positions p and q, if the vocabulary has one.
+func (b *BPE) pushCand(sc *bpeScratch, p, q int32) {
+	l, r := sc.ids[p], sc.ids[q]
+	m, ok := b.merges[pairKey(l, r)]
+	if !ok {
+		return
+	}
+	h := append(sc.heap, mergeCand{rank: m.rank, pos: p, left: l, right: r})
+	for i := len(h) - 1; i > 0; { // sift up
+		parent := (i - 1) / 2
+		if !h[i].less(h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	sc.heap = h
+}
+
+// popCand removes and returns the best candidate (lowest rank, then leftmost).
+func (sc *bpeScratch) popCand() mergeCand {
+	h := sc.heap
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; { // sift down
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].less(h[l]) {
+			m = r
+		}
+		if !h[m].less(h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	sc.heap = h
+	return top
+}

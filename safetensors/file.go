@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -131,7 +132,8 @@ func parse(r io.ReaderAt, size int64, path string, whole []byte) (*File, error) 
 		return nil, &FormatError{path, 0, "header length", fmt.Sprintf("file is %d bytes, too short for the 8-byte header length", size)}
 	}
 	var lenBuf [8]byte
-	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
+	if got, err := r.ReadAt(lenBuf[:], 0); got < len(lenBuf) {
+		err = cmp.Or(err, io.ErrUnexpectedEOF)
 		return nil, fmt.Errorf("%s: read header length: %w", path, err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
@@ -146,7 +148,8 @@ func parse(r io.ReaderAt, size int64, path string, whole []byte) (*File, error) 
 		hdr = whole[8 : 8+n]
 	} else {
 		hdr = make([]byte, n)
-		if _, err := r.ReadAt(hdr, 8); err != nil {
+		if got, err := r.ReadAt(hdr, 8); got < len(hdr) {
+			err = cmp.Or(err, io.ErrUnexpectedEOF)
 			return nil, fmt.Errorf("%s: read header: %w", path, err)
 		}
 	}

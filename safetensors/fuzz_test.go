@@ -1,0 +1,89 @@
+package safetensors
+
+import (
+	"bytes"
+	"io"
+	"testing"
+)
+
+// FuzzOpen feeds arbitrary bytes to NewReader: it must return a File or an error, never
+// panic, and a File it accepts must be internally consistent and survive a rewrite.
+func FuzzOpen(f *testing.F) {
+	for _, c := range badCases() {
+		f.Add(c.file)
+	}
+	f.Add(build(`{"__metadata__":{"format":"pt"},"a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},"b":{"dtype":"F4","shape":[2],"data_offsets":[8,9]}}`, 9))
+	f.Add(build(`{"s":{"dtype":"F64","shape":[],"data_offsets":[0,8]},"e":{"dtype":"I8","shape":[0],"data_offsets":[8,8]}}`, 8))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := NewReader(bytes.NewReader(b), int64(len(b)), "fuzz")
+		if err != nil {
+			return
+		}
+		pos := int64(0)
+		var srcs []TensorSource
+		for i := range file.Tensors {
+			ti := &file.Tensors[i]
+			if ti.Begin != pos || ti.Bytes() != ti.End-ti.Begin {
+				t.Fatalf("accepted inconsistent tensor %+v", ti)
+			}
+			pos = ti.End
+			got, ok := file.Tensor(ti.Name)
+			if !ok || got != ti {
+				t.Fatalf("Tensor(%q) lookup broken", ti.Name)
+			}
+			srcs = append(srcs, TensorSource{Name: ti.Name, Dtype: ti.Dtype, Shape: ti.Shape, Data: func(w io.Writer) error {
+				_, err := io.Copy(w, file.SectionReader(ti))
+				return err
+			}})
+		}
+		if file.DataStart+pos != int64(len(b)) {
+			t.Fatal("accepted a file with trailing bytes or a short data section")
+		}
+		// Rewriting gives a file that parses to the same tensors and bytes.
+		hdr, size, err := encodeHeader(file.Metadata, srcs)
+		if err != nil {
+			t.Fatalf("cannot re-encode an accepted file: %v", err)
+		}
+		var out bytes.Buffer
+		out.Write(build(string(hdr), 0))
+		for _, s := range srcs {
+			if err := s.Data(&out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again, err := NewReader(bytes.NewReader(out.Bytes()), int64(out.Len()), "again")
+		if err != nil {
+			t.Fatalf("rewrite rejected: %v", err)
+		}
+		if again.Size-again.DataStart != size || len(again.Tensors) != len(file.Tensors) {
+			t.Fatal("rewrite differs")
+		}
+		if !bytes.Equal(out.Bytes()[again.DataStart:], b[file.DataStart:]) {
+			t.Fatal("rewrite changed the data bytes")
+		}
+	})
+}
+
+// FuzzIndex feeds arbitrary bytes to ParseIndex: no panic, and an accepted index has only
+// plain shard names.
+func FuzzIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":12},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"metadata":{"total_size":0,"x":[1,{"y":null}]},"weight_map":{}}`))
+	f.Add([]byte(`{"weight_map":{"a":"../x"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"s","a":"t"}}`))
+	f.Add([]byte(`{"weight_map":{}} {}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		idx, err := ParseIndex("fuzz.json", b)
+		if err != nil {
+			return
+		}
+		if idx.WeightMap == nil || idx.TotalSize < 0 {
+			t.Fatal("accepted index without weight_map or with negative total_size")
+		}
+		for _, s := range idx.WeightMap {
+			if s == "" || s == "." || s == ".." || bytes.ContainsAny([]byte(s), "/\\\x00") {
+				t.Fatalf("accepted shard name %q", s)
+			}
+		}
+	})
+}

@@ -115,6 +115,11 @@ func readTarget(dir string) (pairedTarget, error) {
 	if err != nil {
 		return pairedTarget{}, fmt.Errorf("synth: target: %w", err)
 	}
+	return parseTargetConfig(path, b)
+}
+
+// parseTargetConfig reads what a draft needs from the bytes of a target's config.json.
+func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
 	var c struct {
 		VocabSize       *int `json:"vocab_size"`
 		HiddenSize      *int `json:"hidden_size"`
@@ -134,8 +139,14 @@ func readTarget(dir string) (pairedTarget, error) {
 			return pairedTarget{}, fmt.Errorf("synth: target %s: field %s missing or invalid", path, f.name)
 		}
 	}
-	if *c.BosTokenID+imEndOffset >= *c.VocabSize || *c.VocabSize < 3 {
-		return pairedTarget{}, fmt.Errorf("synth: target %s: bos_token_id %d does not leave room for the specials in vocab_size %d", path, *c.BosTokenID, *c.VocabSize)
+	const maxDim = 1 << 24 // far above any real vocab or hidden size; keeps the arithmetic safe
+	if *c.VocabSize > maxDim || *c.HiddenSize > maxDim || *c.NumHiddenLayers > 1<<12 {
+		return pairedTarget{}, fmt.Errorf("synth: target %s: vocab_size %d, hidden_size %d or num_hidden_layers %d is out of range",
+			path, *c.VocabSize, *c.HiddenSize, *c.NumHiddenLayers)
+	}
+	if *c.BosTokenID+imEndOffset >= *c.VocabSize || *c.PadTokenID >= *c.VocabSize || *c.VocabSize < 3 {
+		return pairedTarget{}, fmt.Errorf("synth: target %s: bos_token_id %d or pad_token_id %d does not fit the specials in vocab_size %d",
+			path, *c.BosTokenID, *c.PadTokenID, *c.VocabSize)
 	}
 	return pairedTarget{Vocab: *c.VocabSize, Hidden: *c.HiddenSize, Layers: *c.NumHiddenLayers,
 		Bos: *c.BosTokenID, Pad: *c.PadTokenID}, nil

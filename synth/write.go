@@ -38,6 +38,12 @@ type Result struct {
 	Bytes   int64 // tensor data bytes (before any truncation)
 }
 
+// TargetMetadata returns the __metadata__ of a target checkpoint (what transformers writes).
+func TargetMetadata() map[string]string { return map[string]string{"format": "pt"} }
+
+// DraftMetadata returns the __metadata__ of a draft checkpoint (the real K3 DSpark's).
+func DraftMetadata() map[string]string { return map[string]string{"torchspec_version": "0.1.0"} }
+
 // Target writes the synthetic target opts describes into dir (created if needed).
 func Target(dir string, opts TargetOptions, wo WriteOptions) (*Result, error) {
 	p, err := PlanTarget(opts, wo.Break)
@@ -49,7 +55,7 @@ func Target(dir string, opts TargetOptions, wo WriteOptions) (*Result, error) {
 		return nil, err
 	}
 	g := Generator{Seed: opts.Seed}
-	res, err := writeWeights(dir, p.Roster, map[string]string{"format": "pt"}, g, nil, wo)
+	res, err := writeWeights(dir, p.Roster, TargetMetadata(), g, nil, wo)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +118,7 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 		copies = map[string]func(io.Writer) error{embed.Name: src}
 	}
 	g := Generator{Seed: opts.Seed}
-	res, err := writeWeights(dir, p.Roster, map[string]string{"torchspec_version": "0.1.0"}, g, copies, wo)
+	res, err := writeWeights(dir, p.Roster, DraftMetadata(), g, copies, wo)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +159,7 @@ func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func
 func writeWeights(dir string, r Roster, meta map[string]string, g Generator,
 	copies map[string]func(io.Writer) error, wo WriteOptions) (*Result, error) {
 	res := &Result{Tensors: len(r), Params: r.Params(), Bytes: r.Bytes()}
+	r = r.FileOrder()
 	src := make([]safetensors.TensorSource, len(r))
 	for i := range r {
 		t := &r[i]

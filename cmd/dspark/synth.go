@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/dspark-dev/dspark/synth"
+)
+
+// synthFlags are the flags of `dspark synth`.
+type synthFlags struct {
+	kind, preset, out, target, brk, shardSize string
+	seed                                      uint64
+	noQLoRA, tied, dense, fp8, groupRouting   bool
+	dflashNames, quiet, force                 bool
+}
+
+func newSynthCmd() *cobra.Command {
+	var f synthFlags
+	cmd := &cobra.Command{
+		Use:   "synth --kind target|dspark --preset tiny|small|k3-full --out DIR",
+		Short: "Write a synthetic Hugging Face checkpoint with the real schema (for tests and benchmarks)",
+		Long: `synth writes a complete, deterministic (per --seed) Hugging Face checkpoint directory:
+
+  --kind target   a Kimi-K2-style DeepseekV3ForCausalLM: config.json, model.safetensors (or
+                  shards + index), tiktoken.model (byte-level BPE trained on built-in text),
+                  tokenizer_config.json, generation_config.json.
+  --kind dspark   a K3DSparkModel draft (68 tensors for 5 layers) paired with --target DIR
+                  (hidden size, vocab, layer ids, embed_tokens copied byte for byte). Without
+                  --target it pairs with the target synth would write for the same preset and
+                  seed; k3-full is the real Kimi-K3 DSpark shape (7,124,633,450 bytes).
+
+--break NAME writes a deliberately broken variant for converter error tests: ` + strings.Join(synth.Breaks, ", ") + `.
+See docs/synth.md.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error { return runSynth(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kind, "kind", "", "what to write: target or dspark (required)")
+	fl.StringVar(&f.preset, "preset", synth.Tiny, "size: "+strings.Join(synth.Presets, ", "))
+	fl.Uint64Var(&f.seed, "seed", 0, "seed of the pseudo-random weights")
+	fl.StringVar(&f.out, "out", "", "output directory (required)")
+	fl.StringVar(&f.target, "target", "", "dspark: the target checkpoint directory to pair with")
+	fl.StringVar(&f.brk, "break", "", "write a broken variant: "+strings.Join(synth.Breaks, ", "))
+	fl.StringVar(&f.shardSize, "shard-size", "0", "maximum bytes per shard (suffixes K, M, G = 2^10, 2^20, 2^30); 0 writes one model.safetensors")
+	fl.BoolVar(&f.noQLoRA, "no-q-lora", false, "target: q_proj instead of q-LoRA")
+	fl.BoolVar(&f.tied, "tied", false, "target: tie_word_embeddings (no lm_head)")
+	fl.BoolVar(&f.dense, "dense", false, "target: every layer dense (no MoE)")
+	fl.BoolVar(&f.fp8, "fp8", false, "target: FP8 (e4m3) block-quantized weights with weight_scale_inv")
+	fl.BoolVar(&f.groupRouting, "group-routing", false, "target: n_group > 1 group-limited routing")
+	fl.BoolVar(&f.dflashNames, "dflash-names", false, "dspark: DFlash tensor names (fc, hidden_norm, norm, model. prefix) and dflash_config")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar and no summary")
+	fl.BoolVar(&f.force, "force", false, "overwrite an existing checkpoint in --out")
+	return cmd
+}
+
+func init() { rootCmd.AddCommand(newSynthCmd()) }
+
+// parseSize parses a byte count with an optional K, M or G (binary) suffix.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	t := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B")
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return n * mult, nil
+}
+
+// validate checks flag combinations; every error is a usage error.
+func (f *synthFlags) validate(cmd *cobra.Command) error {
+	if f.kind != "target" && f.kind != "dspark" {
+		return usagef("--kind must be target or dspark, got %q", f.kind)
+	}
+	if !slices.Contains(synth.Presets, f.preset) {
+		return usagef("--preset must be one of %s, got %q", strings.Join(synth.Presets, ", "), f.preset)
+	}
+	if f.out == "" {
+		return usagef("--out DIR is required")
+	}
+	if f.brk != "" && !slices.Contains(synth.Breaks, f.brk) {
+		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
+	}
+	targetOnly := []string{"no-q-lora", "tied", "dense", "fp8", "group-routing"}
+	draftOnly := []string{"target", "dflash-names"}
+	wrong := targetOnly
+	if f.kind == "target" {
+		wrong = draftOnly
+	}
+	for _, name := range wrong {
+		if cmd.Flags().Changed(name) {
+			return usagef("--%s does not apply to --kind %s", name, f.kind)
+		}
+	}
+	if f.kind == "target" && f.preset == synth.K3Full {
+		return usagef("--preset %s is draft-only: use --kind dspark", synth.K3Full)
+	}
+	return nil
+}
+
+func runSynth(cmd *cobra.Command, f synthFlags) error {
+	if err := f.validate(cmd); err != nil {
+		return err
+	}
+	shard, err := parseSize(f.shardSize)
+	if err != nil {
+		return usagef("--shard-size: %v", err)
+	}
+	wo := synth.WriteOptions{ShardSize: shard, Break: f.brk, Overwrite: f.force}
+	topts := synth.TargetOptions{Preset: f.preset, Seed: f.seed, NoQLoRA: f.noQLoRA, Tied: f.tied,
+		Dense: f.dense, FP8: f.fp8, GroupRouting: f.groupRouting}
+	dopts := synth.DraftOptions{Preset: f.preset, Seed: f.seed, TargetDir: f.target, DFlashNames: f.dflashNames}
+
+	var total int64
+	if f.kind == "target" {
+		p, err := synth.PlanTarget(topts, f.brk)
+		if err != nil {
+			return err
+		}
+		total = p.Roster.Bytes()
+	} else {
+		p, err := synth.PlanDraft(dopts, f.brk)
+		if err != nil {
+			return err
+		}
+		total = p.Roster.Bytes()
+	}
+	var bar *progressbar.ProgressBar
+	if !f.quiet && term.IsTerminal(int(os.Stderr.Fd())) {
+		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription(fmt.Sprintf("synth %s %s", f.preset, f.kind)),
+			progressbar.OptionShowBytes(true), progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetWidth(30),
+			progressbar.OptionClearOnFinish())
+		wo.Progress = func(n int64) { _ = bar.Add64(n) }
+	}
+	start := time.Now()
+	var res *synth.Result
+	if f.kind == "target" {
+		res, err = synth.Target(f.out, topts, wo)
+	} else {
+		res, err = synth.Draft(f.out, dopts, wo)
+	}
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		printSynthSummary(cmd.OutOrStdout(), f, res, time.Since(start))
+	}
+	return nil
+}
+
+func printSynthSummary(w io.Writer, f synthFlags, res *synth.Result, d time.Duration) {
+	what := f.preset + " " + f.kind
+	if f.brk != "" {
+		what += " (broken: " + f.brk + ")"
+	}
+	fmt.Fprintf(w, "wrote %s to %s: %d tensors, %d parameters, %d bytes of tensor data, %d files in %.2fs (%.0f MB/s)\n",
+		what, f.out, res.Tensors, res.Params, res.Bytes, len(res.Files), d.Seconds(),
+		float64(res.Bytes)/1e6/max(d.Seconds(), 1e-9))
+}

@@ -149,7 +149,8 @@ func (d *decoder) decodeArray(elem ValueType, n int) (any, error) {
 }
 
 // decodeStrings copies the string bytes once into one block and slices it, so a
-// 163,840-token vocabulary costs two allocations.
+// 163,840-token vocabulary costs two allocations. The loop reads buf directly: this is
+// the cost a tokenizer loader pays.
 func (d *decoder) decodeStrings(n int) ([]string, error) {
 	lw := 8
 	if d.v1 {
@@ -160,18 +161,33 @@ func (d *decoder) decodeStrings(n int) ([]string, error) {
 	}
 	block := make([]byte, len(d.buf)-d.pos)
 	copy(block, d.buf[d.pos:])
-	base := d.pos
 	out := make([]string, n)
+	pos := 0
 	for i := range out {
-		b, err := d.strBytes()
-		if err != nil {
-			return nil, err
+		if len(block)-pos < lw {
+			return nil, d.errorf(d.pos+pos, "string %d: length past the end of the array", i)
 		}
-		if len(b) > 0 {
-			s := block[d.pos-len(b)-base:]
-			out[i] = unsafe.String(&s[0], len(b))
+		var l uint64
+		switch {
+		case d.v1 && d.be:
+			l = uint64(binary.BigEndian.Uint32(block[pos:]))
+		case d.v1:
+			l = uint64(binary.LittleEndian.Uint32(block[pos:]))
+		case d.be:
+			l = binary.BigEndian.Uint64(block[pos:])
+		default:
+			l = binary.LittleEndian.Uint64(block[pos:])
 		}
+		pos += lw
+		if l > uint64(len(block)-pos) {
+			return nil, d.errorf(d.pos+pos-lw, "string %d: length %d past the end of the array", i, l)
+		}
+		if l > 0 {
+			out[i] = unsafe.String(&block[pos], int(l))
+		}
+		pos += int(l)
 	}
+	d.pos += pos
 	return out, nil
 }
 

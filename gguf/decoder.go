@@ -29,9 +29,10 @@ type decoder struct {
 }
 
 const (
-	firstStep = 64 << 10
-	maxStep   = 8 << 20
-	maxDepth  = 8 // nesting depth of arrays of arrays
+	firstStep       = 64 << 10 // first read of a sized source (one HTTP range request)
+	firstStreamStep = 4 << 10
+	maxStep         = 8 << 20
+	maxDepth        = 8 // nesting depth of arrays of arrays
 )
 
 func (d *decoder) errorf(off int, format string, args ...any) error {
@@ -68,6 +69,9 @@ func (d *decoder) grow(n uint64) error {
 	for uint64(len(d.buf)) < want {
 		if d.step == 0 {
 			d.step = firstStep
+			if d.size < 0 {
+				d.step = firstStreamStep
+			}
 		}
 		add := d.step
 		if d.size >= 0 {
@@ -84,7 +88,13 @@ func (d *decoder) grow(n uint64) error {
 		}
 		old := len(d.buf)
 		if cap(d.buf)-old < add {
-			nb := make([]byte, old, old+max(add, old/2)) // at most ~1.5x of the bytes that exist
+			// Double the capacity (never past a known size): buf holds at most twice
+			// the bytes that exist, and each byte is copied about once on average.
+			c := max(old+add, 2*cap(d.buf))
+			if d.size >= 0 && int64(c) > d.size {
+				c = int(d.size)
+			}
+			nb := make([]byte, old, c)
 			copy(nb, d.buf)
 			d.buf = nb
 		}
@@ -92,10 +102,10 @@ func (d *decoder) grow(n uint64) error {
 		d.buf = d.buf[:old+got]
 		if err != nil || got == 0 {
 			if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				d.size = int64(len(d.buf)) // the end is known now
 				if uint64(len(d.buf)) >= want {
 					return nil
 				}
-				d.size = int64(len(d.buf))
 				return d.errorf(d.pos, "needs %d bytes, only %d remain (end of input)", n, len(d.buf)-d.pos)
 			}
 			d.err = err
@@ -167,17 +177,16 @@ func (d *decoder) strBytes() ([]byte, error) {
 		return nil, err
 	}
 	if err := d.need(n); err != nil {
-		d.pos = start
-		return nil, d.errorf(start, "string length %d exceeds the %s", n, d.leftDesc(8))
+		return nil, d.errorf(start, "string length %d exceeds the %s", n, d.leftDesc())
 	}
 	b := d.buf[d.pos : d.pos+int(n)]
 	d.pos += int(n)
 	return b, nil
 }
 
-func (d *decoder) leftDesc(hdr int) string {
+func (d *decoder) leftDesc() string {
 	if r := d.remaining(); r >= 0 {
-		return fmt.Sprintf("%d bytes left in the file", r-int64(hdr))
+		return fmt.Sprintf("%d bytes left in the file", r)
 	}
 	return "input"
 }
@@ -261,7 +270,7 @@ func (d *decoder) walk(elem ValueType, n uint64, depth int) error {
 			return d.errorf(d.pos, "array of %d %s elements overflows", n, elem)
 		}
 		if err := d.need(n * sz); err != nil {
-			return d.errorf(d.pos, "array of %d %s elements (%d bytes) exceeds the %s", n, elem, n*sz, d.leftDesc(0))
+			return d.errorf(d.pos, "array of %d %s elements (%d bytes) exceeds the %s", n, elem, n*sz, d.leftDesc())
 		}
 		if elem == ValueBool {
 			for i, x := range d.buf[d.pos : d.pos+int(n)] {

@@ -70,15 +70,21 @@ func parse(d *decoder, o options) (*File, error) {
 			return nil, d.errorf(8, "%d tensor infos cannot fit in the %d bytes of the file", nt, r)
 		}
 	}
-	f.KVs = make([]KV, 0, min(nkv, 4096))
-	f.keys = make(map[string]int, min(nkv, 4096))
+	// With a known size the counts are bounded by the bytes above; a stream starts small
+	// and grows as records actually arrive.
+	capKV, capT := nkv, nt
+	if d.size < 0 {
+		capKV, capT = min(nkv, 64), min(nt, 64)
+	}
+	f.KVs = make([]KV, 0, capKV)
+	f.keys = make(map[string]int, capKV)
 	for i := uint64(0); i < nkv; i++ {
 		if err := readKV(d, f, i, o); err != nil {
 			return nil, err
 		}
 	}
-	f.Tensors = make([]TensorInfo, 0, min(nt, 4096))
-	f.names = make(map[string]int, min(nt, 4096))
+	f.Tensors = make([]TensorInfo, 0, capT)
+	f.names = make(map[string]int, capT)
 	for i := uint64(0); i < nt; i++ {
 		if err := readTensorInfo(d, f, i, o); err != nil {
 			return nil, err

@@ -3,6 +3,8 @@ package safetensors
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -11,6 +13,12 @@ import (
 func FuzzOpen(f *testing.F) {
 	for _, c := range badCases() {
 		f.Add(c.file)
+	}
+	files, _ := filepath.Glob("testdata/*.safetensors")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add(build(`{"__metadata__":{"format":"pt"},"a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},"b":{"dtype":"F4","shape":[2],"data_offsets":[8,9]}}`, 9))
 	f.Add(build(`{"s":{"dtype":"F64","shape":[],"data_offsets":[0,8]},"e":{"dtype":"I8","shape":[0],"data_offsets":[8,8]}}`, 8))
@@ -72,6 +80,9 @@ func FuzzIndex(f *testing.F) {
 	f.Add([]byte(`{"weight_map":{"a":"../x"}}`))
 	f.Add([]byte(`{"weight_map":{"a":"s","a":"t"}}`))
 	f.Add([]byte(`{"weight_map":{}} {}`))
+	if b, err := os.ReadFile("testdata/sharded/" + IndexName); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		idx, err := ParseIndex("fuzz.json", b)
 		if err != nil {

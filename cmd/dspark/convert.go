@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/dspark-dev/dspark/convert"
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// convertFlags are the options of `dspark convert` (names follow llama.cpp's converter).
+type convertFlags struct {
+	outfile         string
+	outtype         string
+	target          string
+	dryRun          bool
+	verify          bool
+	force           bool
+	keepEmbeddings  bool
+	splitMaxSize    string
+	splitMaxTensors int
+	quiet           bool
+	threads         int
+}
+
+func newConvertCmd() *cobra.Command {
+	var fl convertFlags
+	cmd := &cobra.Command{
+		Use:   "convert DIR",
+		Short: "Convert a Hugging Face checkpoint (DSpark draft or Kimi-K2/DeepSeek-V3 target) to GGUF",
+		Long: `convert reads a safetensors checkpoint directory (config.json + model.safetensors or shards
+with model.safetensors.index.json) and writes GGUF:
+  K3DSparkModel (DSpark or DFlash tensor names)      -> dflash (MLA backbone)
+  DeepseekV3ForCausalLM / DeepseekV2ForCausalLM      -> deepseek2
+A draft has no tokenizer of its own: --target DIR supplies it and is checked against the
+draft (hidden size, layer count, vocabulary, embedding table).
+
+Everything is validated before anything is written; the output appears atomically (no
+partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.gguf.`,
+		Example: `  dspark convert ./Kimi-K3-DSpark --target ./Kimi-K3 --outfile draft.gguf --verify
+  dspark convert ./kimi-k2-small --outtype q8_0 --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runConvert(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], fl)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&fl.outfile, "outfile", "o", "", "output file (default: DIR/Name-SizeLabel-Type.gguf; a directory gets the default name)")
+	f.StringVar(&fl.outtype, "outtype", "auto", "weight type: auto (the checkpoint's dtype), bf16, f16, f32, q8_0; 1-D tensors, norms, router and biases stay f32")
+	f.StringVar(&fl.target, "target", "", "target checkpoint of a draft: supplies the tokenizer and is checked against the draft")
+	f.BoolVar(&fl.dryRun, "dry-run", false, "print the plan (tensors, types, shapes, bytes, metadata) and write nothing")
+	f.BoolVar(&fl.verify, "verify", false, "re-open the output and check every tensor (sha256 re-derived from the source) and every key")
+	f.BoolVar(&fl.force, "force", false, "overwrite existing output files")
+	f.BoolVar(&fl.keepEmbeddings, "keep-embeddings", false, "keep a draft's embed_tokens as token_embd (dropped by default: the runtime uses the target's)")
+	f.StringVar(&fl.splitMaxSize, "split-max-size", "", "split the output into gguf-split shards of at most N bytes (suffixes K, M, G = 1000^n)")
+	f.IntVar(&fl.splitMaxTensors, "split-max-tensors", 0, "split the output into shards of at most N tensors")
+	f.BoolVarP(&fl.quiet, "quiet", "q", false, "no progress output")
+	f.IntVar(&fl.threads, "threads", 0, "parallel converters (default: number of CPUs)")
+	return cmd
+}
+
+func init() { rootCmd.AddCommand(newConvertCmd()) }
+
+// lintProblems is the architecture-aware lint run by `convert --verify` (nil until the
+// gguf/lint package is available).
+var lintProblems func(f *gguf.File) []string
+
+// parseSplitSize parses a --split-max-size value: bytes, or a number with K, M or G (powers of
+// 1000, as llama.cpp's converter reads them).
+func parseSplitSize(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1000
+	case "M":
+		mult = 1000 * 1000
+	case "G":
+		mult = 1000 * 1000 * 1000
+	}
+	num := s
+	if mult > 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid --split-max-size %q (want a positive number of bytes, optionally with K, M or G)", s)
+	}
+	return n * mult, nil
+}
+
+func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
+	outType, err := convert.ParseOutType(fl.outtype)
+	if err != nil {
+		return usagef("--outtype: %v", err)
+	}
+	splitBytes, err := parseSplitSize(fl.splitMaxSize)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if fl.splitMaxTensors < 0 || fl.threads < 0 {
+		return usagef("--split-max-tensors and --threads must be >= 0")
+	}
+	plan, err := convert.NewPlan(dir, convert.Options{OutType: outType, Target: fl.target, KeepEmbeddings: fl.keepEmbeddings})
+	if err != nil {
+		return err
+	}
+	defer plan.Close()
+
+	out := fl.outfile
+	if out == "" {
+		out = filepath.Join(dir, plan.DefaultOutName())
+	} else if st, err := os.Stat(out); err == nil && st.IsDir() {
+		out = filepath.Join(out, plan.DefaultOutName())
+	}
+	wopt := convert.WriteOptions{Overwrite: fl.force, SplitMaxBytes: splitBytes, SplitMaxTensors: fl.splitMaxTensors, Workers: fl.threads}
+	if fl.dryRun {
+		paths, err := plan.OutputPaths(out, wopt)
+		if err != nil {
+			return err
+		}
+		return plan.Print(stdout, strings.Join(paths, ", "))
+	}
+	for _, n := range plan.Notes {
+		fmt.Fprintln(stderr, "convert: note: "+n)
+	}
+	if !fl.quiet {
+		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			wopt.Progress = convert.NewBarProgress(stderr)
+		} else {
+			wopt.Progress = convert.NewLogProgress(stderr)
+		}
+	}
+	paths, err := plan.Write(out, wopt)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s, %s, %d tensors, %s parameters\n", strings.Join(paths, ", "), plan.Arch, plan.OutType.Label(), len(plan.Tensors), groupDigits(plan.Params))
+	if !fl.verify {
+		return nil
+	}
+	rep, err := plan.Verify(paths[0], lintProblems)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, rep.Verdict())
+	if !rep.OK() {
+		return exitCodeError{exitFailure, fmt.Errorf("verification of %s failed", paths[0])}
+	}
+	return nil
+}
+
+func groupDigits(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

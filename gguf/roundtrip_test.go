@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math"
 	"os"
@@ -203,4 +204,32 @@ func TestWriteSplit(t *testing.T) {
 		t.Errorf("split.no = %d", no)
 	}
 	_ = binary.LittleEndian
+}
+
+func TestCheckLayoutAndUTF8(t *testing.T) {
+	// Two F32 {8} tensors (32 bytes each) with a 32-byte gap: valid for the reader, not for
+	// llama.cpp.
+	b := (&rb{}).header(3, 2, 1).key("bad", ValueString).str("\xffok").
+		info("a", TypeF32, 0, 8).info("b\xfe", TypeF32, 64, 8).padTo(32).zeros(96).b
+	f, err := NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := f.CheckLayout()
+	if len(errs) != 1 {
+		t.Fatalf("CheckLayout = %v", errs)
+	}
+	var fe *FormatError
+	if !errors.As(errs[0], &fe) || fe.Offset != 83 { // 24 + kv (8+3+4+8+3) + info "a" (33)
+		t.Errorf("layout error %v", errs[0])
+	}
+	if got := f.InvalidUTF8(); len(got) != 2 {
+		t.Errorf("InvalidUTF8 = %q", got)
+	}
+	// Our writer's output is always strict.
+	w := encode(t, sampleKVs(), specs(sampleTensors()), 64)
+	g, err := NewReader(bytes.NewReader(w), int64(len(w)))
+	if err != nil || len(g.CheckLayout()) != 0 {
+		t.Errorf("written file not strict: %v %v", err, g.CheckLayout())
+	}
 }

@@ -27,6 +27,13 @@ func WriteSplit(path string, kvs []KV, tensors []TensorSpec, maxBytes int64, max
 	if len(tensors) > math.MaxInt32 {
 		return nil, fmt.Errorf("gguf: write split: %d tensors exceed split.tensors.count", len(tensors))
 	}
+	seen := make(map[string]bool, len(tensors))
+	for _, t := range tensors {
+		if seen[t.Name] {
+			return nil, fmt.Errorf("gguf: write split: duplicate tensor name %q", t.Name)
+		}
+		seen[t.Name] = true
+	}
 	// Group tensors into shards.
 	var groups [][]TensorSpec
 	var cur []TensorSpec

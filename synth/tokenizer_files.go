@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/dspark-dev/dspark/tokenizer"
 )
@@ -13,10 +14,26 @@ import (
 // leaves the trainer ample distinct pairs (and trains 31,744 ranks in about 2 s).
 const corpusBytesPerRank = 48
 
+var (
+	trainedMu sync.Mutex
+	trained   = map[int][][]byte{}
+)
+
 // TrainTokenizer returns the ranks of the synthetic byte-level BPE tokenizer with nRanks
-// ranks: tokenizer.TrainBPE over Corpus(max(64 KiB, 48 * nRanks)). It is deterministic.
+// ranks: tokenizer.TrainBPE over Corpus(max(64 KiB, 48 * nRanks)). It is deterministic, and
+// memoized per nRanks for the life of the process (callers must not modify the result).
 func TrainTokenizer(nRanks int) ([][]byte, error) {
-	return tokenizer.TrainBPE(Corpus(max(64<<10, corpusBytesPerRank*nRanks)), nRanks)
+	trainedMu.Lock()
+	defer trainedMu.Unlock()
+	if r, ok := trained[nRanks]; ok {
+		return r, nil
+	}
+	r, err := tokenizer.TrainBPE(Corpus(max(64<<10, corpusBytesPerRank*nRanks)), nRanks)
+	if err != nil {
+		return nil, err
+	}
+	trained[nRanks] = r
+	return r, nil
 }
 
 // specialNames are the named reserved tokens of the Kimi-K2 layout, by offset from the

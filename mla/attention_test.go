@@ -81,7 +81,9 @@ func to64s(x []float32) []float64 {
 // TestForwardMatchesReferences checks absorbed attention against the naive decompressed path
 // and against an independent Hugging Face-style float64 computation from the unsplit kv_b
 // matrix, for both masks, with and without q-LoRA and YaRN.
-func TestForwardMatchesReferences(t *testing.T) {
+func TestForwardMatchesReferences(t *testing.T) { forPaths(t, testForwardMatchesReferences) }
+
+func testForwardMatchesReferences(t *testing.T) {
 	for _, qLora := range []int{0, 20} {
 		for _, yarn := range []bool{false, true} {
 			for _, mc := range []struct {
@@ -164,7 +166,9 @@ func TestMaskMatters(t *testing.T) {
 // TestBatchDeterminism checks that under the causal mask a row's output and cache entry are
 // bit-identical whether computed in a batch or one row at a time, and whatever the number of
 // attention workers, for short (serial) and long (parallel) contexts.
-func TestBatchDeterminism(t *testing.T) {
+func TestBatchDeterminism(t *testing.T) { forPaths(t, testBatchDeterminism) }
+
+func testBatchDeterminism(t *testing.T) {
 	for _, nCtx := range []int{3, 700} {
 		cfg := smallConfig(20, true)
 		const n = 6

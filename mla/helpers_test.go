@@ -230,6 +230,10 @@ func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32,
 		mAll = 1
 	}
 	scale := mAll * mAll / math.Sqrt(float64(dn+dr))
+	kvs := make([][]float64, len(rows))
+	for t := range rows {
+		kvs[t] = mv(f.kv, rows[t].latent)
+	}
 	out := make([][]float64, len(h))
 	for i, x := range h {
 		var q []float64
@@ -253,7 +257,7 @@ func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32,
 			vs := make([][]float64, end)
 			mx := math.Inf(-1)
 			for t := range end {
-				kv := mv(f.kv, rows[t].latent) // [n_h (d_nope + d_v)]
+				kv := kvs[t] // [n_h (d_nope + d_v)]
 				k := kv[hd*(dn+dv) : hd*(dn+dv)+dn]
 				vs[t] = kv[hd*(dn+dv)+dn : (hd+1)*(dn+dv)]
 				var s float64

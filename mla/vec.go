@@ -1,8 +1,28 @@
 package mla
 
-// dot returns sum a[i]*b[i] over len(a) (len(b) >= len(a)) with four float32 partial sums in
-// a fixed order.
+// dot returns sum a[i]*b[i] over len(a) (len(b) >= len(a)). The summation order depends only
+// on len(a), so equal inputs always give equal bits on one machine.
 func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	if useAsm {
+		return dotAsm(a, b)
+	}
+	return dotGeneric(a, b)
+}
+
+// axpy sets y[i] += alpha*x[i] for i < len(y) (len(x) >= len(y)).
+func axpy(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	if useAsm {
+		axpyAsm(y, alpha, x)
+		return
+	}
+	axpyGeneric(y, alpha, x)
+}
+
+// dotGeneric is the portable dot product: four float32 partial sums over i mod 4, combined as
+// (s0+s1)+(s2+s3), then the tail added in order.
+func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -12,14 +32,15 @@ func dot(a, b []float32) float32 {
 		s2 += a[i+2] * b[i+2]
 		s3 += a[i+3] * b[i+3]
 	}
+	s := (s0 + s1) + (s2 + s3)
 	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+		s += a[i] * b[i]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return s
 }
 
-// axpy sets y[i] += alpha*x[i] for i < len(y) (len(x) >= len(y)).
-func axpy(y []float32, alpha float32, x []float32) {
+// axpyGeneric is the portable y += alpha*x.
+func axpyGeneric(y []float32, alpha float32, x []float32) {
 	x = x[:len(y)]
 	for i, v := range x {
 		y[i] += alpha * v

@@ -1,0 +1,67 @@
+package mla
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// benchAttend prepares an attention layer of realistic head widths (kv_lora 512, rope 64,
+// 16 heads) over a cache of ctx rows, with queries already projected, so the benchmark times
+// the absorbed attention core (scores, online softmax, latent accumulation) alone.
+func benchAttend(b *testing.B, ctx, maxBatch int) (*scratch, *LatentCache) {
+	cfg := Config{NEmbd: 64, NHead: 16, KVLoraRank: 512, DNope: 128, DRope: 64, DV: 128, Eps: 1e-5,
+		RoPE: YaRNParams{Dim: 64, Base: 5e4}}
+	if err := cfg.validate(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	cache := NewLatentCache(1, ctx+maxBatch, cfg.KVLoraRank, cfg.DRope)
+	copy(cache.data, randVec(rng, len(cache.data), 1))
+	if err := cache.Advance(ctx); err != nil {
+		b.Fatal(err)
+	}
+	s := newScratch(&cfg, maxBatch, 1)
+	copy(s.qfull, randVec(rng, len(s.qfull), 0.2))
+	return s, cache
+}
+
+// BenchmarkAttendCore times the attention core for one row and for a causal batch of 8 rows
+// on one goroutine, and reports GFLOP/s and the cost of the 8-row batch relative to one row
+// measured in the same run (the figure that decides whether speculative verification pays).
+func BenchmarkAttendCore(b *testing.B) {
+	for _, ctx := range []int{256, 2048} {
+		b.Run("ctx="+itoa(ctx), func(b *testing.B) {
+			s, cache := benchAttend(b, ctx, 8)
+			run := func(n int) time.Duration {
+				for i := range n {
+					s.ends[i] = ctx + i + 1
+				}
+				t0 := time.Now()
+				s.attend(cache, 0, n, 0.1)
+				return time.Since(t0)
+			}
+			var t1, t8 time.Duration
+			b.ReportAllocs()
+			b.SetBytes(int64(ctx * cache.Width() * 4))
+			for b.Loop() {
+				t1 += run(1)
+				t8 += run(8)
+			}
+			flops1 := 2 * float64(s.nHead) * float64(ctx) * float64(cache.Width()+cache.KVLora())
+			b.ReportMetric(flops1*float64(b.N)/t1.Seconds()/1e9, "GFLOP/s(n=1)")
+			b.ReportMetric(float64(t8)/float64(t1), "batch8/batch1")
+		})
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var d []byte
+	for ; n > 0; n /= 10 {
+		d = append([]byte{byte('0' + n%10)}, d...)
+	}
+	return string(d)
+}

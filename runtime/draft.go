@@ -81,7 +81,8 @@ type Draft struct {
 	Config DraftConfig
 	File   *gguf.File
 
-	target  *Target
+	embed   func(id int, dst []float32) // token embedding (the target's unless the draft keeps its own)
+	head    *kernels.Mat                // the target's lm_head (vocab x NEmbd)
 	fc      *kernels.Mat // NEmbd x (taps*TargetHidden)
 	encNorm []float32
 	outNorm []float32
@@ -121,23 +122,51 @@ func LoadDraft(f *gguf.File, target *Target, opt TargetOptions) (*Draft, error) 
 	if err := checkPair(f, c, target); err != nil {
 		return nil, err
 	}
-	c.NVocab = target.Config.NVocab
-	if opt.MaxBatch <= 0 {
-		opt.MaxBatch = kernels.MaxBatch
+	if c.NEmbd != target.Config.NEmbd {
+		if _, ok := f.Tensor("token_embd.weight"); !ok {
+			return nil, fmt.Errorf("%s has no token_embd and its width %d differs from the target %s (%d)", f.Path, c.NEmbd, target.File.Path, target.Config.NEmbd)
+		}
 	}
 	if opt.Context <= 0 {
 		opt.Context = target.cache.Cap()
 	}
+	return loadDraft(f, c, target.Embed, target.output, opt)
+}
+
+// LoadDraftStandalone binds a dflash GGUF without its target, using head (vocab x NEmbd) as
+// both the token embedding and the lm_head. It exists to time a full-size draft on its own
+// (dspark run --draft-only); its drafts mean nothing.
+func LoadDraftStandalone(f *gguf.File, head *kernels.Mat, opt TargetOptions) (*Draft, error) {
+	c, err := readDraftConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if head.Cols() != c.NEmbd {
+		return nil, fmt.Errorf("%s: stand-in head has width %d, draft %d", f.Path, head.Cols(), c.NEmbd)
+	}
+	if opt.Context <= 0 {
+		opt.Context = 256
+	}
+	return loadDraft(f, c, head.Row, head, opt)
+}
+
+func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *kernels.Mat, opt TargetOptions) (*Draft, error) {
+	c.NVocab = head.Rows()
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = kernels.MaxBatch
+	}
+	if opt.Context <= 0 {
+		opt.Context = 4096
+	}
 	E, V, r := c.NEmbd, c.NVocab, c.MarkovRank
 	b := newBinder(f)
-	d := &Draft{Config: c, File: f, target: target}
+	d := &Draft{Config: c, File: f, embed: embed, head: head}
 	d.fc = b.mat("fc.weight", len(c.TargetLayers)*c.TargetHidden, E)
 	d.encNorm = b.vec("enc.output_norm.weight", E)
 	d.outNorm = b.vec("output_norm.weight", E)
 	if b.has("token_embd.weight") {
 		d.tokEmbd = b.mat("token_embd.weight", E, V)
-	} else if E != target.Config.NEmbd {
-		return nil, fmt.Errorf("%s has no token_embd and its width %d differs from the target %s (%d)", f.Path, E, target.File.Path, target.Config.NEmbd)
+		d.embed = d.tokEmbd.Row
 	}
 	if r > 0 {
 		d.w1 = b.mat("markov_w1.weight", r, V)
@@ -304,11 +333,7 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 		if k == 0 {
 			id = anchor
 		}
-		if d.tokEmbd != nil {
-			d.tokEmbd.Row(id, x[k*E:(k+1)*E])
-		} else {
-			d.target.Embed(id, x[k*E:(k+1)*E])
-		}
+		d.embed(id, x[k*E:(k+1)*E])
 	}
 	pos := d.s.pos[:g]
 	for i := range pos {
@@ -335,7 +360,7 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 	hid := d.s.hidden[:g*E]
 	rmsRows(hid, x, d.outNorm, g, E, c.Eps)
 	lg := d.s.logits[:g*V]
-	d.target.output.MatMul(lg, hid, g)
+	d.head.MatMul(lg, hid, g)
 	return lg, hid, nil
 }
 

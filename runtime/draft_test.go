@@ -219,3 +219,42 @@ func TestDraftPairErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDraftStandalone drafts with a stand-in head and checks the timing report's accounting.
+func TestDraftStandalone(t *testing.T) {
+	ts := defaultTiny()
+	ds := defaultDraft(ts)
+	m := buildDraft(ts, ds, 2)
+	path := filepath.Join(t.TempDir(), "draft.gguf")
+	m.write(t, path)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head, data, release, err := StandInHead(ts.vocab, ds.embd, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	d, err := LoadDraftStandalone(f, head, TargetOptions{Context: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := TimeDraftBlock(d, data, 8, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64 = int64(len(data))
+	for i := range f.Tensors {
+		if n := f.Tensors[i].Name; n != "fc.weight" && n != "enc.output_norm.weight" {
+			want += int64(f.Tensors[i].Size)
+		}
+	}
+	if len(tm.Drafts) != ds.block || len(tm.BlockTimes) != 3 || tm.BlockBytes != want || tm.Ratio <= 0 {
+		t.Fatalf("timing %+v (want %d drafts, %d bytes)", tm, ds.block, want)
+	}
+	if d.Len() != 8 {
+		t.Fatalf("context length %d after injecting 8 positions", d.Len())
+	}
+}

@@ -93,7 +93,9 @@ func refPattern() [][]refElem {
 	crlf := func(r rune) bool { return r == '\r' || r == '\n' }
 	ln := refIs(unicode.L, unicode.N)
 	lead := func(r rune) bool { return !crlf(r) && !ln(r) }
-	up := func(r rune) bool { return !han(r) && unicode.In(r, unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M) }
+	up := func(r rune) bool {
+		return !han(r) && unicode.In(r, unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M)
+	}
 	lo := func(r rune) bool { return !han(r) && unicode.In(r, unicode.Ll, unicode.Lm, unicode.Lo, unicode.M) }
 	punct := func(r rune) bool { return !space(r) && !ln(r) }
 	sp := func(r rune) bool { return r == ' ' }

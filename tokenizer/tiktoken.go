@@ -22,15 +22,20 @@ const maxTiktokenLine = 64 << 10
 // ranks absent from the file are nil holes. The last line may lack its newline, and "\r\n"
 // line ends are accepted; nothing else is trimmed or skipped. Errors are *FormatError values
 // naming name, the line and the byte offset of the bad field: bad base64, empty token, bad or
-// absurd rank (> MaxRank), duplicate rank, duplicate token bytes, over-long or empty line.
+// absurd rank (> MaxRank), duplicate rank, duplicate token bytes, over-long or empty line,
+// and a file so sparse that its largest rank exceeds twice its token count plus 65,536 (so
+// that memory stays proportional to the file's size; real files are dense).
 func ReadTiktoken(r io.Reader, name string) ([][]byte, error) {
 	br := bufio.NewReaderSize(r, maxTiktokenLine)
 	var (
-		ranks  [][]byte
-		seen   = make(map[string]int) // token bytes -> line where first seen
-		lineOf = make(map[int]int)    // rank -> line where defined
-		off    int64
-		line   int
+		entries []rankedToken
+		maxRank = -1
+		maxLine int
+		maxOff  int64
+		seen    = make(map[string]int) // token bytes -> line where first seen
+		lineOf  = make(map[int]int)    // rank -> line where defined
+		off     int64
+		line    int
 	)
 	fail := func(at int64, field, format string, args ...any) error {
 		return &FormatError{File: name, Line: line, Offset: at, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -101,13 +106,21 @@ func ReadTiktoken(r io.Reader, name string) ([][]byte, error) {
 		}
 		lineOf[rank] = line
 		seen[string(tok)] = line
-		if rank >= len(ranks) {
-			ranks = growRanks(ranks, rank+1)
+		entries = append(entries, rankedToken{rank, tok})
+		if rank > maxRank {
+			maxRank, maxLine, maxOff = rank, line, rankOff
 		}
-		ranks[rank] = tok
 		if err == io.EOF {
 			break
 		}
+	}
+	if maxRank+1 > maxSparse(len(entries)) {
+		line = maxLine
+		return nil, fail(maxOff, "rank", "rank %d leaves most of the id space empty (only %d tokens); the file is corrupt", maxRank, len(entries))
+	}
+	ranks := make([][]byte, maxRank+1)
+	for _, e := range entries {
+		ranks[e.rank] = e.tok
 	}
 	return ranks, nil
 }
@@ -125,16 +138,16 @@ func badBase64Byte(b []byte) int {
 	return -1
 }
 
-// growRanks extends s to length n (holes are nil), at least doubling the capacity.
-func growRanks(s [][]byte, n int) [][]byte {
-	if n <= cap(s) {
-		return s[:n]
-	}
-	c := max(n, 2*cap(s), 1024)
-	t := make([][]byte, n, c)
-	copy(t, s)
-	return t
+// rankedToken is a token held back until the file's density is known.
+type rankedToken struct {
+	rank int
+	tok  []byte
 }
+
+// maxSparse is the largest id space ReadTiktoken allocates for n tokens: holes are allowed,
+// but a file may not claim more than twice its token count plus 65,536 ids, so memory stays
+// proportional to the file's size. Real tiktoken files are dense.
+func maxSparse(n int) int { return 2*n + 1<<16 }
 
 // parseRank parses a non-negative decimal rank without sign or leading zeros; it returns a
 // reason on failure.

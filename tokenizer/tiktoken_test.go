@@ -79,6 +79,7 @@ func TestReadTiktokenErrors(t *testing.T) {
 		{"missing rank", "IQ== \n", 1, 5, "rank", "missing"},
 		{"absurd rank", "IQ== 16777217\n", 1, 5, "rank", "absurd"},
 		{"huge rank", "IQ== 99999999999999999999\n", 1, 5, "rank", "absurd"},
+		{"sparse", "IQ== 0\naGk= 65542\nIGhp 1\n", 2, 12, "rank", "id space empty"},
 		{"duplicate rank", "IQ== 0\naGk= 1\nIGhp 1\n", 3, 19, "rank", "first on line 2"},
 		{"duplicate bytes", "IQ== 0\naGk= 1\naGk= 2\n", 3, 14, "base64 token", "first on line 2"},
 		{"no space", "IQ==0\n", 1, 0, "line", "no space"},
@@ -105,6 +106,14 @@ func TestReadTiktokenErrors(t *testing.T) {
 	}
 }
 
+func TestReadTiktokenSparseLimit(t *testing.T) {
+	// 3 tokens allow ids up to 2*3 + 65536 - 1 = 65541.
+	r, err := ReadTiktoken(strings.NewReader("IQ== 0\naGk= 65541\nIGhp 1\n"), "x")
+	if err != nil || len(r) != 65542 || string(r[65541]) != "hi" || r[2] != nil {
+		t.Fatalf("len %d, err %v", len(r), err)
+	}
+}
+
 func TestReadTiktokenReadError(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := ReadTiktoken(iotest.ErrReader(boom), "x")
@@ -117,6 +126,7 @@ func FuzzReadTiktoken(f *testing.F) {
 	f.Add([]byte("IQ== 0\naGk= 1\r\nIGhp 3"))
 	f.Add([]byte("IQ== 0\naGk= 1\naGk= 2\n"))
 	f.Add([]byte("AA== 16777216\n"))
+	f.Add([]byte("AA== 65537\n"))
 	f.Add([]byte("IQ== 0\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ranks, err := ReadTiktoken(bytes.NewReader(data), "fuzz")

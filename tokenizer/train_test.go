@@ -90,16 +90,16 @@ func TestTrainBPEMatchesSlowTrainer(t *testing.T) {
 }
 
 func TestTrainBPEProperties(t *testing.T) {
-	text := []byte(syntheticText(200_000, 1))
-	a, err := TrainBPE(text, 4000)
+	text := []byte(syntheticText(100_000, 1))
+	a, err := TrainBPE(text, 3000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := TrainBPE(text, 4000)
+	b, err := TrainBPE(text, 3000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a) != 4000 {
+	if len(a) != 3000 {
 		t.Fatalf("len %d", len(a))
 	}
 	seen := map[string]int{}

@@ -27,7 +27,7 @@ type archSpec struct {
 	dims     dims
 	features features
 	layers   layerPlan
-	meta     []Meta        // architecture keys ({arch}.*) plus tokenizer.ggml.mask_token_id etc.
+	meta     []Meta            // architecture keys ({arch}.*) plus tokenizer.ggml.mask_token_id etc.
 	dropped  func(string) bool // source tensors known and deliberately skipped (MTP layers)
 	fp8      fp8Block
 	vocab    int64

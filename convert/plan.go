@@ -135,14 +135,19 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 	if err := checkVocab(p.Dir, spec.vocab, ro, tok, tokDir); err != nil {
 		return err
 	}
+	sp := spec.special
+	var tsp specialIDs
+	if arch.Draft && opt.Target != "" {
+		if tsp, err = p.checkTargetConfig(opt, spec); err != nil {
+			return err
+		}
+	}
 	main, err := checkRoster(p.Dir, ro, exp, spec.dropped, spec.fp8)
 	if err != nil {
 		return err
 	}
-	sp := spec.special
 	if arch.Draft && opt.Target != "" {
-		tsp, err := p.checkTarget(opt, spec, ro)
-		if err != nil {
+		if err := p.compareTargetEmbedding(opt, spec, ro); err != nil {
 			return err
 		}
 		if tsp != sp {

@@ -33,7 +33,7 @@ func (b *barProgress) Start(total int64, tensors int) {
 }
 
 func (b *barProgress) Tensor(i int, name string) { b.bar.Describe(name) }
-func (b *barProgress) Add(n int64)              { _ = b.bar.Add64(n) }
+func (b *barProgress) Add(n int64)               { _ = b.bar.Add64(n) }
 func (b *barProgress) Done() {
 	_ = b.bar.Finish()
 	fmt.Fprintln(b.w)

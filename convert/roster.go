@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -128,9 +129,26 @@ func checkRoster(dir string, r *roster, exp []expected, dropped func(string) boo
 		main = "F8_E4M3"
 	}
 	scales := map[string]bool{}
+	perLayer, missingLayer := map[int64]int{}, map[int64]int{}
+	for _, n := range order {
+		if l, ok := layerOf(n); ok {
+			perLayer[l]++
+			if !r.has(n) {
+				missingLayer[l]++
+			}
+		}
+	}
+	for l, n := range missingLayer {
+		if n == perLayer[l] {
+			p.missing = append(p.missing, fmt.Sprintf("layers.%d.* (all %d tensors of layer %d: config.json declares more layers than the checkpoint holds)", l, n, l))
+		}
+	}
 	for _, n := range order {
 		t, ok := r.byName[n]
 		if !ok {
+			if l, isLayer := layerOf(n); isLayer && missingLayer[l] == perLayer[l] {
+				continue // reported once for the whole layer
+			}
 			p.missing = append(p.missing, fmt.Sprintf("%s (shape %s)", n, shapeStr(want[n])))
 			continue
 		}
@@ -177,6 +195,20 @@ func checkRoster(dir string, r *roster, exp []expected, dropped func(string) boo
 		return "", err
 	}
 	return main, nil
+}
+
+// layerOf returns L for a normalized name "layers.L. ...".
+func layerOf(name string) (int64, bool) {
+	rest, ok := strings.CutPrefix(name, "layers.")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return 0, false
+	}
+	l, err := strconv.ParseInt(num, 10, 64)
+	return l, err == nil
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -19,9 +19,9 @@ type EmbeddingDiff struct {
 // (BF16) could explain.
 func (d *EmbeddingDiff) Beyond() bool { return d.Differing > 0 }
 
-// checkTarget validates a draft against its target's config.json and compares the two
-// embedding tables; it returns the target's bos/eos/pad ids.
-func (p *Plan) checkTarget(opt Options, spec *archSpec, ro *roster) (specialIDs, error) {
+// checkTargetConfig validates a draft against its target's config.json; it returns the
+// target's bos/eos/pad ids.
+func (p *Plan) checkTargetConfig(opt Options, spec *archSpec) (specialIDs, error) {
 	tcfg, err := LoadConfig(opt.Target)
 	if err != nil {
 		return specialIDs{}, fmt.Errorf("--target: %w", err)
@@ -53,33 +53,43 @@ func (p *Plan) checkTarget(opt Options, spec *archSpec, ro *roster) (specialIDs,
 	if len(probs) > 0 {
 		return sp, fmt.Errorf("draft %s does not fit target %s:\n  - %s", p.Dir, opt.Target, strings.Join(probs, "\n  - "))
 	}
+	return sp, nil
+}
+
+// compareTargetEmbedding compares the draft's embed_tokens with the target's embedding and
+// records the result (and a loud warning when they differ beyond rounding).
+func (p *Plan) compareTargetEmbedding(opt Options, spec *archSpec, ro *roster) error {
 	if opt.SkipEmbeddingCheck {
-		return sp, nil
+		return nil
+	}
+	tcfg, err := LoadConfig(opt.Target)
+	if err != nil {
+		return fmt.Errorf("--target: %w", err)
 	}
 	tck, err := openCheckpoint(opt.Target)
 	if err != nil {
-		return sp, fmt.Errorf("--target: %w", err)
+		return fmt.Errorf("--target: %w", err)
 	}
 	p.closers = append(p.closers, tck)
 	tro, err := newRoster(tck.Tensors())
 	if err != nil {
-		return sp, fmt.Errorf("--target %s: %w", opt.Target, err)
+		return fmt.Errorf("--target %s: %w", opt.Target, err)
 	}
 	de, ok1 := ro.byName["embed_tokens.weight"]
 	te, ok2 := tro.byName["embed_tokens.weight"]
 	if !ok1 || !ok2 {
-		return sp, nil // a missing draft embedding was reported by the roster check
+		return nil // a missing draft embedding was reported by the roster check
 	}
 	if !equalShape(de.Shape, te.Shape) {
-		return sp, fmt.Errorf("draft %s embed_tokens is %s but the target's is %s", p.Dir, shapeStr(de.Shape), shapeStr(te.Shape))
+		return fmt.Errorf("draft %s embed_tokens is %s but the target's is %s", p.Dir, shapeStr(de.Shape), shapeStr(te.Shape))
 	}
 	dsrc, err := loadSrc(p.closers[0], ro, de, spec.fp8)
 	if err != nil {
-		return sp, err
+		return err
 	}
 	tsrc, err := loadSrc(tck, tro, te, targetFP8(tcfg))
 	if err != nil {
-		return sp, err
+		return err
 	}
 	diff := compareEmbeddings(dsrc, tsrc)
 	p.Embed = diff
@@ -91,7 +101,7 @@ func (p *Plan) checkTarget(opt Options, spec *archSpec, ro *roster) (specialIDs,
 	default:
 		p.Notes = append(p.Notes, fmt.Sprintf("the draft's embed_tokens matches the target's embedding (max abs diff %g)", diff.MaxAbs))
 	}
-	return sp, nil
+	return nil
 }
 
 // targetFP8 reads a target's FP8 block size, zero when absent or malformed (the target is

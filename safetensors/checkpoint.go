@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // SingleName is the file name of an unsharded checkpoint.
@@ -34,7 +35,14 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 		single := filepath.Join(dir, SingleName)
 		f, err := Open(single)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no %s or %s", dir, SingleName, IndexName)
+			msg := fmt.Sprintf("%s: no %s or %s", dir, SingleName, IndexName)
+			if others, _ := filepath.Glob(filepath.Join(dir, "*.safetensors")); len(others) > 0 {
+				for i := range others {
+					others[i] = filepath.Base(others[i])
+				}
+				msg += fmt.Sprintf(" (found %s; a sharded checkpoint needs its index)", strings.Join(others, ", "))
+			}
+			return nil, errors.New(msg)
 		}
 		if err != nil {
 			return nil, err

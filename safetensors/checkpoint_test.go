@@ -79,6 +79,12 @@ func TestCheckpointErrors(t *testing.T) {
 	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "no model.safetensors or model.safetensors.index.json") {
 		t.Fatalf("empty dir: %v", err)
 	}
+	if err := WriteFile(filepath.Join(dir, "consolidated.safetensors"), nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "found consolidated.safetensors") {
+		t.Fatalf("dir with another file: %v", err)
+	}
 	for _, c := range []struct{ body, want string }{
 		{`{"weight_map":{"a":"../x.safetensors"}}`, "must be a plain file name"},
 		{`{"weight_map":{"a":"/etc/x"}}`, "must be a plain file name"},
@@ -135,6 +141,7 @@ func TestWriterErrors(t *testing.T) {
 		{[]TensorSource{{Name: "x", Dtype: F4, Shape: []int64{3}, Data: failing.Data}}, "not a whole number of bytes"},
 		{[]TensorSource{{Name: "x", Dtype: U8, Shape: []int64{-1}, Data: failing.Data}}, "negative dimension"},
 		{[]TensorSource{{Name: "x", Dtype: U8, Shape: []int64{1}}}, "no Data function"},
+		{[]TensorSource{u8("bad\xff", 1)}, "not valid UTF-8"},
 	} {
 		err := WriteFile(p, nil, c.ts, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -16,6 +16,7 @@ type FormatError struct {
 	Msg    string // the rule that was broken
 }
 
+// Error formats the error as "path: offset N: field: message".
 func (e *FormatError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Path)
@@ -39,6 +40,7 @@ type CheckpointError struct {
 	Problems []error
 }
 
+// Error lists every problem, one per line.
 func (e *CheckpointError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: checkpoint is inconsistent (%d problem", e.Dir, len(e.Problems))

@@ -2,9 +2,11 @@ package safetensors
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -23,9 +25,20 @@ func FuzzOpen(f *testing.F) {
 	f.Add(build(`{"__metadata__":{"format":"pt"},"a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},"b":{"dtype":"F4","shape":[2],"data_offsets":[8,9]}}`, 9))
 	f.Add(build(`{"s":{"dtype":"F64","shape":[],"data_offsets":[0,8]},"e":{"dtype":"I8","shape":[0],"data_offsets":[8,8]}}`, 8))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
 		file, err := NewReader(bytes.NewReader(b), int64(len(b)), "fuzz")
+		runtime.ReadMemStats(&m1)
+		// Allocation is linear in the input (the header is at most the file): measured worst
+		// cases are ~40 bytes per input byte (tiny tensor entries, tiny metadata pairs).
+		if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 100*uint64(len(b))+1<<20 {
+			t.Fatalf("parsing %d bytes allocated %d bytes", len(b), alloc)
+		}
 		if err != nil {
 			return
+		}
+		if !json.Valid(b[8:file.DataStart]) {
+			t.Fatalf("accepted a header that is not valid JSON: %q", b[8:file.DataStart])
 		}
 		pos := int64(0)
 		var srcs []TensorSource
@@ -87,6 +100,9 @@ func FuzzIndex(f *testing.F) {
 		idx, err := ParseIndex("fuzz.json", b)
 		if err != nil {
 			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted an index that is not valid JSON: %q", b)
 		}
 		if idx.WeightMap == nil || idx.TotalSize < 0 {
 			t.Fatal("accepted index without weight_map or with negative total_size")

@@ -126,21 +126,76 @@ func (j *jsonReader) nonNegInt(field string) (int64, error) {
 	return v, nil
 }
 
-// intArray reads an array of non-negative integers. Its length is bounded by the input.
+// intArray reads an array of non-negative integers. The array is taken whole (one copy of
+// its bytes, validated by the decoder) and scanned here, so a long array costs 8 bytes per
+// element rather than a boxed token each.
 func (j *jsonReader) intArray(field string) ([]int64, error) {
-	if _, err := j.expectDelim('[', field, "an array of integers"); err != nil {
-		return nil, err
+	start := j.skip()
+	var raw json.RawMessage
+	if err := j.dec.Decode(&raw); err != nil {
+		return nil, j.tokenErr(err, start, field)
+	}
+	if raw[0] != '[' {
+		return nil, j.errAt(start, field, "must be an array of integers, got %s", describeRaw(raw[0]))
 	}
 	out := []int64{}
-	for j.dec.More() {
-		v, err := j.nonNegInt(field)
-		if err != nil {
-			return nil, err
+	for i := 1; i < len(raw); {
+		switch c := raw[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ']':
+			i++
+		case c == '-' || '0' <= c && c <= '9':
+			k := i
+			for k < len(raw) && bytes.IndexByte([]byte("+-.eE0123456789"), raw[k]) >= 0 {
+				k++
+			}
+			v, ok := parseUint63(raw[i:k])
+			if !ok {
+				num := string(raw[i:k])
+				if c != '-' && bytes.IndexAny(raw[i:k], "+-.eE") < 0 {
+					return nil, j.errAt(start+int64(i), field, "%s is too large (limit %d)", num, int64(1<<63-1))
+				}
+				return nil, j.errAt(start+int64(i), field, "must be a non-negative integer, got %s", num)
+			}
+			out = append(out, v)
+			i = k
+		default:
+			return nil, j.errAt(start+int64(i), field, "must be a non-negative integer, got %s", describeRaw(c))
 		}
-		out = append(out, v)
 	}
-	_, _, err := j.next(field) // ']'
-	return out, err
+	return out, nil
+}
+
+// parseUint63 parses a plain decimal integer in [0, MaxInt64].
+func parseUint63(b []byte) (int64, bool) {
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (1<<63-1-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return int64(v), len(b) > 0
+}
+
+// describeRaw names the JSON kind of a value from its first byte.
+func describeRaw(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // end checks that nothing but white space follows the top-level value.
@@ -154,4 +209,58 @@ func (j *jsonReader) end(field string) error {
 		return j.tokenErr(err, off, field)
 	}
 	return j.errAt(off, field, "unexpected %s after the top-level object", describe(tok))
+}
+
+// checkSurrogates rejects \u escapes that encode half of a UTF-16 surrogate pair on its own:
+// encoding/json would silently turn them into U+FFFD, changing the name that the file holds.
+// Backslashes occur only inside strings in valid JSON, so a linear scan of escapes suffices;
+// anything else malformed is left to the decoder.
+func (j *jsonReader) checkSurrogates(field string) error {
+	b := j.buf
+	hex4 := func(i int) (rune, bool) {
+		if i+4 > len(b) {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[i : i+4] {
+			switch {
+			case '0' <= c && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case 'a' <= c && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // skip the escaped character (it may be a backslash)
+			continue
+		}
+		r, ok := hex4(i + 2)
+		switch {
+		case !ok:
+			continue // a syntax error the decoder reports
+		case 0xDC00 <= r && r <= 0xDFFF:
+			return j.errAt(int64(i), field, "invalid JSON: lone UTF-16 low surrogate escape")
+		case 0xD800 <= r && r <= 0xDBFF:
+			if i+12 > len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
+				return j.errAt(int64(i), field, "invalid JSON: UTF-16 high surrogate escape without its low half")
+			}
+			if lo, ok := hex4(i + 8); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return j.errAt(int64(i), field, "invalid JSON: UTF-16 high surrogate escape without its low half")
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // IndexName is the file name of a sharded checkpoint's index.
@@ -33,6 +34,12 @@ func ReadIndex(path string) (*Index, error) {
 // are errors.
 func ParseIndex(path string, b []byte) (*Index, error) {
 	j := newJSONReader(path, b, 0)
+	if !utf8.Valid(b) {
+		return nil, &FormatError{path, -1, "index", "invalid UTF-8"}
+	}
+	if err := j.checkSurrogates("index"); err != nil {
+		return nil, err
+	}
 	if _, err := j.expectDelim('{', "index", "a JSON object"); err != nil {
 		return nil, err
 	}

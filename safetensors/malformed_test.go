@@ -100,6 +100,10 @@ func badCases() []badCase {
 	add("shape not array", build(h, 4), at(h, `1,"data`), `tensor "w" shape`, "must be an array")
 	h = `{"w":{"dtype":"F32","shape":[99999999999999999999],"data_offsets":[0,4]}}`
 	add("dim too large", build(h, 4), at(h, `999`), `tensor "w" shape`, "too large")
+	h = `{"w":{"dtype":"U8","shape":[18446744073709551620],"data_offsets":[0,4]}}`
+	add("dim wraps uint64 to 4", build(h, 4), at(h, `184`), `tensor "w" shape`, "too large")
+	h = `{"w":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,4]}}`
+	add("dim 2^63", build(h, 4), at(h, `922`), `tensor "w" shape`, "too large")
 	h = `{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}}`
 	add("three offsets", build(h, 4), at(h, `[0,4,8]`), `tensor "w" data_offsets`, "got 3 numbers")
 	h = `{"w":{"dtype":"F32","shape":[1],"data_offsets":[4]}}`
@@ -138,6 +142,12 @@ func badCases() []badCase {
 	add("truncated", build(h, 3), -1, "data", "need 4 bytes of data, the file has 3")
 	h = `{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,99999999999999999999]}}`
 	add("offset too large", build(h, 4), at(h, `999`), `tensor "w" data_offsets`, "too large")
+	h = `{"a\ud800":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`
+	add("lone high surrogate", build(h, 1), at(h, `\ud800`), "header", "without its low half")
+	h = `{"a\ud800\u0041":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`
+	add("high surrogate then non-surrogate", build(h, 1), at(h, `\ud800`), "header", "without its low half")
+	h = `{"\uDC00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`
+	add("lone low surrogate", build(h, 1), at(h, `\uDC00`), "header", "low surrogate")
 	add("trailing bytes no tensors", build("{}      ", 1), 16, "data", "1 trailing bytes")
 	return cs
 }
@@ -178,6 +188,9 @@ func TestValidEdgeCases(t *testing.T) {
 		{"field order free", `{"w":{"data_offsets":[0,2],"shape":[4],"dtype":"F4"}}`, 2, 1},
 		{"F6 whole bytes", `{"w":{"dtype":"F6_E3M2","shape":[4],"data_offsets":[0,3]}}`, 3, 1},
 		{"unicode names", `{"é\u00e9\n":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 1, 1},
+		{"surrogate pair", `{"\ud83d\ude00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 1, 1},
+		{"escaped backslash before u", `{"\\ud800":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 1, 1},
+		{"max int64 dim", `{"w":{"dtype":"U8","shape":[9223372036854775807,0],"data_offsets":[0,0]}}`, 0, 1},
 		{"huge zero dim", `{"w":{"dtype":"F32","shape":[0,9223372036854775807],"data_offsets":[0,0]}}`, 0, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,6 +208,14 @@ func TestValidEdgeCases(t *testing.T) {
 	f, _ := NewReader(bytes.NewReader(b), int64(len(b)), "ok")
 	if _, ok := f.Tensor("éé\n"); !ok {
 		t.Fatal("escaped name not decoded")
+	}
+	b = build(`{"\ud83d\ude00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"\\ud800":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}}`, 1)
+	f, _ = NewReader(bytes.NewReader(b), int64(len(b)), "ok")
+	if _, ok := f.Tensor("\U0001F600"); !ok {
+		t.Fatal("surrogate pair not decoded")
+	}
+	if _, ok := f.Tensor(`\ud800`); !ok {
+		t.Fatal("escaped backslash not decoded")
 	}
 }
 

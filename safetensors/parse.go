@@ -34,6 +34,9 @@ func parseHeader(path string, buf []byte) (*header, error) {
 	if len(buf) == 0 || buf[0] != '{' {
 		return nil, j.errAt(0, "header", "must start with '{'")
 	}
+	if err := j.checkSurrogates("header"); err != nil {
+		return nil, err
+	}
 	if _, err := j.expectDelim('{', "header", "a JSON object"); err != nil {
 		return nil, err
 	}

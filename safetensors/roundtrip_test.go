@@ -99,7 +99,7 @@ func checkTensors(t *testing.T, ts []testTensor, lookup func(string) (*TensorInf
 
 func TestRoundTripFile(t *testing.T) {
 	ts := randomTensors(1)
-	md := map[string]string{"format": "pt", "note": "ünïcode \"quoted\" \n"}
+	md := map[string]string{"format": "pt", "note": "ünïcode \"quoted\" \n <&> \u2028"}
 	path := filepath.Join(t.TempDir(), "x.safetensors")
 	if err := WriteFile(path, md, sources(ts), false); err != nil {
 		t.Fatal(err)
@@ -109,6 +109,9 @@ func TestRoundTripFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := binary.LittleEndian.Uint64(raw)
+	if !bytes.Contains(raw[8:8+n], []byte("<&>")) {
+		t.Error("header escapes <&> (not needed outside HTML)")
+	}
 	if n%8 != 0 || raw[8] != '{' {
 		t.Fatalf("header length %d not a multiple of 8, or header does not start with '{'", n)
 	}

@@ -2,6 +2,8 @@ package safetensors
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dspark-dev/dspark/internal/atomicfile"
 )
@@ -53,9 +56,16 @@ func (s *TensorSource) size() (int64, error) {
 func encodeHeader(metadata map[string]string, tensors []TensorSource) ([]byte, int64, error) {
 	var b strings.Builder
 	b.WriteByte('{')
-	quote := func(s string) {
-		q, _ := json.Marshal(s) // strings always marshal
-		b.Write(q)
+	var bad error
+	quote := func(what, s string) {
+		if !utf8.ValidString(s) {
+			bad = cmp.Or(bad, fmt.Errorf("%s %q is not valid UTF-8", what, s))
+		}
+		var q bytes.Buffer
+		enc := json.NewEncoder(&q)
+		enc.SetEscapeHTML(false)
+		enc.Encode(s) // a string always encodes
+		b.Write(bytes.TrimSuffix(q.Bytes(), []byte("\n")))
 	}
 	if len(metadata) > 0 {
 		b.WriteString(`"__metadata__":{`)
@@ -69,9 +79,9 @@ func encodeHeader(metadata map[string]string, tensors []TensorSource) ([]byte, i
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			quote(k)
+			quote("metadata key", k)
 			b.WriteByte(':')
-			quote(metadata[k])
+			quote("metadata value", metadata[k])
 		}
 		b.WriteByte('}')
 	}
@@ -93,7 +103,7 @@ func encodeHeader(metadata map[string]string, tensors []TensorSource) ([]byte, i
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		quote(t.Name)
+		quote("tensor name", t.Name)
 		fmt.Fprintf(&b, `:{"dtype":%q,"shape":[`, t.Dtype)
 		for j, d := range t.Shape {
 			if j > 0 {
@@ -103,6 +113,9 @@ func encodeHeader(metadata map[string]string, tensors []TensorSource) ([]byte, i
 		}
 		fmt.Fprintf(&b, `],"data_offsets":[%d,%d]}`, pos, pos+n)
 		pos += n
+	}
+	if bad != nil {
+		return nil, 0, bad
 	}
 	b.WriteByte('}')
 	for b.Len()%8 != 0 {

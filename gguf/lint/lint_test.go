@@ -1,0 +1,137 @@
+package lint
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dspark-dev/dspark/gguf"
+)
+
+func TestValidFixtures(t *testing.T) {
+	for name, fx := range map[string]*fixture{"dflash": dflashFixture(), "deepseek2": deepseek2Fixture()} {
+		f := fx.file(t)
+		if n := len(f.Tensors); name == "dflash" && n != 7+13*fxLayers {
+			t.Fatalf("dflash fixture has %d tensors, the schema has %d", n, 7+13*fxLayers)
+		}
+		if probs := Check(f); len(probs) != 0 {
+			t.Errorf("%s: valid fixture has problems:\n%v", name, probs)
+		}
+	}
+}
+
+// TestModelCardMetadata reproduces the model card's error at small size: seven target
+// layers [3..9] listed for an fc that takes 3 x target_hidden_size inputs.
+func TestModelCardMetadata(t *testing.T) {
+	fx := dflashFixture()
+	fx.set("dflash.target_layers", gguf.I32s([]int32{3, 4, 5, 6, 7, 8, 9}))
+	probs := Check(fx.file(t))
+	if len(probs) != 1 {
+		t.Fatalf("want exactly one problem, got %d:\n%v", len(probs), probs)
+	}
+	msg := probs[0].String()
+	for _, want := range []string{"dflash.target_layers", "7 target layers", "7 x 16", "= 112", "takes 48", "3 x 16", "3 tapped layers", "wrong target layers"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+}
+
+// Each mutation of a valid file must produce a problem naming the subject and saying why.
+func TestMutations(t *testing.T) {
+	cases := []struct {
+		name    string
+		base    func() *fixture
+		mutate  func(fx *fixture)
+		subject string
+		msg     string
+	}{
+		{"i32 instead of u32", dflashFixture, func(fx *fixture) { fx.set("dflash.block_count", gguf.I32(2)) }, "dflash.block_count", "has type i32, llama.cpp reads u32"},
+		{"u64 instead of u32", dflashFixture, func(fx *fixture) { fx.set("dflash.markov_rank", gguf.U64(fxR)) }, "dflash.markov_rank", "has type u64"},
+		{"f64 instead of f32", dflashFixture, func(fx *fixture) { fx.set("dflash.rope.freq_base", gguf.F64(5e4)) }, "dflash.rope.freq_base", "has type f64, llama.cpp reads f32"},
+		{"token_type u32[]", dflashFixture, func(fx *fixture) { fx.set("tokenizer.ggml.token_type", gguf.U32s(make([]uint32, fxV))) }, "tokenizer.ggml.token_type", "has type []u32, llama.cpp reads []i32"},
+		{"token_type short", dflashFixture, func(fx *fixture) { fx.set("tokenizer.ggml.token_type", gguf.I32s(make([]int32, fxV-1))) }, "tokenizer.ggml.token_type", "has 39 entries, tokenizer.ggml.tokens has 40"},
+		{"vocab mismatch", dflashFixture, func(fx *fixture) {
+			fx.set("tokenizer.ggml.tokens", gguf.Strs(make([]string, fxV+1)))
+			fx.del("tokenizer.ggml.token_type")
+		}, "tokenizer.ggml.tokens", "has 41 tokens, dflash.vocab_size is 40"},
+		{"mask outside vocab", dflashFixture, func(fx *fixture) { fx.set("tokenizer.ggml.mask_token_id", gguf.U32(fxV)) }, "tokenizer.ggml.mask_token_id", "not below dflash.vocab_size 40"},
+		{"bos outside vocab", dflashFixture, func(fx *fixture) { fx.set("tokenizer.ggml.bos_token_id", gguf.U32(99)) }, "tokenizer.ggml.bos_token_id", "outside the vocabulary of 40"},
+		{"block size 0", dflashFixture, func(fx *fixture) { fx.set("dflash.block_size", gguf.U32(0)) }, "dflash.block_size", "at least 1"},
+		{"target layer 0", dflashFixture, func(fx *fixture) { fx.set("dflash.target_layers", gguf.I32s([]int32{0, 5, 9})) }, "dflash.target_layers", "entry 0 is 0, outside 1..9"},
+		{"target layer past block count", dflashFixture, func(fx *fixture) { fx.set("dflash.target_layers", gguf.I32s([]int32{2, 5, 10})) }, "dflash.target_layers", "entry 2 is 10, outside 1..9"},
+		{"target layer repeated", dflashFixture, func(fx *fixture) { fx.set("dflash.target_layers", gguf.I32s([]int32{2, 5, 5})) }, "dflash.target_layers", "repeats layer 5"},
+		{"missing key", dflashFixture, func(fx *fixture) { fx.del("dflash.target_hidden_size") }, "dflash.target_hidden_size", "missing"},
+		{"conf_proj width", dflashFixture, func(fx *fixture) { fx.reshape("conf_proj.weight", fxH, 1) }, "conf_proj.weight", "has dims {16, 1}, the metadata implies {24, 1}"},
+		{"k_b transposed", dflashFixture, func(fx *fixture) { fx.reshape("blk.1.attn_k_b.weight", fxKV, fxNope, fxHeads) }, "blk.1.attn_k_b.weight", "has dims {20, 6, 2}, the metadata implies {6, 20, 2}"},
+		{"v_b per-head dims", dflashFixture, func(fx *fixture) { fx.reshape("blk.0.attn_v_b.weight", fxVdim, fxKV, fxHeads) }, "blk.0.attn_v_b.weight", "implies {20, 10, 2}"},
+		{"markov rank", dflashFixture, func(fx *fixture) { fx.set("dflash.markov_rank", gguf.U32(fxR+1)) }, "markov_w1.weight", "implies {9, 40}"},
+		{"missing tensor", dflashFixture, func(fx *fixture) { fx.drop("blk.1.ffn_down.weight") }, "blk.1.ffn_down.weight", "missing"},
+		{"extra tensor", dflashFixture, func(fx *fixture) { fx.tensor("blk.2.attn_norm.weight", fxH) }, "blk.2.attn_norm.weight", "not a dflash tensor"},
+		{"key_length", dflashFixture, func(fx *fixture) { fx.set("dflash.attention.key_length", gguf.U32(fxNope+fxRope)) }, "dflash.attention.key_length", "must be kv_lora_rank + rope.dimension_count"},
+		{"head_count_kv", dflashFixture, func(fx *fixture) { fx.set("dflash.attention.head_count_kv", gguf.U32(fxHeads)) }, "dflash.attention.head_count_kv", "must be 1"},
+		{"bf16 norm", dflashFixture, func(fx *fixture) { fx.tensors[1].Type = gguf.TypeBF16 }, "enc.output_norm.weight", "1-D tensors"},
+		{"gpt2 without merges", dflashFixture, func(fx *fixture) { fx.del("tokenizer.ggml.merges") }, "tokenizer.ggml.merges", "missing"},
+		{"ds2 missing shared count", deepseek2Fixture, func(fx *fixture) { fx.del("deepseek2.expert_shared_count") }, "deepseek2.expert_shared_count", "missing"},
+		{"ds2 missing key_length", deepseek2Fixture, func(fx *fixture) { fx.del("deepseek2.attention.key_length") }, "deepseek2.attention.key_length", "missing"},
+		{"ds2 gating i32", deepseek2Fixture, func(fx *fixture) { fx.set("deepseek2.expert_gating_func", gguf.I32(2)) }, "deepseek2.expert_gating_func", "has type i32"},
+		{"ds2 scale f64", deepseek2Fixture, func(fx *fixture) { fx.set("deepseek2.expert_weights_scale", gguf.F64(2.8)) }, "deepseek2.expert_weights_scale", "has type f64"},
+		{"ds2 missing router", deepseek2Fixture, func(fx *fixture) { fx.drop("blk.2.ffn_gate_inp.weight") }, "blk.2.ffn_gate_inp.weight", "missing"},
+		{"ds2 expert dims", deepseek2Fixture, func(fx *fixture) { fx.reshape("blk.1.ffn_down_exps.weight", fxH, dsFe, dsExperts) }, "blk.1.ffn_down_exps.weight", "implies {8, 16, 4}"},
+		{"ds2 shexp width", deepseek2Fixture, func(fx *fixture) { fx.set("deepseek2.expert_shared_count", gguf.U32(2)) }, "blk.1.ffn_gate_shexp.weight", "implies {16, 16}"},
+		{"ds2 dense block has experts", deepseek2Fixture, func(fx *fixture) { fx.set("deepseek2.leading_dense_block_count", gguf.U32(2)) }, "blk.1.ffn_gate.weight", "missing"},
+		{"ds2 kv_b and k_b", deepseek2Fixture, func(fx *fixture) { fx.tensor("blk.0.attn_kv_b.weight", fxKV, fxHeads*(fxNope+fxVdim)) }, "blk.0.attn_kv_b.weight", "never both"},
+		{"ds2 unknown tensor", deepseek2Fixture, func(fx *fixture) { fx.tensor("blk.0.attn_kv_b.bias", 4) }, "blk.0.attn_kv_b.bias", "wrong number of tensors"},
+		{"ds2 vocab", deepseek2Fixture, func(fx *fixture) { fx.reshape("token_embd.weight", fxH, fxV+1) }, "token_embd.weight", "implies {16, 40}"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fx := c.base()
+			c.mutate(fx)
+			probs := Check(fx.file(t))
+			for _, p := range probs {
+				if p.Subject == c.subject && strings.Contains(p.Msg, c.msg) {
+					return
+				}
+			}
+			t.Errorf("no problem %q about %s; got:\n%v", c.msg, c.subject, probs)
+		})
+	}
+}
+
+// A q-LoRA-less deepseek2 (q_lora_rank 0 or absent) claims attn_q instead of q_a/q_b.
+func TestDeepseek2NoQLoRA(t *testing.T) {
+	for _, absent := range []bool{false, true} {
+		fx := deepseek2Fixture()
+		if absent {
+			fx.del("deepseek2.attention.q_lora_rank")
+		} else {
+			fx.set("deepseek2.attention.q_lora_rank", gguf.U32(0))
+		}
+		for i := range dsLayers {
+			b := "blk." + string(rune('0'+i)) + "."
+			fx.drop(b + "attn_q_a.weight")
+			fx.drop(b + "attn_q_a_norm.weight")
+			fx.drop(b + "attn_q_b.weight")
+			fx.tensor(b+"attn_q.weight", fxH, fxHeads*(fxNope+fxRope))
+		}
+		if probs := Check(fx.file(t)); len(probs) != 0 {
+			t.Errorf("absent %v: %v", absent, probs)
+		}
+		fx.reshape("blk.0.attn_q.weight", fxH, fxHeads*fxNope)
+		if probs := Check(fx.file(t)); len(probs) != 1 || probs[0].Subject != "blk.0.attn_q.weight" {
+			t.Errorf("absent %v: wrong attn_q width not caught: %v", absent, probs)
+		}
+	}
+}
+
+func TestUnknownArchitectureGenericOnly(t *testing.T) {
+	fx := &fixture{kvs: []gguf.KV{{Key: "general.architecture", Value: gguf.Str("llama")}}}
+	fx.tensor("anything", 4)
+	if probs := Check(fx.file(t)); len(probs) != 0 || Supported("llama") {
+		t.Errorf("unknown architecture: %v", probs)
+	}
+	fx.kvs = nil
+	if probs := Check(fx.file(t)); len(probs) != 1 || probs[0].Subject != "general.architecture" {
+		t.Errorf("missing architecture: %v", probs)
+	}
+}

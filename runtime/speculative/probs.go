@@ -51,6 +51,10 @@ func CheckLogits(logits []float32) error {
 // logits by lower index, so the kept set is a deterministic function of the row. Top-p keeps a
 // token when the (top-k renormalized) mass of the tokens ranked before it is below TopP.
 //
+// The arithmetic is fixed to the bit: w_i = exp((l_i - max l) / T) in float64 for the tokens
+// kept by top-k, top-p compares the running sum of w in rank order with TopP · (sum of w in
+// index order), and each kept w_i is divided by the sum of the kept w in index order.
+//
 // Rows that fail CheckLogits give a dst full of NaN (never a silently chosen token). Probs
 // panics if len(dst) != len(logits) or p fails Validate (programmer errors).
 func Probs(dst []float64, logits []float32, p Params) {
@@ -76,21 +80,16 @@ func Probs(dst []float64, logits []float32, p Params) {
 		dst[Argmax(logits)] = 1
 		return
 	}
-	invT := 1 / p.Temperature
+	t := p.Temperature
 	k := p.TopK
 	if k <= 0 || k > n {
 		k = n
 	}
 	if k == n && !p.topPActive() {
-		total := 0.0
 		for i, v := range logits {
-			e := math.Exp((float64(v) - m) * invT)
-			dst[i] = e
-			total += e
+			dst[i] = math.Exp((float64(v) - m) / t)
 		}
-		for i := range dst {
-			dst[i] /= total
-		}
+		normalize(dst, nil)
 		return
 	}
 
@@ -105,28 +104,43 @@ func Probs(dst []float64, logits []float32, p Params) {
 		idx = idx[:k]
 	}
 	clear(dst)
-	total := 0.0
 	for _, i := range idx {
-		e := math.Exp((float64(logits[i]) - m) * invT)
-		dst[i] = e
-		total += e
+		dst[i] = math.Exp((float64(logits[i]) - m) / t)
 	}
 	if p.topPActive() {
-		c := nucleus(idx, dst, logits, p.TopP*total)
+		c := nucleus(idx, dst, logits, p.TopP*sum(dst))
 		for _, i := range idx[c:] {
 			dst[i] = 0
 		}
 		idx = idx[:c]
-		total = 0
-		for _, i := range idx {
-			total += dst[i]
-		}
 	}
-	for _, i := range idx {
-		dst[i] /= total
-	}
+	normalize(dst, idx)
 	*sp = idx[:0]
 	idxPool.Put(sp)
+}
+
+// sum adds w in index order (the order that defines Probs' normalization, bit for bit).
+func sum(w []float64) float64 {
+	s := 0.0
+	for _, x := range w {
+		s += x
+	}
+	return s
+}
+
+// normalize divides the kept entries of w (all of them if kept is nil; the others are 0) by
+// the sum of w.
+func normalize(w []float64, kept []int32) {
+	total := sum(w)
+	if kept == nil {
+		for i := range w {
+			w[i] /= total
+		}
+		return
+	}
+	for _, i := range kept {
+		w[i] /= total
+	}
 }
 
 // idxPool recycles the index scratch of top-k / top-p so steady-state calls do not allocate.

@@ -1,0 +1,125 @@
+package speculative
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestDrafterConfidenceRule(t *testing.T) {
+	type call struct{ k, prev int }
+	var calls []call
+	conf := []float64{0.9, 0.8, 0.5, 1}
+	d := &Drafter{
+		Params:     Params{Temperature: 1},
+		Confidence: func(k, prev int) float64 { calls = append(calls, call{k, prev}); return conf[k-1] },
+		Threshold:  0.6, // survival 0.9, 0.72, then 0.36: stop before x_3
+	}
+	u := [][]float32{{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}}
+	drafts, q := d.Draft(2, u, rand.New(rand.NewPCG(1, 2)))
+	if len(drafts) != 2 || len(q) != 2 {
+		t.Fatalf("got %d drafts, %d q rows; want 2 (survival falls below 0.6 at k=3)", len(drafts), len(q))
+	}
+	want := []call{{1, 2}, {2, drafts[0]}, {3, drafts[1]}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("confidence calls %v, want %v: c_k must see x_{k-1} and be asked before x_k is drawn", calls, want)
+	}
+
+	calls = nil
+	d.Threshold = 0.95 // c_1 = 0.9 < 0.95: no drafting at all
+	if drafts, q := d.Draft(1, u, rand.New(rand.NewPCG(1, 2))); len(drafts) != 0 || len(q) != 0 {
+		t.Errorf("c_1 below threshold: got %v, want no drafts", drafts)
+	}
+	d.Threshold = 0 // never stops
+	if drafts, _ := d.Draft(1, u, rand.New(rand.NewPCG(1, 2))); len(drafts) != 4 {
+		t.Errorf("threshold 0: %d drafts, want 4", len(drafts))
+	}
+}
+
+func TestDrafterMarkovBias(t *testing.T) {
+	const V = 5
+	r := rand.New(rand.NewPCG(3, 4))
+	bias := make([][]float32, V)
+	for i := range bias {
+		bias[i] = randomLogits(r, V)
+		for j := range bias[i] {
+			if bias[i][j] < -1e30 {
+				bias[i][j] = -3
+			}
+		}
+	}
+	var prevs []int
+	for _, params := range []Params{{Temperature: 1}, {Temperature: 0.6, TopK: 3}, {Temperature: 1.4, TopP: 0.8}, {}} {
+		d := &Drafter{Params: params, Bias: func(prev int, dst []float32) {
+			prevs = append(prevs, prev)
+			for i := range dst {
+				dst[i] += bias[prev][i]
+			}
+		}}
+		for range 200 {
+			u := [][]float32{randomLogits(r, V), randomLogits(r, V), randomLogits(r, V)}
+			for _, row := range u {
+				row[0] = 0 // keep every row valid
+			}
+			orig := [][]float32{slices.Clone(u[0]), slices.Clone(u[1]), slices.Clone(u[2])}
+			prevs = prevs[:0]
+			var rng RNG = r
+			if params.Greedy() {
+				rng = nil // greedy drafting uses no randomness
+			}
+			anchor := r.IntN(V)
+			drafts, q := d.Draft(anchor, u, rng)
+			if !slices.Equal(prevs, append([]int{anchor}, drafts[:2]...)) {
+				t.Fatalf("bias called with %v, want anchor %d then drafts %v", prevs, anchor, drafts)
+			}
+			prev := anchor
+			for k, x := range drafts {
+				if !slices.Equal(u[k], orig[k]) {
+					t.Fatal("Draft modified the caller's logit rows")
+				}
+				row := slices.Clone(u[k])
+				for i := range row {
+					row[i] += bias[prev][i]
+				}
+				want := make([]float64, V)
+				Probs(want, row, params)
+				if i, ok := sameBits(q[k], want); !ok {
+					t.Fatalf("%+v: q_%d[%d] = %v, want Probs(U + bias) = %v", params, k+1, i, q[k][i], want[i])
+				}
+				if q[k][x] <= 0 {
+					t.Fatalf("draft %d has probability 0 under its own q", x)
+				}
+				if params.Greedy() && x != Argmax(row) {
+					t.Fatalf("greedy draft %d, argmax %d", x, Argmax(row))
+				}
+				prev = x
+			}
+		}
+	}
+}
+
+func TestDrafterSteadyStateAllocations(t *testing.T) {
+	if raceEnabled {
+		return // sync.Pool drops entries at random under the race detector
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	u := make([][]float32, 7)
+	for i := range u {
+		u[i] = randomLogits(r, 1000)
+		u[i][0] = 0
+	}
+	d := &Drafter{Params: Params{Temperature: 0.8, TopK: 20}, Bias: func(prev int, dst []float32) { dst[prev] += 1 }}
+	d.Draft(0, u, r)
+	if a := testing.AllocsPerRun(20, func() { d.Draft(3, u, r) }); a != 0 {
+		t.Errorf("Draft: %v allocations per call in steady state", a)
+	}
+}
+
+func TestDrafterPanicsOnRaggedRows(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic for logit rows of different lengths")
+		}
+	}()
+	(&Drafter{Params: Params{Temperature: 1}}).Draft(0, [][]float32{{0, 0}, {0}}, fixedRNG(0.5))
+}

@@ -138,9 +138,10 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
 	kvl, width := s.kvl, s.width
 	q := s.qfull[k*width : (k+1)*width]
+	scoreRows(q, rows, width, sc)
 	mt := float32(math.Inf(-1))
-	for t := range sc {
-		v := dot(q, rows[t*width:(t+1)*width]) * scale
+	for t, v := range sc {
+		v *= scale
 		sc[t] = v
 		mt = max(mt, v)
 	}
@@ -159,7 +160,8 @@ func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
 	for t, v := range sc {
 		p := float32(math.Exp(float64(v) - float64(m)))
 		sum += float64(p)
-		axpy(acc, p, rows[t*width:t*width+kvl])
+		sc[t] = p
 	}
+	axpyRows(acc, sc, rows, width)
 	s.sum[k] = sum
 }

@@ -20,6 +20,44 @@ func axpy(y []float32, alpha float32, x []float32) {
 	axpyGeneric(y, alpha, x)
 }
 
+// scoreRows sets out[t] = dot(q, rows[t*stride:]) for t < len(out). rows must hold len(out)
+// rows of stride >= len(q) values (the last one may be just len(q) long). Each result is
+// bit-identical to dot of that row alone.
+func scoreRows(q, rows []float32, stride int, out []float32) {
+	nr := len(out)
+	if nr == 0 || len(q) == 0 {
+		clear(out)
+		return
+	}
+	_ = rows[(nr-1)*stride+len(q)-1]
+	t := 0
+	if useAsm {
+		for ; t+4 <= nr; t += 4 {
+			dot4Asm(q, rows[t*stride:], stride, out[t:t+4])
+		}
+	}
+	for ; t < nr; t++ {
+		out[t] = dot(q, rows[t*stride:])
+	}
+}
+
+// axpyRows sets acc[j] += p[t]*rows[t*stride+j] for every t < len(p), adding the rows in
+// order (bit-identical to calling axpy once per row). rows must hold len(p) rows of
+// stride >= len(acc) values.
+func axpyRows(acc, p, rows []float32, stride int) {
+	if len(p) == 0 || len(acc) == 0 {
+		return
+	}
+	_ = rows[(len(p)-1)*stride+len(acc)-1]
+	if useAsm {
+		axpyRowsAsm(acc, p, rows, stride)
+		return
+	}
+	for t, pt := range p {
+		axpyGeneric(acc, pt, rows[t*stride:])
+	}
+}
+
 // dotGeneric is the portable dot product: four float32 partial sums over i mod 4, combined as
 // (s0+s1)+(s2+s3), then the tail added in order.
 func dotGeneric(a, b []float32) float32 {

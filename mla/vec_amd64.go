@@ -8,10 +8,8 @@ import "golang.org/x/sys/cpu"
 // portable path too.
 var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// dotAsm computes the dot product of dotGeneric (len(b) == len(a)) in its own fixed order:
-// eight-lane FMA partial sums in four registers over blocks of 32, then in the first register
-// over blocks of 8, summed as (r0+r1)+(r2+r3) and reduced pairwise across lanes, then the tail
-// added in index order with scalar FMA.
+// dotAsm computes the dot product of dotGeneric (len(b) == len(a)) in its own fixed order,
+// described in vec_amd64.s.
 //
 //go:noescape
 func dotAsm(a, b []float32) float32
@@ -20,3 +18,15 @@ func dotAsm(a, b []float32) float32
 //
 //go:noescape
 func axpyAsm(y []float32, alpha float32, x []float32)
+
+// dot4Asm sets out[k] = dot(q, rows[k*stride:]) for k < 4, bit-identical to dotAsm; the caller
+// guarantees rows[3*stride+len(q)-1] and out[3] exist.
+//
+//go:noescape
+func dot4Asm(q, rows []float32, stride int, out []float32)
+
+// axpyRowsAsm sets acc[j] += p[t]*rows[t*stride+j] for t in order with FMA (bit-identical to
+// axpyAsm once per row); the caller guarantees the rows exist.
+//
+//go:noescape
+func axpyRowsAsm(acc, p, rows []float32, stride int)

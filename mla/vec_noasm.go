@@ -8,3 +8,15 @@ var useAsm = false
 func dotAsm(a, b []float32) float32 { return dotGeneric(a, b) }
 
 func axpyAsm(y []float32, alpha float32, x []float32) { axpyGeneric(y, alpha, x) }
+
+func dot4Asm(q, rows []float32, stride int, out []float32) {
+	for k := range 4 {
+		out[k] = dotGeneric(q, rows[k*stride:])
+	}
+}
+
+func axpyRowsAsm(acc, p, rows []float32, stride int) {
+	for t, pt := range p {
+		axpyGeneric(acc, pt, rows[t*stride:])
+	}
+}

@@ -96,3 +96,64 @@ func FuzzDot(f *testing.F) {
 		}
 	})
 }
+
+// TestScoreAxpyRows checks the multi-row kernels against the one-row ones bit for bit (the
+// determinism of attention rests on it), with guard bands around the outputs.
+func TestScoreAxpyRows(t *testing.T) {
+	forPaths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 5))
+		for _, w := range []int{1, 7, 8, 15, 16, 17, 31, 33, 40, 576} {
+			for _, nr := range []int{0, 1, 3, 4, 5, 9, 32} {
+				stride := w + rng.IntN(3)
+				q := randVec(rng, w, 1)
+				rows := randVec(rng, nr*stride, 1)
+				if nr > 0 {
+					rows = rows[:(nr-1)*stride+w] // the last row may end at its last value
+				}
+				const guard = 5
+				buf := randVec(rng, nr+2*guard, 1)
+				orig := append([]float32(nil), buf...)
+				scoreRows(q, rows, stride, buf[guard:guard+nr])
+				for i := range buf {
+					if (i < guard || i >= guard+nr) && math.Float32bits(buf[i]) != math.Float32bits(orig[i]) {
+						t.Fatalf("w %d rows %d: guard value %d written", w, nr, i)
+					}
+				}
+				for r := range nr {
+					want := dot(q, rows[r*stride:])
+					if got := buf[guard+r]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("w %d rows %d: score %d = %v, dot gives %v", w, nr, r, got, want)
+					}
+					var ref, mag float64
+					for j := range w {
+						ref += float64(q[j]) * float64(rows[r*stride+j])
+						mag += math.Abs(float64(q[j]) * float64(rows[r*stride+j]))
+					}
+					if d := math.Abs(float64(want) - ref); d > 1e-6*mag {
+						t.Fatalf("w %d: score %v, float64 %v", w, want, ref)
+					}
+				}
+
+				p := randVec(rng, nr, 1)
+				accBuf := randVec(rng, w+2*guard, 1)
+				accOrig := append([]float32(nil), accBuf...)
+				seq := append([]float32(nil), accBuf[guard:guard+w]...)
+				axpyRows(accBuf[guard:guard+w], p, rows, stride)
+				for r := range nr {
+					axpy(seq, p[r], rows[r*stride:])
+				}
+				for i := range accBuf {
+					if i < guard || i >= guard+w {
+						if math.Float32bits(accBuf[i]) != math.Float32bits(accOrig[i]) {
+							t.Fatalf("axpyRows w %d rows %d: guard value %d written", w, nr, i)
+						}
+						continue
+					}
+					if math.Float32bits(accBuf[i]) != math.Float32bits(seq[i-guard]) {
+						t.Fatalf("axpyRows w %d rows %d: value %d = %v, sequential axpy %v", w, nr, i-guard, accBuf[i], seq[i-guard])
+					}
+				}
+			}
+		}
+	})
+}

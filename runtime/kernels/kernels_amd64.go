@@ -15,38 +15,41 @@ func hasAsm() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 // maxAsmRows is the largest batch chunk of the assembly kernels (register limit).
 const maxAsmRows = 6
 
-// asmChunk returns the size of the next batch chunk when rem rows remain: rows are split
-// into chunks of at most maxAsmRows, as even as possible, so no chunk is tiny.
+// maxPanels is, per chunk size M (index), the largest number of panels one kernel call
+// covers (the same table as in _generate): always 2*M*P <= 12 accumulators.
+var maxPanels = [maxAsmRows + 1]int{0, 6, 3, 2, 1, 1, 1}
+
+// asmChunk returns the size of the next batch chunk when rem rows remain. Chunks of 1, 2, 3,
+// 5 and 6 rows keep 10 to 12 FMA chains in flight; a chunk of 4 keeps only 8 (too few to
+// hide the FMA latency), so 4 is avoided.
 func asmChunk(rem int) int {
-	if rem <= maxAsmRows {
-		return rem
+	switch {
+	case rem == 4:
+		return 2
+	case rem == 10:
+		return 5
 	}
-	k := (rem + maxAsmRows - 1) / maxAsmRows
-	return (rem + k - 1) / k
+	return min(rem, maxAsmRows)
 }
 
-// panelsAsm computes panels [p0, p1) (p0 even) for all n batch rows with the assembly
-// kernels. A batch of one or two rows uses the two-panel kernels, which keep four or eight
-// independent FMA chains in flight; larger batches go panel by panel, chunk by chunk, so a
-// panel is read from memory once and from cache for the following chunks.
+// panelsAsm computes panels [p0, p1) for all n batch rows with the assembly kernels, in
+// groups of groupPanels panels: each group is read from memory by the first batch chunk and
+// from cache by the following ones.
 func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) {
-	var out [maxAsmRows * 2 * panelRows]float32
+	var out [maxAsmRows * panelRows]float32 // M*P <= 6
 	pk := m.pk
 	cols := m.cols
-	for pn := p0; pn < p1; pn += 2 {
-		np := min(2, p1-pn)
-		if n <= 2 && np == 2 {
-			callKernel(m.t, n, 2, &pk.mem[pn*pk.panelBytes], pk.panelBytes, &x[0], 4*cols, cols, &out[0])
-			m.storeAsm(dst, out[:], 0, n, 2, pn)
-			continue
-		}
-		for p := pn; p < pn+np; p++ {
-			for j0 := 0; j0 < n; {
-				c := asmChunk(n - j0)
-				callKernel(m.t, c, 1, &pk.mem[p*pk.panelBytes], pk.panelBytes, &x[j0*cols], 4*cols, cols, &out[0])
-				m.storeAsm(dst, out[:], j0, c, 1, p)
-				j0 += c
+	for g := p0; g < p1; g += groupPanels {
+		ge := min(g+groupPanels, p1)
+		for j0 := 0; j0 < n; {
+			c := asmChunk(n - j0)
+			for p := g; p < ge; {
+				np := min(maxPanels[c], ge-p)
+				callKernel(m.t, c, np, &pk.mem[p*pk.panelBytes], pk.panelBytes, &x[j0*cols], 4*cols, cols, &out[0])
+				m.storeAsm(dst, out[:], j0, c, np, p)
+				p += np
 			}
+			j0 += c
 		}
 	}
 }

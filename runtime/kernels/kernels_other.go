@@ -2,6 +2,11 @@
 
 package kernels
 
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
 // useAsm is false: this build has no assembly kernels.
 var useAsm = false
 
@@ -10,3 +15,33 @@ func hasAsm() bool { return false }
 
 // panelsAsm is never called without assembly.
 func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) { m.panelsGeneric(dst, x, n, p0, p1) }
+
+// readBytes sums n bytes of p as 64-bit words (the benchmarks' bandwidth reference).
+func readBytes(p *byte, n int) uint64 {
+	b := unsafe.Slice(p, n)
+	var s0, s1, s2, s3 uint64
+	for i := 0; i+32 <= len(b); i += 32 {
+		s0 += binary.LittleEndian.Uint64(b[i:])
+		s1 += binary.LittleEndian.Uint64(b[i+8:])
+		s2 += binary.LittleEndian.Uint64(b[i+16:])
+		s3 += binary.LittleEndian.Uint64(b[i+24:])
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// fmaLoop runs n iterations of 12 independent 8-wide multiply-adds (192 flops each) in
+// portable Go: the arithmetic reference of the benchmarks in this build.
+func fmaLoop(n int) {
+	var acc [12][8]float32
+	for i := 0; i < n; i++ {
+		for j := range acc {
+			for l := range acc[j] {
+				acc[j][l] = float32(acc[j][l]*0.999) + 1
+			}
+		}
+	}
+	fmaSink = acc[0][0]
+}
+
+// fmaSink keeps fmaLoop's result alive.
+var fmaSink float32

@@ -11,7 +11,7 @@ var allTypes = []DType{F32, F16, BF16, Q8_0}
 
 // shapes are (rows, cols) pairs including odd sizes and sizes that are not multiples of the
 // vector width, the panel height or the panel pair.
-var shapes = [][2]int{{1, 1}, {1, 32}, {3, 5}, {7, 64}, {15, 33}, {16, 96}, {17, 31}, {31, 160}, {32, 8}, {33, 64}, {48, 7}, {50, 257}, {64, 128}, {97, 352}}
+var shapes = [][2]int{{1, 1}, {1, 32}, {3, 5}, {7, 64}, {15, 33}, {16, 96}, {17, 31}, {31, 160}, {32, 8}, {33, 64}, {48, 7}, {50, 257}, {64, 128}, {71, 45}, {97, 352}}
 
 func colsFor(t DType, c int) int {
 	if t == Q8_0 {

@@ -3,11 +3,14 @@ package kernels
 // MaxBatch is the largest number of batch rows MatMul accepts.
 const MaxBatch = 64
 
-// unitRows is the number of rows a share of work is made of: two panels for a packed Mat
-// (the assembly kernels process panel pairs), 16 rows otherwise.
+// groupPanels is the number of panels a share of work on a packed Mat is made of: the
+// assembly kernels for one batch row stream up to 6 panels at once.
+const groupPanels = 6
+
+// unitRows is the number of rows a share of work is made of.
 func (m *Mat) unitRows() int {
 	if m.pk != nil {
-		return 2 * panelRows
+		return groupPanels * panelRows
 	}
 	return panelRows
 }
@@ -43,7 +46,7 @@ func (m *Mat) compute(dst, x []float32, n, u0, u1 int) {
 		m.rawRows(dst, x, n, u0*u, min(u1*u, m.rows))
 		return
 	}
-	p0, p1 := u0*2, min(u1*2, m.pk.panels)
+	p0, p1 := u0*groupPanels, min(u1*groupPanels, m.pk.panels)
 	if useAsm {
 		m.panelsAsm(dst, x, n, p0, p1)
 		return

@@ -17,9 +17,21 @@ import (
 // shape is one kernel: M batch rows times P panels.
 type shape struct{ M, P int }
 
-// shapes lists the generated kernels. Registers: 2*M*P accumulators, 2*P weights and one
-// broadcast must fit in the 16 YMM registers.
-var shapes = []shape{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {1, 2}, {2, 2}}
+// maxPanels is, per batch-row count M (index), the largest panel count P of a kernel:
+// 2*M*P accumulators plus two weight registers plus at least one broadcast register must fit
+// in the 16 YMM registers, and 2*M*P independent FMA chains (12 at best) hide the FMA
+// latency. The package's Go code keeps the same table.
+var maxPanels = []int{0, 6, 3, 2, 1, 1, 1}
+
+// shapes lists the generated kernels: every P up to maxPanels[M], for the remainders.
+var shapes = func() (s []shape) {
+	for m := 1; m < len(maxPanels); m++ {
+		for p := 1; p <= maxPanels[m]; p++ {
+			s = append(s, shape{m, p})
+		}
+	}
+	return s
+}()
 
 // dtype describes how one packed column of 16 weights becomes two YMM registers of float32.
 type dtype struct {
@@ -30,9 +42,9 @@ type dtype struct {
 
 var dtypes = []dtype{{"F32", "f32", 64}, {"F16", "f16", 32}, {"BF16", "bf16", 32}, {"Q8_0", "q8", 16}}
 
-// Register use. SI weights of panel 0 (panel p adds p*R8), R8 panel stride, DX x row 0,
-// R10 x row 3, R9 x row stride, CX loop counter, DI out, BX Q8_0 block counter, R11 Q8_0
-// column pointer.
+// Register use. SI weights of panel 0 and R12 of panel 3 (panel p adds (p%3)*R8), R8 panel
+// stride, DX x row 0, R10 x row 3, R9 x row stride, CX loop counter, DI out, BX Q8_0 block
+// counter, R11 and R13 the Q8_0 column pointers of panels 0 and 3.
 var xaddr = []string{"(DX)", "(DX)(R9*1)", "(DX)(R9*2)", "(R10)", "(R10)(R9*1)", "(R10)(R9*2)"}
 
 const unroll = 4
@@ -44,68 +56,99 @@ type gen struct {
 func (g *gen) f(format string, a ...any) { fmt.Fprintf(&g.s, format+"\n", a...) }
 
 func acc(s shape, m, p, h int) string { return fmt.Sprintf("Y%d", (m*s.P+p)*2+h) }
-func wreg(s shape, p, h int) string   { return fmt.Sprintf("Y%d", 2*s.M*s.P+2*p+h) }
-func breg(s shape) string             { return fmt.Sprintf("Y%d", 2*s.M*s.P+2*s.P) }
+func wreg(s shape, h int) string      { return fmt.Sprintf("Y%d", 2*s.M*s.P+h) }
 
-// mem returns the address of displacement off from base, for panel p.
-func mem(base string, p, off int) string {
-	if p == 0 {
-		return fmt.Sprintf("%d(%s)", off, base)
+// nb returns the number of broadcast registers: one per batch row when they fit (each
+// broadcast then serves every panel), else one reloaded for each panel.
+func nb(s shape) int {
+	if 2*s.M*s.P+2+s.M <= 16 {
+		return s.M
 	}
-	return fmt.Sprintf("%d(%s)(R8*1)", off, base)
+	return 1
+}
+func breg(s shape, m int) string { return fmt.Sprintf("Y%d", 2*s.M*s.P+2+m%nb(s)) }
+
+// mem returns the address at displacement off of panel p, from base register lo (panels
+// 0..2) or hi (panels 3..5).
+func mem(lo, hi string, p, off int) string {
+	base := lo
+	if p >= 3 {
+		base = hi
+	}
+	switch p % 3 {
+	case 1:
+		return fmt.Sprintf("%d(%s)(R8*1)", off, base)
+	case 2:
+		return fmt.Sprintf("%d(%s)(R8*2)", off, base)
+	}
+	return fmt.Sprintf("%d(%s)", off, base)
 }
 
-// loadW emits the loads of column u (within the unrolled group) for all panels.
-func (g *gen) loadW(d dtype, s shape, u int) {
-	for p := 0; p < s.P; p++ {
-		lo, hi := wreg(s, p, 0), wreg(s, p, 1)
-		switch d.name {
-		case "F32":
-			g.f("\tVMOVUPS %s, %s", mem("SI", p, u*64), lo)
-			g.f("\tVMOVUPS %s, %s", mem("SI", p, u*64+32), hi)
-		case "F16":
-			g.f("\tVCVTPH2PS %s, %s", mem("SI", p, u*32), lo)
-			g.f("\tVCVTPH2PS %s, %s", mem("SI", p, u*32+16), hi)
-		case "BF16":
-			// word j holds row j (low half) and row j+8 (high half)
-			g.f("\tVMOVDQU %s, %s", mem("SI", p, u*32), lo)
-			g.f("\tVPAND bf16hi<>(SB), %s, %s", lo, hi)
-			g.f("\tVPSLLD $16, %s, %s", lo, lo)
-		case "Q8_0":
-			g.f("\tVPMOVSXBD %s, %s", mem("R11", p, u*16), lo)
-			g.f("\tVPMOVSXBD %s, %s", mem("R11", p, u*16+8), hi)
-			g.f("\tVCVTDQ2PS %s, %s", lo, lo)
-			g.f("\tVCVTDQ2PS %s, %s", hi, hi)
-			g.f("\tVMULPS %s, %s, %s", mem("SI", p, 0), lo, lo)
-			g.f("\tVMULPS %s, %s, %s", mem("SI", p, 32), hi, hi)
-		}
+// loadW emits the loads of column u (within the unrolled group) of panel p.
+func (g *gen) loadW(d dtype, s shape, p, u int) {
+	lo, hi := wreg(s, 0), wreg(s, 1)
+	switch d.name {
+	case "F32":
+		g.f("\tVMOVUPS %s, %s", mem("SI", "R12", p, u*64), lo)
+		g.f("\tVMOVUPS %s, %s", mem("SI", "R12", p, u*64+32), hi)
+	case "F16":
+		g.f("\tVCVTPH2PS %s, %s", mem("SI", "R12", p, u*32), lo)
+		g.f("\tVCVTPH2PS %s, %s", mem("SI", "R12", p, u*32+16), hi)
+	case "BF16":
+		// word j holds row j (low half) and row j+8 (high half)
+		g.f("\tVMOVDQU %s, %s", mem("SI", "R12", p, u*32), lo)
+		g.f("\tVPAND bf16hi<>(SB), %s, %s", lo, hi)
+		g.f("\tVPSLLD $16, %s, %s", lo, lo)
+	case "Q8_0":
+		g.f("\tVPMOVSXBD %s, %s", mem("R11", "R13", p, u*16), lo)
+		g.f("\tVPMOVSXBD %s, %s", mem("R11", "R13", p, u*16+8), hi)
+		g.f("\tVCVTDQ2PS %s, %s", lo, lo)
+		g.f("\tVCVTDQ2PS %s, %s", hi, hi)
+		g.f("\tVMULPS %s, %s, %s", mem("SI", "R12", p, 0), lo, lo)
+		g.f("\tVMULPS %s, %s, %s", mem("SI", "R12", p, 32), hi, hi)
 	}
 }
 
-// column emits the work of one column u: weights, then per batch row a broadcast and FMAs.
+// bcast emits the broadcast of x[m][k] for column u.
+func (g *gen) bcast(s shape, m, u int) {
+	a := xaddr[m]
+	if u > 0 {
+		a = fmt.Sprintf("%d%s", 4*u, a)
+	}
+	g.f("\tVBROADCASTSS %s, %s", a, breg(s, m))
+}
+
+// column emits the work of one column u: per panel the weights, then per batch row two
+// FMAs (rows 0..7 and 8..15 of the panel).
 func (g *gen) column(d dtype, s shape, u int) {
-	g.loadW(d, s, u)
-	b := breg(s)
-	for m := 0; m < s.M; m++ {
-		a := xaddr[m]
-		if u > 0 {
-			a = fmt.Sprintf("%d%s", 4*u, a)
+	shared := nb(s) == s.M
+	if shared {
+		for m := 0; m < s.M; m++ {
+			g.bcast(s, m, u)
 		}
-		g.f("\tVBROADCASTSS %s, %s", a, b)
-		for p := 0; p < s.P; p++ {
-			g.f("\tVFMADD231PS %s, %s, %s", b, wreg(s, p, 0), acc(s, m, p, 0))
-			g.f("\tVFMADD231PS %s, %s, %s", b, wreg(s, p, 1), acc(s, m, p, 1))
+	}
+	for p := 0; p < s.P; p++ {
+		g.loadW(d, s, p, u)
+		for m := 0; m < s.M; m++ {
+			if !shared {
+				g.bcast(s, m, u)
+			}
+			g.f("\tVFMADD231PS %s, %s, %s", breg(s, m), wreg(s, 0), acc(s, m, p, 0))
+			g.f("\tVFMADD231PS %s, %s, %s", breg(s, m), wreg(s, 1), acc(s, m, p, 1))
 		}
 	}
 }
 
 // advance emits the pointer increments after n columns.
 func (g *gen) advance(d dtype, s shape, n int) {
-	ptr := "SI"
+	lo, hi := "SI", "R12"
 	if d.name == "Q8_0" {
-		ptr = "R11"
+		lo, hi = "R11", "R13"
 	}
-	g.f("\tADDQ $%d, %s", n*d.step, ptr)
+	g.f("\tADDQ $%d, %s", n*d.step, lo)
+	if s.P > 3 {
+		g.f("\tADDQ $%d, %s", n*d.step, hi)
+	}
 	g.f("\tADDQ $%d, DX", 4*n)
 	if s.M > 3 {
 		g.f("\tADDQ $%d, R10", 4*n)
@@ -126,6 +169,10 @@ func (g *gen) kernel(d dtype, s shape) {
 		g.f("\tLEAQ (DX)(R9*2), R10")
 		g.f("\tADDQ R9, R10")
 	}
+	if s.P > 3 {
+		g.f("\tLEAQ (SI)(R8*2), R12")
+		g.f("\tADDQ R8, R12")
+	}
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			for h := 0; h < 2; h++ {
@@ -140,6 +187,9 @@ func (g *gen) kernel(d dtype, s shape) {
 		g.f("\tMOVQ CX, BX")
 		g.f("%s_block:", name)
 		g.f("\tLEAQ 64(SI), R11")
+		if s.P > 3 {
+			g.f("\tLEAQ 64(R12), R13")
+		}
 		g.f("\tMOVQ $%d, CX", 32/unroll)
 		g.f("%s_loop:", name)
 		for u := 0; u < unroll; u++ {
@@ -149,6 +199,9 @@ func (g *gen) kernel(d dtype, s shape) {
 		g.f("\tDECQ CX")
 		g.f("\tJNZ %s_loop", name)
 		g.f("\tADDQ $%d, SI", 64+32*16)
+		if s.P > 3 {
+			g.f("\tADDQ $%d, R12", 64+32*16)
+		}
 		g.f("\tDECQ BX")
 		g.f("\tJNZ %s_block", name)
 	} else {
@@ -185,6 +238,58 @@ func (g *gen) kernel(d dtype, s shape) {
 	g.f("")
 }
 
+// helpers emits the reference loops of the benchmarks.
+func (g *gen) helpers() {
+	g.f("// func readBytes(p *byte, n int) uint64")
+	g.f("TEXT ·readBytes(SB), NOSPLIT, $0-24")
+	g.f("\tMOVQ p+0(FP), SI")
+	g.f("\tMOVQ n+8(FP), CX")
+	g.f("\tSHRQ $7, CX")
+	for i := 0; i < 4; i++ {
+		g.f("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ readBytes_done")
+	g.f("readBytes_loop:")
+	for i := 0; i < 4; i++ {
+		g.f("\tVPADDQ %d(SI), Y%d, Y%d", 32*i, i, i)
+	}
+	g.f("\tADDQ $128, SI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ readBytes_loop")
+	g.f("readBytes_done:")
+	g.f("\tVPADDQ Y1, Y0, Y0")
+	g.f("\tVPADDQ Y3, Y2, Y2")
+	g.f("\tVPADDQ Y2, Y0, Y0")
+	g.f("\tVEXTRACTI128 $1, Y0, X1")
+	g.f("\tVPADDQ X1, X0, X0")
+	g.f("\tVPSHUFD $0x4e, X0, X1")
+	g.f("\tVPADDQ X1, X0, X0")
+	g.f("\tVMOVQ X0, AX")
+	g.f("\tMOVQ AX, ret+16(FP)")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+	g.f("// func fmaLoop(n int)")
+	g.f("TEXT ·fmaLoop(SB), NOSPLIT, $0-8")
+	g.f("\tMOVQ n+0(FP), CX")
+	for i := 0; i < 14; i++ {
+		g.f("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ fmaLoop_done")
+	g.f("fmaLoop_loop:")
+	for i := 0; i < 12; i++ {
+		g.f("\tVFMADD231PS Y12, Y13, Y%d", i)
+	}
+	g.f("\tDECQ CX")
+	g.f("\tJNZ fmaLoop_loop")
+	g.f("fmaLoop_done:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
 const header = "// Code generated by _generate/main.go; DO NOT EDIT.\n\n//go:build amd64 && !purego && !noasm\n"
 
 func main() {
@@ -201,6 +306,7 @@ func main() {
 			a.kernel(d, s)
 		}
 	}
+	a.helpers()
 	var g gen
 	g.s.WriteString(header)
 	g.f("\npackage kernels\n")
@@ -210,6 +316,14 @@ func main() {
 			g.f("func %sM%dP%d(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)\n", d.prefix, s.M, s.P)
 		}
 	}
+	g.f("// readBytes reads n bytes from p (n a multiple of 128) as fast as the core can, and")
+	g.f("// returns their sum as 64-bit words: the bandwidth limit the benchmarks compare with.")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func readBytes(p *byte, n int) uint64\n")
+	g.f("// fmaLoop runs n iterations of 12 independent 8-wide FMAs (192 flops each): the")
+	g.f("// arithmetic limit the benchmarks compare with.")
+	g.f("func fmaLoop(n int)\n")
 	g.f("// callKernel runs the kernel for type t, M = mr batch rows and P = np panels.")
 	g.f("func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32) {")
 	g.f("\tswitch t {")

@@ -1,0 +1,243 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The benchmarks report each headline figure next to a limit measured in the same run,
+// interleaved iteration by iteration (the machine is shared and noisy), using medians:
+//
+//	GEMV:    weight GB/s, a plain read of the same packed buffer in GB/s, and their ratio
+//	GEMM M=8: GFLOP/s, an FMA loop's GFLOP/s on the same core, and their ratio
+//	batch:   the time of an 8-row MatMul over the time of a 1-row MatVec
+
+// benchShapes are K3-like (7168 is DeepSeek-V3/Kimi-K2's hidden size).
+var benchShapes = [][2]int{{7168, 7168}, {2048, 7168}}
+
+var benchCache struct {
+	sync.Mutex
+	m map[string]*Mat
+}
+
+// benchMat returns a packed random rows x cols matrix of type t, made once per process.
+func benchMat(b *testing.B, t DType, rows, cols int) *Mat {
+	benchCache.Lock()
+	defer benchCache.Unlock()
+	key := fmt.Sprint(t, rows, cols)
+	if m, ok := benchCache.m[key]; ok {
+		return m
+	}
+	rb, _ := t.rowBytes(cols)
+	data := make([]byte, rb*rows)
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	switch t {
+	case BF16, F16:
+		// normal numbers of magnitude ~1/256..64 (no NaN, Inf or subnormals)
+		for i := 0; i+2 <= len(data); i += 2 {
+			v := r.Uint32()
+			h := uint16(v) & 0x807f
+			if t == BF16 {
+				h |= uint16(119+(v>>16)%14) << 7
+			} else {
+				h = uint16(v)&0x83ff | uint16(7+(v>>16)%14)<<10
+			}
+			binary.LittleEndian.PutUint16(data[i:], h)
+		}
+	case F32:
+		for i := 0; i+4 <= len(data); i += 4 {
+			binary.LittleEndian.PutUint32(data[i:], r.Uint32()&0x807fffff|uint32(119+r.IntN(14))<<23)
+		}
+	case Q8_0:
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		for i := 0; i < len(data); i += q8BlockBytes {
+			binary.LittleEndian.PutUint16(data[i:], 0x2000|uint16(r.IntN(1024)))
+		}
+	}
+	m, err := NewMat(t, rows, cols, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := m.Pack()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if benchCache.m == nil {
+		benchCache.m = map[string]*Mat{}
+	}
+	benchCache.m[key] = p
+	return p
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func weightBytes(m *Mat) int {
+	rb, _ := m.t.rowBytes(m.cols)
+	return rb * m.rows
+}
+
+// BenchmarkGEMV measures MatVec on one thread against a plain read of the packed weights.
+func BenchmarkGEMV(b *testing.B) {
+	for _, dt := range allTypes {
+		for _, sh := range benchShapes {
+			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
+				m := benchMat(b, dt, sh[0], sh[1])
+				defer SetParallelism(0)
+				SetParallelism(1)
+				x := randVec(rand.New(rand.NewPCG(1, 1)), m.cols)
+				dst := make([]float32, m.rows)
+				mem := m.pk.mem
+				readBytes(&mem[0], len(mem)&^127) // warm up
+				m.MatVec(dst, x)
+				tk := make([]time.Duration, b.N)
+				tr := make([]time.Duration, b.N)
+				b.SetBytes(int64(weightBytes(m)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					t0 := time.Now()
+					readBytes(&mem[0], len(mem)&^127)
+					tr[i] = time.Since(t0)
+					b.StartTimer()
+					t1 := time.Now()
+					m.MatVec(dst, x)
+					tk[i] = time.Since(t1)
+				}
+				b.StopTimer()
+				kern, read := median(tk), median(tr)
+				b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
+				b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
+				b.ReportMetric(read.Seconds()/kern.Seconds(), "ratio-to-read")
+			})
+		}
+	}
+}
+
+// fmaIters is the length of the FMA reference loop per iteration (192 flops each).
+const fmaIters = 1 << 19
+
+// BenchmarkGEMM8 measures an 8-row MatMul on one thread against an FMA loop on the same core.
+func BenchmarkGEMM8(b *testing.B) {
+	for _, dt := range allTypes {
+		for _, sh := range [][2]int{benchShapes[0], cacheShape} {
+			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
+				m := benchMat(b, dt, sh[0], sh[1])
+				defer SetParallelism(0)
+				SetParallelism(1)
+				const n = 8
+				x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
+				dst := make([]float32, n*m.rows)
+				m.MatMul(dst, x, n)
+				tk := make([]time.Duration, b.N)
+				tf := make([]time.Duration, b.N)
+				b.SetBytes(int64(weightBytes(m)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					t0 := time.Now()
+					fmaLoop(fmaIters)
+					tf[i] = time.Since(t0)
+					b.StartTimer()
+					t1 := time.Now()
+					m.MatMul(dst, x, n)
+					tk[i] = time.Since(t1)
+				}
+				b.StopTimer()
+				flops := 2 * float64(m.rows) * float64(m.cols) * n
+				gf := flops / median(tk).Seconds() / 1e9
+				peak := 192 * float64(fmaIters) / median(tf).Seconds() / 1e9
+				b.ReportMetric(gf, "GFLOP/s")
+				b.ReportMetric(peak, "peak-GFLOP/s")
+				b.ReportMetric(gf/peak, "ratio-to-peak")
+			})
+		}
+	}
+}
+
+// cacheShape is small enough (256 KiB of BF16) to stay in L2: it shows the kernels'
+// arithmetic efficiency without the memory system.
+var cacheShape = [2]int{128, 1024}
+
+// BenchmarkBatchCost measures the time of an n-row MatMul relative to a 1-row MatVec, on one
+// thread and on every thread.
+func BenchmarkBatchCost(b *testing.B) {
+	sh := benchShapes[0]
+	for _, par := range []int{1, 0} {
+		for _, n := range []int{2, 4, 8, 16} {
+			b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
+				m := benchMat(b, BF16, sh[0], sh[1])
+				defer SetParallelism(0)
+				SetParallelism(par)
+				x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
+				dst := make([]float32, n*m.rows)
+				m.MatMul(dst, x, n)
+				t1 := make([]time.Duration, b.N)
+				tn := make([]time.Duration, b.N)
+				b.SetBytes(int64(weightBytes(m)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					t0 := time.Now()
+					m.MatVec(dst, x)
+					t1[i] = time.Since(t0)
+					b.StartTimer()
+					t2 := time.Now()
+					m.MatMul(dst, x, n)
+					tn[i] = time.Since(t2)
+				}
+				b.StopTimer()
+				b.ReportMetric(median(tn).Seconds()/median(t1).Seconds(), "cost-vs-1-row")
+			})
+		}
+	}
+}
+
+// BenchmarkPack measures the load-time repack (bytes of source weights per second).
+func BenchmarkPack(b *testing.B) {
+	m0 := benchMat(b, BF16, 2048, 7168)
+	rb, _ := BF16.rowBytes(m0.cols)
+	data := make([]byte, rb*m0.rows)
+	for i := 0; i < m0.rows; i++ {
+		row := make([]float32, m0.cols)
+		m0.Row(i, row)
+		for k, v := range row {
+			binary.LittleEndian.PutUint16(data[i*rb+2*k:], uint16(math.Float32bits(v)>>16))
+		}
+	}
+	m, _ := NewMat(BF16, m0.rows, m0.cols, data)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p, err := m.Pack()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Release(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// threadsFor names a parallelism setting (0 is the default, GOMAXPROCS).
+func threadsFor(par int) int {
+	if par > 0 {
+		return par
+	}
+	return runtime.GOMAXPROCS(0)
+}

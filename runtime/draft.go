@@ -83,7 +83,7 @@ type Draft struct {
 
 	embed   func(id int, dst []float32) // token embedding (the target's unless the draft keeps its own)
 	head    *kernels.Mat                // the target's lm_head (vocab x NEmbd)
-	fc      *kernels.Mat // NEmbd x (taps*TargetHidden)
+	fc      *kernels.Mat                // NEmbd x (taps*TargetHidden)
 	encNorm []float32
 	outNorm []float32
 	tokEmbd *kernels.Mat // nil: the target's embedding is used
@@ -92,6 +92,7 @@ type Draft struct {
 	confB   []float32
 	layers  []draftLayer
 	cache   *mla.LatentCache
+	weights *binder
 
 	s draftScratch
 }
@@ -159,7 +160,7 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 		opt.Context = 4096
 	}
 	E, V, r := c.NEmbd, c.NVocab, c.MarkovRank
-	b := newBinder(f)
+	b := newBinder(f, opt.Pack)
 	d := &Draft{Config: c, File: f, embed: embed, head: head}
 	d.fc = b.mat("fc.weight", len(c.TargetLayers)*c.TargetHidden, E)
 	d.encNorm = b.vec("enc.output_norm.weight", E)
@@ -202,10 +203,12 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 		l.up = b.mat(p+"ffn_up.weight", E, c.NFF)
 		l.down = b.mat(p+"ffn_down.weight", c.NFF, E)
 		if b.err != nil {
+			b.release()
 			return nil, b.err
 		}
 		at, err := mla.NewAttention(a, w, max(opt.MaxBatch, c.BlockSize))
 		if err != nil {
+			b.release()
 			return nil, fmt.Errorf("%s: layer %d: %w", f.Path, i, err)
 		}
 		l.attn = at
@@ -213,8 +216,10 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 	}
 	b.unused()
 	if b.err != nil {
+		b.release()
 		return nil, b.err
 	}
+	d.weights = b
 	d.cache = mla.NewLatentCache(c.NLayer, opt.Context+c.BlockSize, a.KVLoraRank, a.DRope)
 	n := max(opt.MaxBatch, c.BlockSize)
 	g := c.BlockSize
@@ -255,6 +260,9 @@ func checkPair(f *gguf.File, c DraftConfig, t *Target) error {
 	}
 	return nil
 }
+
+// Close frees the repacked weights (with TargetOptions.Pack).
+func (d *Draft) Close() { d.weights.release() }
 
 // Len returns the number of context positions injected so far.
 func (d *Draft) Len() int { return d.cache.Len() }

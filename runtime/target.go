@@ -22,6 +22,7 @@ type Target struct {
 
 	maxBatch int
 	s        targetScratch
+	weights  *binder
 }
 
 type targetLayer struct {
@@ -48,7 +49,8 @@ type TargetOptions struct {
 	Context int
 	// MaxBatch is the largest number of rows one Forward accepts (0: 64).
 	MaxBatch int
-	// Pack repacks the weight matrices into the kernels' fast layout at load time.
+	// Pack repacks the weight matrices into the kernels' fast layout at load time, in
+	// huge-page memory outside the Go heap (freed by Close).
 	Pack bool
 }
 
@@ -67,7 +69,7 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 	if opt.Context <= 0 {
 		opt.Context = min(cfg.NCtx, 4096)
 	}
-	b := newBinder(f)
+	b := newBinder(f, opt.Pack)
 	E := cfg.NEmbd
 	emb, _ := f.Tensor("token_embd.weight")
 	if emb == nil || len(emb.Dims) != 2 {
@@ -123,10 +125,12 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 			}
 		}
 		if b.err != nil {
+			b.release()
 			return nil, b.err
 		}
 		at, err := mla.NewAttention(a, w, opt.MaxBatch)
 		if err != nil {
+			b.release()
 			return nil, fmt.Errorf("%s: layer %d: %w", f.Path, i, err)
 		}
 		l.attn = at
@@ -134,13 +138,10 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 	}
 	b.unused()
 	if b.err != nil {
+		b.release()
 		return nil, b.err
 	}
-	if opt.Pack {
-		if err := t.pack(); err != nil {
-			return nil, err
-		}
-	}
+	t.weights = b
 	t.cache = mla.NewLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope)
 	t.allocScratch()
 	return t, nil
@@ -159,36 +160,8 @@ func (t *Target) allocScratch() {
 	}
 }
 
-// pack repacks every matrix weight into the kernels' fast layout.
-func (t *Target) pack() error {
-	var err error
-	p := func(m **kernels.Mat) {
-		if err != nil || *m == nil {
-			return
-		}
-		var q *kernels.Mat
-		if q, err = (*m).Pack(); err == nil {
-			*m = q
-		}
-	}
-	tied := t.output == t.tokEmbd
-	p(&t.output)
-	if tied {
-		t.tokEmbd = t.output
-	}
-	for i := range t.layers {
-		l := &t.layers[i]
-		for _, m := range []**kernels.Mat{&l.gate, &l.up, &l.down, &l.router, &l.gateShexp, &l.upShexp, &l.downShex} {
-			p(m)
-		}
-		for _, s := range [][]*kernels.Mat{l.gateExp, l.upExp, l.downExp} {
-			for j := range s {
-				p(&s[j])
-			}
-		}
-	}
-	return err
-}
+// Close frees the repacked weights (with TargetOptions.Pack); the GGUF file stays open.
+func (t *Target) Close() { t.weights.release() }
 
 // Cache returns the target's latent KV cache (Len() = committed tokens).
 func (t *Target) Cache() *mla.LatentCache { return t.cache }

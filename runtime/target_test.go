@@ -90,7 +90,7 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := buildTarget(spec, 5)
 			a := openTarget(t, m, TargetOptions{Context: 64})
-			b := openTarget(t, m, TargetOptions{Context: 64})
+			b := openTarget(t, m, TargetOptions{Context: 64, Pack: true}) // packed vs unpacked too
 			prompt := []int{1, 5, 9, 2}
 			block := []int{7, 3, 3, 8, 0, 12, 4, 6}
 			var sa, sb Step

@@ -12,12 +12,24 @@ import (
 // binder binds GGUF tensors by name to kernel matrices and float32 vectors, recording the
 // first error with the file and tensor it concerns, so a loader reads like the tensor table.
 type binder struct {
-	f    *gguf.File
-	err  error
-	used map[string]bool
+	f      *gguf.File
+	err    error
+	used   map[string]bool
+	pack   bool           // repack matrices into the kernels' fast layout
+	packed []*kernels.Mat // matrices to Release on Close
 }
 
-func newBinder(f *gguf.File) *binder { return &binder{f: f, used: map[string]bool{}} }
+func newBinder(f *gguf.File, pack bool) *binder {
+	return &binder{f: f, used: map[string]bool{}, pack: pack}
+}
+
+// release frees every packed matrix.
+func (b *binder) release() {
+	for _, m := range b.packed {
+		m.Release()
+	}
+	b.packed = nil
+}
 
 func (b *binder) fail(format string, args ...any) {
 	if b.err == nil {
@@ -92,6 +104,15 @@ func (b *binder) newMat(name string, typ gguf.GGMLType, rows, cols int, data []b
 	if err != nil {
 		b.fail("tensor %s: %v", name, err)
 		return nil
+	}
+	if b.pack {
+		p, err := m.Pack()
+		if err != nil {
+			b.fail("tensor %s: %v", name, err)
+			return nil
+		}
+		b.packed = append(b.packed, p)
+		return p
 	}
 	return m
 }

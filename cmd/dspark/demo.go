@@ -42,7 +42,7 @@ func runDraftOnly(w io.Writer, f *runFlags) error {
 		return err
 	}
 	defer release()
-	d, err := runtime.LoadDraftStandalone(df, head, runtime.TargetOptions{Context: 64})
+	d, err := runtime.LoadDraftStandalone(df, head, runtime.TargetOptions{Context: 64, Pack: true})
 	if err != nil {
 		return err
 	}

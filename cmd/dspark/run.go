@@ -120,7 +120,7 @@ func runRun(w io.Writer, f *runFlags) error {
 			return err
 		}
 		defer df.Close()
-		if g.Draft, err = runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx}); err != nil {
+		if g.Draft, err = runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true}); err != nil {
 			return err
 		}
 		rep.Draft = f.draft

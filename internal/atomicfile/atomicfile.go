@@ -45,6 +45,12 @@ func Create(dest string, overwrite bool) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temporary file for %s: %w", dest, err)
 	}
+	// CreateTemp makes the file 0600; a finished output should be readable like any other file.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("create temporary file for %s: %w", dest, err)
+	}
 	af := &File{File: f, dest: dest}
 	register(af)
 	return af, nil

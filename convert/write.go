@@ -178,6 +178,10 @@ func preallocate(f *os.File, size int64) error {
 	return f.Truncate(size)
 }
 
+// testHookChunk, when set by a test, runs before each chunk is written; an error aborts the
+// write as a failed disk write would.
+var testHookChunk func(tensor string) error
+
 // job is one chunk of one tensor.
 type job struct {
 	s        *shard
@@ -248,7 +252,14 @@ func (p *Plan) fill(sh []*shard, total int64, opt WriteOptions) error {
 			for j := range jobs {
 				t := &p.Tensors[j.t]
 				data := buf.chunk(t, j.start, j.n)
-				if _, err := j.s.file.WriteAt(data, j.off+t.Type.bytesFor(j.start)); err != nil {
+				var err error
+				if testHookChunk != nil {
+					err = testHookChunk(t.Name)
+				}
+				if err == nil {
+					_, err = j.s.file.WriteAt(data, j.off+t.Type.bytesFor(j.start))
+				}
+				if err != nil {
 					fail(fmt.Errorf("%s: writing %s: %w", j.s.path, t.Name, atomicfile.Explain(err)))
 				}
 				t.prod.releaseChunk(j.start, j.n)

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"testing"
 )
@@ -123,5 +124,38 @@ func TestFillChunksIndependent(t *testing.T) {
 	}
 	if err := g.Fill(&tensors[0], make([]byte, 4), 2, 4); err == nil {
 		t.Fatal("Fill accepted an unaligned start")
+	}
+}
+
+// failAfter fails every write after the first n bytes.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n < len(p) {
+		return 0, errors.New("disk full")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+func TestWriteManyChunks(t *testing.T) {
+	defer func(c int) { chunkBytes = c }(chunkBytes)
+	chunkBytes = 4 << 10
+	g := Generator{Seed: 8}
+	tt := linear("big.weight", 13, 4099) // 106 KB: 27 chunks, the last partial
+	n := tt.Elements()
+	whole := make([]byte, n*2)
+	if err := g.Fill(&tt, whole, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := g.write(&tt, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), whole) {
+		t.Fatal("parallel chunked write differs from one Fill")
+	}
+	if err := g.write(&tt, &failAfter{n: chunkBytes + 10}); err == nil || err.Error() != "disk full" {
+		t.Fatalf("write error not returned: %v", err)
 	}
 }

@@ -5,16 +5,27 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/dspark-dev/dspark/internal/dtype"
 )
 
 // chunkBytes is the size of the buffer a tensor's values are generated into before being
-// written; memory use is a few of these whatever the model size.
-const chunkBytes = 4 << 20
+// written; memory use is a few of these whatever the model size. (A variable so that tests
+// can exercise multi-chunk tensors cheaply.)
+var chunkBytes = 4 << 20
 
-var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkBytes); return &b }}
+var chunkPool sync.Pool
+
+// getChunk returns a buffer of chunkBytes bytes.
+func getChunk() *[]byte {
+	if bp, ok := chunkPool.Get().(*[]byte); ok && len(*bp) == chunkBytes {
+		return bp
+	}
+	b := make([]byte, chunkBytes)
+	return &b
+}
 
 // write generates t's values with g and writes exactly t.Bytes() bytes to w, chunk by chunk.
 // Copy tensors cannot be generated; they are written by the caller.
@@ -27,18 +38,75 @@ func (g Generator) write(t *Tensor, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bp := chunkPool.Get().(*[]byte)
-	defer chunkPool.Put(bp)
-	buf := *bp
 	n := t.Elements()
-	per := int64(len(buf)) / width // a multiple of 4, so every chunk starts on a block
-	for start := int64(0); start < n; start += per {
+	per := int64(chunkBytes) / width // a multiple of 4, so every chunk starts on a block
+	chunks := (n + per - 1) / per
+	if chunks <= 1 {
+		bp := getChunk()
+		defer chunkPool.Put(bp)
+		b := (*bp)[:n*width]
+		fill(b, 0, n)
+		_, err := w.Write(b)
+		return err
+	}
+	return writeChunks(w, chunks, func(c int64, buf []byte) []byte {
+		start := c * per
 		end := min(start+per, n)
 		b := buf[:(end-start)*width]
 		fill(b, start, end)
+		return b
+	})
+}
+
+// writeChunks writes chunks 0..n-1 to w in order while generating the following ones in
+// parallel: GOMAXPROCS+1 slots of chunkBytes, slot s producing chunks s, s+k, s+2k, ...
+// Memory is bounded by the slot count, whatever the tensor size.
+func writeChunks(w io.Writer, n int64, gen func(c int64, buf []byte) []byte) error {
+	k := min(int64(runtime.GOMAXPROCS(0)+1), n)
+	type slot struct {
+		bp   *[]byte
+		out  chan []byte
+		free chan struct{}
+	}
+	quit := make(chan struct{})
+	slots := make([]*slot, k)
+	var wg sync.WaitGroup
+	for s := range slots {
+		sl := &slot{bp: getChunk(), out: make(chan []byte), free: make(chan struct{}, 1)}
+		sl.free <- struct{}{}
+		slots[s] = sl
+		wg.Add(1)
+		go func(first int64) {
+			defer wg.Done()
+			for c := first; c < n; c += k {
+				select {
+				case <-sl.free:
+				case <-quit:
+					return
+				}
+				b := gen(c, *sl.bp)
+				select {
+				case sl.out <- b:
+				case <-quit:
+					return
+				}
+			}
+		}(int64(s))
+	}
+	defer func() {
+		close(quit)
+		wg.Wait()
+		for _, sl := range slots {
+			chunkPool.Put(sl.bp)
+		}
+	}()
+	for c := int64(0); c < n; c++ {
+		sl := slots[c%k]
+		b := <-sl.out
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
+		sl.free <- struct{}{}
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func
 	}
 	return func(w io.Writer) error {
 		sr := f.SectionReader(ti)
-		bp := chunkPool.Get().(*[]byte)
+		bp := getChunk()
 		defer chunkPool.Put(bp)
 		_, err := io.CopyBuffer(w, sr, *bp)
 		return err

@@ -53,11 +53,13 @@ func (d *Drafter) draft(anchor int, logits [][]float32, s *uniform) ([]int, [][]
 	prev := anchor
 	survival := 1.0
 	for k := 1; k <= len(logits); k++ {
+		c := 1.0
 		if d.Confidence != nil {
-			survival *= d.Confidence(k, prev)
-			if survival < d.Threshold {
-				break
-			}
+			c = d.Confidence(k, prev)
+		}
+		survival *= c
+		if survival < d.Threshold {
+			break // decided from x_0..x_{k-1} only, before x_k exists
 		}
 		u := logits[k-1]
 		if len(u) != v {

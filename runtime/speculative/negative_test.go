@@ -158,7 +158,7 @@ func appendixWorld() *world {
 
 // negativeRounds is how many rounds the chi-square test gets for a broken variant: fewer than
 // statRounds (keeping -race runs short) yet ample, as the defects shift cells by percents.
-const negativeRounds = 30000
+const negativeRounds = 10000
 
 func TestNegativeControlsFailExact(t *testing.T) {
 	for _, c := range negativeCases() {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dspark-dev/dspark/safetensors"
+)
+
+// runSynthArgs runs a fresh synth command (flags do not leak between runs) and returns its
+// error and stdout.
+func runSynthArgs(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newSynthCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestSynthRegistered(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	if code := execute([]string{"synth", "--kind", "target", "--preset", "tiny", "--seed", "3", "--out", dir, "--quiet"}); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck.Close()
+}
+
+func TestSynthTargetAndDraft(t *testing.T) {
+	root := t.TempDir()
+	tgt, drf := filepath.Join(root, "t"), filepath.Join(root, "d")
+	out, err := runSynthArgs(t, "--kind", "target", "--out", tgt, "--fp8", "--tied", "--shard-size", "200K")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "wrote tiny target") {
+		t.Errorf("summary %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(tgt, "model.safetensors.index.json")); err != nil {
+		t.Fatal("no index with --shard-size 200K:", err)
+	}
+	if _, err := runSynthArgs(t, "--kind", "dspark", "--target", tgt, "--out", drf, "--dflash-names", "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := safetensors.OpenCheckpoint(drf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if _, _, ok := ck.Tensor("model.fc.weight"); !ok {
+		t.Error("--dflash-names did not name fc")
+	}
+	// Existing output: failure (1) without --force, success with it.
+	_, err = runSynthArgs(t, "--kind", "dspark", "--target", tgt, "--out", drf, "--quiet")
+	var ue usageError
+	if err == nil || errors.As(err, &ue) {
+		t.Fatalf("rewrite without --force: %v, want a non-usage error", err)
+	}
+	if _, err := runSynthArgs(t, "--kind", "dspark", "--target", tgt, "--out", drf, "--quiet", "--force"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSynthArgs(t, "--kind", "dspark", "--target", tgt, "--out", filepath.Join(root, "b"), "--quiet", "--break", "index-missing-shard"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSynthUsageErrors(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x")
+	for _, args := range [][]string{
+		{"--out", out},
+		{"--kind", "model", "--out", out},
+		{"--kind", "target"},
+		{"--kind", "target", "--preset", "huge", "--out", out},
+		{"--kind", "target", "--preset", "k3-full", "--out", out},
+		{"--kind", "target", "--out", out, "--break", "everything"},
+		{"--kind", "target", "--out", out, "--target", out},
+		{"--kind", "target", "--out", out, "--dflash-names"},
+		{"--kind", "dspark", "--out", out, "--fp8"},
+		{"--kind", "dspark", "--out", out, "--tied"},
+		{"--kind", "target", "--out", out, "--shard-size", "12Q"},
+		{"--kind", "target", "--out", out, "--no-such-flag"},
+		{"--kind", "target", "--out", out, "extra-arg"},
+	} {
+		_, err := runSynthArgs(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a usage error wrote output")
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{{"0", 0, true}, {"123", 123, true}, {"4K", 4096, true}, {"2M", 2 << 20, true}, {"5GB", 5 << 30, true},
+		{"1g", 1 << 30, true}, {"", 0, false}, {"-1", 0, false}, {"K", 0, false}, {"1.5G", 0, false},
+		{"99999999999999999999", 0, false}, {"9999999999999G", 0, false}} {
+		got, err := parseSize(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok=%v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "4K", "2MB", "-1", "1G", "9223372036854775807"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseSize(s)
+		if err == nil && n < 0 {
+			t.Fatalf("parseSize(%q) = %d", s, n)
+		}
+	})
+}

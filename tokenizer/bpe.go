@@ -15,6 +15,7 @@ type BPE struct {
 	bytesOf  [][]byte           // per id: the bytes the token stands for
 	byteID   [256]int32         // id of each single-byte token
 	merges   map[uint64]mergeTo // (left id, right id) -> merge rank and result id
+	bytePair []mergeTo          // [c1<<8|c2]: the merge of two single-byte tokens (rank -1: none)
 	specials []special          // control and user-defined tokens, longest first
 	first    [256]bool          // first bytes of the specials
 }
@@ -100,6 +101,16 @@ func NewBPE(tokens []string, merges []string, types []int32) (*BPE, error) {
 			return nil, fmt.Errorf("tokenizer: merges[%d] %q repeats merges[%d]", i, m, prev.rank)
 		}
 		b.merges[k] = mergeTo{rank: int32(i), id: res}
+	}
+	b.bytePair = make([]mergeTo, 1<<16)
+	for c1 := range 256 {
+		for c2 := range 256 {
+			m, ok := b.merges[pairKey(b.byteID[c1], b.byteID[c2])]
+			if !ok {
+				m.rank = -1
+			}
+			b.bytePair[c1<<8|c2] = m
+		}
 	}
 	sort.SliceStable(b.specials, func(i, j int) bool { return len(b.specials[i].text) > len(b.specials[j].text) })
 	return b, nil
@@ -202,6 +213,7 @@ type bpeScratch struct {
 // still hold the ids left and right.
 type mergeCand struct {
 	rank, pos, left, right int32
+	id                     int32 // the merged token
 }
 
 func (c mergeCand) less(d mergeCand) bool {
@@ -221,7 +233,9 @@ func (b *BPE) encodePiece(out []int, piece string, sc *bpeScratch) []int {
 		sc.prev = append(sc.prev, int32(i-1))
 	}
 	for i := 0; i+1 < n; i++ {
-		b.pushCand(sc, int32(i), int32(i+1))
+		if m := b.bytePair[int(piece[i])<<8|int(piece[i+1])]; m.rank >= 0 {
+			sc.push(mergeCand{rank: m.rank, pos: int32(i), left: sc.ids[i], right: sc.ids[i+1], id: m.id})
+		}
 	}
 	for len(sc.heap) > 0 {
 		c := sc.popCand()
@@ -229,8 +243,7 @@ func (b *BPE) encodePiece(out []int, piece string, sc *bpeScratch) []int {
 		if sc.ids[c.pos] != c.left || int(r) >= n || sc.ids[r] != c.right {
 			continue // stale: one side was merged since
 		}
-		m := b.merges[pairKey(c.left, c.right)]
-		sc.ids[c.pos] = m.id
+		sc.ids[c.pos] = c.id
 		sc.ids[r] = -1
 		nr := sc.next[r]
 		sc.next[c.pos] = nr
@@ -251,11 +264,14 @@ func (b *BPE) encodePiece(out []int, piece string, sc *bpeScratch) []int {
 // pushCand adds the merge of the symbols at positions p and q, if the vocabulary has one.
 func (b *BPE) pushCand(sc *bpeScratch, p, q int32) {
 	l, r := sc.ids[p], sc.ids[q]
-	m, ok := b.merges[pairKey(l, r)]
-	if !ok {
-		return
+	if m, ok := b.merges[pairKey(l, r)]; ok {
+		sc.push(mergeCand{rank: m.rank, pos: p, left: l, right: r, id: m.id})
 	}
-	h := append(sc.heap, mergeCand{rank: m.rank, pos: p, left: l, right: r})
+}
+
+// push adds a candidate to the heap.
+func (sc *bpeScratch) push(c mergeCand) {
+	h := append(sc.heap, c)
 	for i := len(h) - 1; i > 0; { // sift up
 		parent := (i - 1) / 2
 		if !h[i].less(h[parent]) {

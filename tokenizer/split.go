@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -54,6 +55,28 @@ func classifySlow(r rune) uint16 {
 	return c
 }
 
+// bmpPages caches the class masks of the Basic Multilingual Plane, 256 runes per page,
+// each page computed on first use (the Unicode table lookups are the pre-tokenizer's main
+// cost otherwise).
+var bmpPages [256]atomic.Pointer[[256]uint16]
+
+// classify returns r's class mask.
+func classify(r rune) uint16 {
+	if r >= 0x10000 {
+		return classifySlow(r)
+	}
+	p := bmpPages[r>>8].Load()
+	if p == nil {
+		p = new([256]uint16)
+		base := r &^ 0xFF
+		for k := range rune(256) {
+			p[k] = classifySlow(base + k)
+		}
+		bmpPages[r>>8].Store(p) // a racing writer stores an identical page
+	}
+	return p[r&0xFF]
+}
+
 // runeAt decodes the rune at byte i of s and returns its class mask and width. Invalid UTF-8
 // is one byte wide and classed like U+FFFD (a symbol), so every byte belongs to some piece.
 func runeAt(s string, i int) (uint16, int) {
@@ -61,7 +84,7 @@ func runeAt(s string, i int) (uint16, int) {
 		return asciiClass[c], 1
 	}
 	r, w := utf8.DecodeRuneInString(s[i:])
-	return classifySlow(r), w
+	return classify(r), w
 }
 
 // Derived classes.
@@ -86,7 +109,7 @@ func isS5(c uint16) bool { return c&(cSpace|cL|cN) == 0 } // [^\s\p{L}\p{N}]
 // lands in exactly one piece, so the pieces concatenate back to text; invalid UTF-8 bytes are
 // treated as U+FFFD, a symbol.
 func Split(text string) []string {
-	var out []string
+	out := make([]string, 0, len(text)/4+1)
 	for i := 0; i < len(text); {
 		e := nextPiece(text, i)
 		out = append(out, text[i:e])

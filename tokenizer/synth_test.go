@@ -3,7 +3,7 @@ package tokenizer
 import "math/rand/v2"
 
 // synthRanks builds n ranks quickly without training: the 256 bytes, then tokens that each
-// concatenate two earlier ones (biased towards recent, short tokens), at most 24 bytes long,
+// concatenate two earlier ones (biased towards recent, short tokens), at most 16 bytes long (about 8 on average, like a real vocabulary),
 // all distinct. Used for vocabulary-scale tests and benchmarks.
 func synthRanks(n int, seed uint64) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, 11))
@@ -17,7 +17,7 @@ func synthRanks(n int, seed uint64) [][]byte {
 	pick := func() []byte {
 		m := len(ranks) - 256
 		switch {
-		case m == 0 || rng.IntN(3) == 0:
+		case m == 0 || rng.IntN(2) == 0:
 			return ranks[letters[rng.IntN(len(letters))]]
 		case rng.IntN(2) == 0:
 			return ranks[len(ranks)-1-rng.IntN(min(m, 1000))] // a recent token
@@ -27,7 +27,7 @@ func synthRanks(n int, seed uint64) [][]byte {
 	}
 	for len(ranks) < n {
 		a, b := pick(), pick()
-		if len(a)+len(b) > 24 {
+		if len(a)+len(b) > 4+rng.IntN(13) { // lengths like a real vocabulary's: mostly short
 			continue
 		}
 		cat := append(append(make([]byte, 0, len(a)+len(b)), a...), b...)

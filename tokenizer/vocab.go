@@ -2,8 +2,10 @@ package tokenizer
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
+	"sync"
 )
 
 // GGUF token types (tokenizer.ggml.token_type), as llama.cpp numbers them.
@@ -89,57 +91,101 @@ func GGUFVocab(ranks [][]byte, specials map[int]string, vocabSize int) (*Vocab, 
 	return v, nil
 }
 
-// rebuildMerges derives the merges list from the ranks (see GGUFVocab).
+// rebuildMerges derives the merges list from the ranks (see GGUFVocab). Tokens are
+// independent, so contiguous rank ranges are processed in parallel and joined in rank order.
 func rebuildMerges(ranks [][]byte, rankOf map[string]int32) (merges []string, unmerged []int) {
-	merges = make([]string, 0, len(ranks))
+	var pair2 [1 << 16]int32 // rank+1 of each two-byte token, 0 if none
+	for r, tok := range ranks {
+		if len(tok) == 2 {
+			pair2[int(tok[0])<<8|int(tok[1])] = int32(r) + 1
+		}
+	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(ranks)/4096))
+	type part struct {
+		merges   []string
+		unmerged []int
+	}
+	parts := make([]part, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(ranks)*w/workers, len(ranks)*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[w].merges, parts[w].unmerged = rebuildRange(ranks, lo, hi, rankOf, &pair2)
+		}()
+	}
+	wg.Wait()
+	for _, p := range parts {
+		merges = append(merges, p.merges...)
+		unmerged = append(unmerged, p.unmerged...)
+	}
+	return merges, unmerged
+}
+
+// rebuildRange rebuilds the merges of ranks lo..hi-1 (see GGUFVocab).
+func rebuildRange(ranks [][]byte, lo, hi int, rankOf map[string]int32, pair2 *[1 << 16]int32) (merges []string, unmerged []int) {
+	merges = make([]string, 0, hi-lo)
 	var (
 		bounds []int   // part i is tok[bounds[i]:bounds[i+1]]
 		pr     []int32 // pr[i]: rank of parts i and i+1 joined, if below R, else noRank
 		buf    []byte
 	)
 	const noRank = int32(1<<31 - 1)
-	for r, tok := range ranks {
+	for r := lo; r < hi; r++ {
+		tok := ranks[r]
 		if len(tok) < 2 {
 			continue
 		}
 		R := int32(r)
-		bounds = bounds[:0]
-		for i := 0; i <= len(tok); i++ {
-			bounds = append(bounds, i)
-		}
-		joined := func(i int) int32 { // rank of parts i and i+1 joined, if < R
-			if x, ok := rankOf[string(tok[bounds[i]:bounds[i+2]])]; ok && x < R {
-				return x
+		if len(tok) > 2 {
+			bounds = bounds[:0]
+			for i := 0; i <= len(tok); i++ {
+				bounds = append(bounds, i)
 			}
-			return noRank
-		}
-		pr = pr[:0]
-		for i := 0; i+2 < len(bounds); i++ {
-			pr = append(pr, joined(i))
-		}
-		for len(bounds) > 3 {
-			best := 0
-			for i := 1; i < len(pr); i++ {
-				if pr[i] < pr[best] {
-					best = i
+			joined := func(i int) int32 { // rank of parts i and i+1 joined, if < R
+				a, b := bounds[i], bounds[i+2]
+				if b-a == 2 {
+					if x := pair2[int(tok[a])<<8|int(tok[a+1])] - 1; x >= 0 && x < R {
+						return x
+					}
+					return noRank
+				}
+				if x, ok := rankOf[string(tok[a:b])]; ok && x < R {
+					return x
+				}
+				return noRank
+			}
+			pr = pr[:0]
+			for i := 0; i+2 < len(bounds); i++ {
+				pr = append(pr, joined(i))
+			}
+			for len(bounds) > 3 {
+				best := 0
+				for i := 1; i < len(pr); i++ {
+					if pr[i] < pr[best] {
+						best = i
+					}
+				}
+				if pr[best] == noRank {
+					break
+				}
+				// join parts best and best+1: drop the boundary between them
+				bounds = append(bounds[:best+1], bounds[best+2:]...)
+				pr = append(pr[:best], pr[best+1:]...)
+				if best < len(pr) {
+					pr[best] = joined(best)
+				}
+				if best > 0 {
+					pr[best-1] = joined(best - 1)
 				}
 			}
-			if pr[best] == noRank {
-				break
+			if len(bounds) != 3 {
+				unmerged = append(unmerged, r)
+				continue
 			}
-			// join parts best and best+1: drop the boundary between them
-			bounds = append(bounds[:best+1], bounds[best+2:]...)
-			pr = append(pr[:best], pr[best+1:]...)
-			if best < len(pr) {
-				pr[best] = joined(best)
-			}
-			if best > 0 {
-				pr[best-1] = joined(best - 1)
-			}
-		}
-		if len(bounds) != 3 {
-			unmerged = append(unmerged, r)
-			continue
+		} else {
+			bounds = append(bounds[:0], 0, 1, 2)
 		}
 		buf = appendMapped(buf[:0], tok[:bounds[1]])
 		buf = append(buf, ' ')

@@ -7,7 +7,9 @@ import (
 )
 
 // dense is a plain row-major float32 matrix implementing Linear for tests. Each output is a
-// float32 sum in column order, so MatMul rows equal MatVec bit for bit.
+// float64 sum in column order rounded once (so projections are correctly rounded and the
+// comparisons measure the attention, not cancellation in a float32 matrix product), and MatMul
+// rows equal MatVec bit for bit.
 type dense struct {
 	rows, cols int
 	w          []float32
@@ -19,11 +21,11 @@ func (d *dense) Cols() int { return d.cols }
 func (d *dense) MatVec(dst, x []float32) {
 	x = x[:d.cols]
 	for r := range d.rows {
-		var s float32
+		var s float64
 		for c, w := range d.w[r*d.cols : (r+1)*d.cols] {
-			s += w * x[c]
+			s += float64(w) * float64(x[c])
 		}
-		dst[r] = s
+		dst[r] = float32(s)
 	}
 }
 
@@ -181,6 +183,15 @@ func specRope(v []float64, pos int, inv []float64, mscale float64) {
 // unsplit, K and V decompressed per head), in float64 from the raw matrices: context rows ctx
 // are injected keys (no attention), then n rows of h attend over ctx+new rows with the mask.
 func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32, pos []int, mask Mask) [][]float64 {
+	out, _ := f.hfReferenceMag(ctx, ctxPos, h, pos, mask)
+	return out
+}
+
+// hfReferenceMag is hfReference also returning, for every output value, the magnitude of its
+// terms: the same computation with absolute values of the weights and latents from the
+// softmax on, sum_j |attn_output[i][j]| sum_t p_t |W_UV| |latent_t|. Rounding errors are
+// measured against it, since an output may cancel to nearly zero.
+func (f *layerFixture) hfReferenceMag(ctx [][]float32, ctxPos []int, h [][]float32, pos []int, mask Mask) (out, mag [][]float64) {
 	cfg := f.cfg
 	nh, dn, dr, dv, kvl := cfg.NHead, cfg.DNope, cfg.DRope, cfg.DV, cfg.KVLoraRank
 	inv, ms := specInvFreq(cfg.RoPE)
@@ -234,7 +245,8 @@ func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32,
 	for t := range rows {
 		kvs[t] = mv(f.kv, rows[t].latent)
 	}
-	out := make([][]float64, len(h))
+	out = make([][]float64, len(h))
+	mag = make([][]float64, len(h))
 	for i, x := range h {
 		var q []float64
 		if cfg.QLoraRank > 0 {
@@ -249,6 +261,7 @@ func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32,
 			end = base + i + 1
 		}
 		cat := make([]float64, nh*dv)
+		catAbs := make([]float64, nh*dv)
 		for hd := range nh {
 			qn := q[hd*(dn+dr) : hd*(dn+dr)+dn]
 			qp := append([]float64(nil), q[hd*(dn+dr)+dn:(hd+1)*(dn+dr)]...)
@@ -278,12 +291,23 @@ func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32,
 			for t := range sc {
 				for d := range dv {
 					cat[hd*dv+d] += sc[t] / z * vs[t][d]
+					var va float64 // |W_UV[h]| |latent_t|
+					for r := range kvl {
+						va += math.Abs(f.kv.at(hd*(dn+dv)+dn+d, r) * rows[t].latent[r])
+					}
+					catAbs[hd*dv+d] += sc[t] / z * va
 				}
 			}
 		}
 		out[i] = mv(f.o, cat)
+		mag[i] = make([]float64, f.o.rows)
+		for r := range f.o.rows {
+			for c := range f.o.cols {
+				mag[i][r] += math.Abs(f.o.at(r, c)) * catAbs[c]
+			}
+		}
 	}
-	return out
+	return out, mag
 }
 
 // cloneCache returns a deep copy of c.

@@ -62,6 +62,9 @@ var splitCases = []struct {
 	{"x²", []string{"x", "²"}},
 	// Invalid UTF-8 is treated as U+FFFD, a symbol.
 	{"a\xffb", []string{"a", "\xffb"}},
+	// All together: Han, a capitalized word, punctuation, a contraction, a space before
+	// digits, digits in threes then Han, comma+newline, an emoji, an upper-case word.
+	{"我爱Go语言! It's 2025年,\n😀 OK?", []string{"我爱", "Go", "语言", "!", " It's", " ", "202", "5", "年", ",\n", "😀", " OK", "?"}},
 	{"", nil},
 }
 
@@ -216,6 +219,9 @@ func TestSplitMatchesReference(t *testing.T) {
 	for range 5000 {
 		s := randomSplitInput(rng, rng.IntN(24))
 		got, want := Split(s), refSplit(s)
+		if strings.Join(got, "") != s {
+			t.Fatalf("Split(%q) = %q does not concatenate back", s, got)
+		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("Split(%q) = %q, reference %q", s, got, want)
 		}

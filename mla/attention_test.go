@@ -487,3 +487,23 @@ func TestNewAttentionValidation(t *testing.T) {
 		t.Error("WithWeights accepted weights of another shape")
 	}
 }
+
+// TestForwardInPlace checks that out may alias h.
+func TestForwardInPlace(t *testing.T) {
+	cfg := smallConfig(20, true)
+	s := newScenario(t, 17, cfg, 9, 4, 16, 4)
+	c2 := cloneCache(s.cache)
+	want := make([]float32, len(s.h))
+	if err := s.att[1].Forward(want, s.h, 4, s.pos, s.cache, 1, Block); err != nil {
+		t.Fatal(err)
+	}
+	inPlace := append([]float32(nil), s.h...)
+	if err := s.att[1].Forward(inPlace, inPlace, 4, s.pos, c2, 1, Block); err != nil {
+		t.Fatal(err)
+	}
+	for k := range want {
+		if math.Float32bits(want[k]) != math.Float32bits(inPlace[k]) {
+			t.Fatalf("value %d: in place %v, separate output %v", k, inPlace[k], want[k])
+		}
+	}
+}

@@ -9,6 +9,16 @@
 // sees the whole cache and every other new row). ForwardNaive is a slow float64 reference that
 // decompresses K and V per head; it exists for tests.
 //
+// Usage per layer and step: Forward (or InjectKV) writes the new rows after cache.Len() and
+// attends over them; once every layer has been run the caller commits with cache.Advance(n),
+// and a rejected draft is dropped with cache.Truncate. A draft block is run without Advance, so
+// its rows are overwritten by the next call. Layers may share scratch memory (WithWeights).
+//
+// The attention core (scores, online softmax over tiles of cache rows, latent accumulation) runs
+// across heads on up to GOMAXPROCS goroutines, with a fixed order of operations per head and
+// row, so results never depend on the batch size or the worker split. On amd64 it uses AVX2+FMA
+// kernels (vec_amd64.s) when the CPU has them; the purego build tag forces the portable Go code.
+//
 // The package is not a matrix library: every projection goes through the Linear interface,
 // implemented elsewhere (the runtime's kernels, or a plain float32 matrix in tests). It does
 // not load weights, embed tokens, run the FFN, or sample. The math follows section 4 of

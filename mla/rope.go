@@ -20,6 +20,11 @@ const (
 // DefaultBetaFast/DefaultBetaSlow). Mscale and MscaleAllDim are the HF rope_scaling mscale and
 // mscale_all_dim: cos/sin are multiplied by mscale(s, Mscale)/mscale(s, MscaleAllDim), and
 // KQScale uses MscaleAllDim.
+//
+// A deepseek2/dflash GGUF stores only rope.scaling.yarn_log_multiplier = 0.1*mscale_all_dim.
+// To reproduce llama.cpp (whose graph leaves cos/sin unscaled) set MscaleAllDim =
+// multiplier/0.1 and Mscale = MscaleAllDim; the Hugging Face DeepSeek-V3 and Kimi configs have
+// mscale == mscale_all_dim as well, so both conventions agree.
 type YaRNParams struct {
 	Dim          int
 	Base         float64

@@ -3,9 +3,11 @@ package safetensors
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 )
@@ -37,9 +39,7 @@ func FuzzOpen(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !json.Valid(b[8:file.DataStart]) {
-			t.Fatalf("accepted a header that is not valid JSON: %q", b[8:file.DataStart])
-		}
+		differential(t, b[8:file.DataStart], file)
 		pos := int64(0)
 		var srcs []TensorSource
 		for i := range file.Tensors {
@@ -101,8 +101,15 @@ func FuzzIndex(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !json.Valid(b) {
-			t.Fatalf("accepted an index that is not valid JSON: %q", b)
+		var ref struct {
+			Metadata  map[string]json.RawMessage `json:"metadata"`
+			WeightMap map[string]string          `json:"weight_map"`
+		}
+		if err := json.Unmarshal(b, &ref); err != nil {
+			t.Fatalf("accepted an index encoding/json rejects (%v): %q", err, b)
+		}
+		if !reflect.DeepEqual(ref.WeightMap, idx.WeightMap) {
+			t.Fatalf("weight_map %v, encoding/json says %v", idx.WeightMap, ref.WeightMap)
 		}
 		if idx.WeightMap == nil || idx.TotalSize < 0 {
 			t.Fatal("accepted index without weight_map or with negative total_size")
@@ -113,4 +120,45 @@ func FuzzIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// differential checks an accepted header against encoding/json, which must agree on every
+// name and value (duplicates, bad UTF-8 and lone surrogates, where it differs, are rejected
+// before this point).
+func differential(t *testing.T, hdr []byte, file *File) {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(hdr, &m); err != nil {
+		t.Fatalf("accepted a header encoding/json rejects (%v): %q", err, hdr)
+	}
+	md, hasMD := m["__metadata__"]
+	want := len(file.Tensors)
+	if hasMD {
+		want++
+		var ref map[string]string
+		if err := json.Unmarshal(md, &ref); err != nil || !reflect.DeepEqual(ref, file.Metadata) {
+			t.Fatalf("metadata %v, encoding/json says %v (%v)", file.Metadata, ref, err)
+		}
+	}
+	if len(m) != want {
+		t.Fatalf("%d entries, encoding/json sees %d", want, len(m))
+	}
+	for _, ti := range file.Tensors {
+		raw, ok := m[ti.Name]
+		if !ok {
+			t.Fatalf("tensor %q unknown to encoding/json", ti.Name)
+		}
+		var ref struct {
+			Dtype   string  `json:"dtype"`
+			Shape   []int64 `json:"shape"`
+			Offsets []int64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(raw, &ref); err != nil {
+			t.Fatalf("tensor %q: encoding/json: %v", ti.Name, err)
+		}
+		if ref.Dtype != string(ti.Dtype) || fmt.Sprint(ref.Shape) != fmt.Sprint(ti.Shape) ||
+			len(ref.Offsets) != 2 || ref.Offsets[0] != ti.Begin || ref.Offsets[1] != ti.End {
+			t.Fatalf("tensor %q: %s %v [%d %d], encoding/json says %+v", ti.Name, ti.Dtype, ti.Shape, ti.Begin, ti.End, ref)
+		}
+	}
 }

@@ -1,10 +1,8 @@
 package safetensors
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -37,22 +35,19 @@ func ParseIndex(path string, b []byte) (*Index, error) {
 	if !utf8.Valid(b) {
 		return nil, &FormatError{path, -1, "index", "invalid UTF-8"}
 	}
-	if err := j.checkSurrogates("index"); err != nil {
-		return nil, err
-	}
-	if _, err := j.expectDelim('{', "index", "a JSON object"); err != nil {
+	if _, err := j.expect(tBeginObj, plain("index"), "a JSON object"); err != nil {
 		return nil, err
 	}
 	idx := &Index{}
 	seen := map[string]bool{}
-	for j.dec.More() {
-		tok, off, err := j.next("index")
+	for j.more() {
+		tok, off, err := j.next(plain("index"))
 		if err != nil {
 			return nil, err
 		}
-		key := tok.(string)
+		key := tok.str
 		if seen[key] {
-			return nil, j.errAt(off, key, "duplicate key")
+			return nil, j.errAt(off, plain(key), "duplicate key")
 		}
 		seen[key] = true
 		switch key {
@@ -65,13 +60,13 @@ func ParseIndex(path string, b []byte) (*Index, error) {
 				return nil, err
 			}
 		default:
-			return nil, j.errAt(off, key, "unknown key (want metadata, weight_map)")
+			return nil, j.errAt(off, plain(key), "unknown key (want metadata, weight_map)")
 		}
 	}
-	if _, _, err := j.next("index"); err != nil {
+	if _, _, err := j.next(plain("index")); err != nil {
 		return nil, err
 	}
-	if err := j.end("index"); err != nil {
+	if err := j.end(plain("index")); err != nil {
 		return nil, err
 	}
 	if idx.WeightMap == nil {
@@ -81,17 +76,17 @@ func ParseIndex(path string, b []byte) (*Index, error) {
 }
 
 func (j *jsonReader) indexMetadata(idx *Index) error {
-	if _, err := j.expectDelim('{', "metadata", "an object"); err != nil {
+	if _, err := j.expect(tBeginObj, plain("metadata"), "an object"); err != nil {
 		return err
 	}
 	seen := map[string]bool{}
-	for j.dec.More() {
-		tok, off, err := j.next("metadata")
+	for j.more() {
+		tok, off, err := j.next(plain("metadata"))
 		if err != nil {
 			return err
 		}
-		key := tok.(string)
-		f := "metadata " + strconv.Quote(key)
+		key := tok.str
+		f := where{kind: "metadata", name: key, named: true}
 		if seen[key] {
 			return j.errAt(off, f, "duplicate key")
 		}
@@ -106,42 +101,22 @@ func (j *jsonReader) indexMetadata(idx *Index) error {
 			return err
 		}
 	}
-	_, _, err := j.next("metadata")
+	_, _, err := j.next(plain("metadata"))
 	return err
 }
 
-// skipValue skips one JSON value of any kind.
-func (j *jsonReader) skipValue(field string) error {
-	depth := 0
-	for {
-		tok, _, err := j.next(field)
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
-}
-
 func (j *jsonReader) weightMap() (map[string]string, error) {
-	if _, err := j.expectDelim('{', "weight_map", "an object"); err != nil {
+	if _, err := j.expect(tBeginObj, plain("weight_map"), "an object"); err != nil {
 		return nil, err
 	}
 	wm := map[string]string{}
-	for j.dec.More() {
-		tok, off, err := j.next("weight_map")
+	for j.more() {
+		tok, off, err := j.next(plain("weight_map"))
 		if err != nil {
 			return nil, err
 		}
-		name := tok.(string)
-		f := "weight_map " + strconv.Quote(name)
+		name := tok.str
+		f := where{kind: "weight_map", name: name, named: true}
 		if _, dup := wm[name]; dup {
 			return nil, j.errAt(off, f, "duplicate tensor name")
 		}
@@ -149,8 +124,8 @@ func (j *jsonReader) weightMap() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		shard, ok := tok.(string)
-		if !ok {
+		shard := tok.str
+		if tok.kind != tString {
 			return nil, j.errAt(off, f, "must be a shard file name, got %s", describe(tok))
 		}
 		if shard == "" || shard == "." || shard == ".." || strings.ContainsAny(shard, `/\`+"\x00") {
@@ -158,7 +133,7 @@ func (j *jsonReader) weightMap() (map[string]string, error) {
 		}
 		wm[name] = shard
 	}
-	_, _, err := j.next("weight_map")
+	_, _, err := j.next(plain("weight_map"))
 	return wm, err
 }
 

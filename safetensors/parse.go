@@ -2,11 +2,9 @@ package safetensors
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"math/bits"
 	"slices"
-	"strconv"
 )
 
 // entry is a tensor as parsed from the header, with the file offset of its name for errors.
@@ -21,33 +19,23 @@ type header struct {
 	entries  []entry
 }
 
-func tensorField(name, field string) string {
-	if field == "" {
-		return "tensor " + strconv.Quote(name)
-	}
-	return "tensor " + strconv.Quote(name) + " " + field
-}
-
 // parseHeader reads the JSON header buf, which starts at file offset 8.
 func parseHeader(path string, buf []byte) (*header, error) {
 	j := newJSONReader(path, buf, 8)
 	if len(buf) == 0 || buf[0] != '{' {
-		return nil, j.errAt(0, "header", "must start with '{'")
+		return nil, j.errAt(0, plain("header"), "must start with '{'")
 	}
-	if err := j.checkSurrogates("header"); err != nil {
-		return nil, err
-	}
-	if _, err := j.expectDelim('{', "header", "a JSON object"); err != nil {
+	if _, err := j.expect(tBeginObj, plain("header"), "a JSON object"); err != nil {
 		return nil, err
 	}
 	h := &header{}
 	seen := map[string]int64{}
-	for j.dec.More() {
-		tok, off, err := j.next("header")
+	for j.more() {
+		tok, off, err := j.next(plain("header"))
 		if err != nil {
 			return nil, err
 		}
-		name := tok.(string) // Decoder.Token guarantees a string in key position
+		name := tok.str // next guarantees a string in key position
 		if first, dup := seen[name]; dup {
 			return nil, j.errAt(off, tensorField(name, ""), "duplicate name (first at offset %d)", j.base+first)
 		}
@@ -64,10 +52,10 @@ func parseHeader(path string, buf []byte) (*header, error) {
 		}
 		h.entries = append(h.entries, e)
 	}
-	if _, _, err := j.next("header"); err != nil { // '}'
+	if _, _, err := j.next(plain("header")); err != nil { // '}'
 		return nil, err
 	}
-	if err := j.end("header"); err != nil {
+	if err := j.end(plain("header")); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -75,25 +63,25 @@ func parseHeader(path string, buf []byte) (*header, error) {
 
 // metadata reads the __metadata__ object: string keys to string values, or null.
 func (j *jsonReader) metadata() (map[string]string, error) {
-	const field = "__metadata__"
+	field := plain("__metadata__")
 	tok, off, err := j.next(field)
 	if err != nil {
 		return nil, err
 	}
-	if tok == nil {
+	if tok.kind == tNull {
 		return nil, nil
 	}
-	if tok != json.Delim('{') {
+	if tok.kind != tBeginObj {
 		return nil, j.errAt(off, field, "must be an object of strings, got %s", describe(tok))
 	}
 	md := map[string]string{}
-	for j.dec.More() {
+	for j.more() {
 		tok, off, err := j.next(field)
 		if err != nil {
 			return nil, err
 		}
-		key := tok.(string)
-		kf := field + " " + strconv.Quote(key)
+		key := tok.str
+		kf := where{kind: "__metadata__", name: key, named: true}
 		if _, dup := md[key]; dup {
 			return nil, j.errAt(off, kf, "duplicate key")
 		}
@@ -101,8 +89,8 @@ func (j *jsonReader) metadata() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, ok := tok.(string)
-		if !ok {
+		v := tok.str
+		if tok.kind != tString {
 			return nil, j.errAt(off, kf, "value must be a string, got %s", describe(tok))
 		}
 		md[key] = v
@@ -114,16 +102,16 @@ func (j *jsonReader) metadata() (map[string]string, error) {
 // tensor reads one tensor entry: {"dtype": str, "shape": [int...], "data_offsets": [b, e]}.
 func (j *jsonReader) tensor(name string, nameOff int64) (entry, error) {
 	e := entry{info: TensorInfo{Name: name, File: j.path}, off: j.base + nameOff}
-	if _, err := j.expectDelim('{', tensorField(name, ""), "an object with dtype, shape and data_offsets"); err != nil {
+	if _, err := j.expect(tBeginObj, tensorField(name, ""), "an object with dtype, shape and data_offsets"); err != nil {
 		return e, err
 	}
 	var have struct{ dtype, shape, offsets bool }
-	for j.dec.More() {
+	for j.more() {
 		tok, off, err := j.next(tensorField(name, ""))
 		if err != nil {
 			return e, err
 		}
-		key := tok.(string)
+		key := tok.str
 		f := tensorField(name, key)
 		dup := false
 		switch key {
@@ -145,8 +133,8 @@ func (j *jsonReader) tensor(name string, nameOff int64) (entry, error) {
 			if err != nil {
 				return e, err
 			}
-			s, ok := tok.(string)
-			if !ok {
+			s := tok.str
+			if tok.kind != tString {
 				return e, j.errAt(off, f, "must be a string, got %s", describe(tok))
 			}
 			if _, known := Dtype(s).Bits(); !known {
@@ -154,12 +142,11 @@ func (j *jsonReader) tensor(name string, nameOff int64) (entry, error) {
 			}
 			e.info.Dtype = Dtype(s)
 		case "shape":
-			if e.info.Shape, err = j.intArray(f); err != nil {
+			if e.info.Shape, _, err = j.intArray(f); err != nil {
 				return e, err
 			}
 		case "data_offsets":
-			aoff := j.skip()
-			offs, err := j.intArray(f)
+			offs, aoff, err := j.intArray(f)
 			if err != nil {
 				return e, err
 			}
@@ -178,7 +165,7 @@ func (j *jsonReader) tensor(name string, nameOff int64) (entry, error) {
 		name string
 	}{{have.dtype, "dtype"}, {have.shape, "shape"}, {have.offsets, "data_offsets"}} {
 		if !m.ok {
-			return e, &FormatError{Path: j.path, Offset: e.off, Field: tensorField(name, ""), Msg: "missing " + m.name}
+			return e, &FormatError{Path: j.path, Offset: e.off, Field: tensorField(name, "").String(), Msg: "missing " + m.name}
 		}
 	}
 	return e, nil
@@ -217,21 +204,23 @@ func validate(path string, dataStart, dataLen int64, entries []entry) error {
 	prev := ""
 	for i := range entries {
 		t, off := &entries[i].info, entries[i].off
-		f := tensorField(t.Name, "data_offsets")
+		fail := func(sub, format string, args ...any) error {
+			return &FormatError{path, off, tensorField(t.Name, sub).String(), fmt.Sprintf(format, args...)}
+		}
 		switch {
 		case t.Begin > pos:
-			return &FormatError{path, off, f, fmt.Sprintf("[%d, %d] leaves a hole: data bytes [%d, %d) belong to no tensor", t.Begin, t.End, pos, t.Begin)}
+			return fail("data_offsets", "[%d, %d] leaves a hole: data bytes [%d, %d) belong to no tensor", t.Begin, t.End, pos, t.Begin)
 		case t.Begin < pos:
-			return &FormatError{path, off, f, fmt.Sprintf("[%d, %d] overlaps tensor %q, which ends at %d", t.Begin, t.End, prev, pos)}
+			return fail("data_offsets", "[%d, %d] overlaps tensor %q, which ends at %d", t.Begin, t.End, prev, pos)
 		case t.End < t.Begin:
-			return &FormatError{path, off, f, fmt.Sprintf("[%d, %d] ends before it begins", t.Begin, t.End)}
+			return fail("data_offsets", "[%d, %d] ends before it begins", t.Begin, t.End)
 		}
 		size, msg := byteSize(t.Dtype, t.Shape)
 		if msg != "" {
-			return &FormatError{path, off, tensorField(t.Name, "shape"), msg}
+			return fail("shape", "%s", msg)
 		}
 		if size != t.End-t.Begin {
-			return &FormatError{path, off, f, fmt.Sprintf("[%d, %d] holds %d bytes, but %s %v needs %d", t.Begin, t.End, t.End-t.Begin, t.Dtype, t.Shape, size)}
+			return fail("data_offsets", "[%d, %d] holds %d bytes, but %s %v needs %d", t.Begin, t.End, t.End-t.Begin, t.Dtype, t.Shape, size)
 		}
 		pos, prev = t.End, t.Name
 	}

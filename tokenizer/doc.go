@@ -8,5 +8,8 @@
 // It is not a general tokenizer library: there is no SentencePiece, WordPiece or Unigram
 // model, no normalization, and no chat-template rendering. Encode follows llama.cpp's "gpt2"
 // merge-rank semantics, which is what a GGUF consumer sees; it is not guaranteed to equal
-// tiktoken's rank-of-concatenation encoding on every input.
+// tiktoken's rank-of-concatenation encoding on every input. Kimi's Python wrapper also cuts
+// inputs longer than 400,000 characters, and runs of more than 25,000 consecutive whitespace
+// or non-whitespace characters, into chunks before applying the pattern; Split does not
+// (llama.cpp does not either), so pre-tokens can differ on such inputs only.
 package tokenizer

@@ -29,6 +29,7 @@ func ReadTiktoken(r io.Reader, name string) ([][]byte, error) {
 	br := bufio.NewReaderSize(r, maxTiktokenLine)
 	var (
 		entries []rankedToken
+		arena   []byte // token bytes are carved from 64 KiB chunks, not allocated one by one
 		maxRank = -1
 		maxLine int
 		maxOff  int64
@@ -80,7 +81,11 @@ func ReadTiktoken(r io.Reader, name string) ([][]byte, error) {
 		if j := badBase64Byte(b64); j >= 0 {
 			return nil, fail(start+int64(j), "base64 token", "byte %q is not in the base64 alphabet", b64[j])
 		}
-		tok := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
+		need := base64.StdEncoding.DecodedLen(len(b64))
+		if cap(arena)-len(arena) < need {
+			arena = make([]byte, 0, max(64<<10, need))
+		}
+		tok := arena[len(arena) : len(arena)+need]
 		n, derr := base64.StdEncoding.Strict().Decode(tok, b64)
 		if derr != nil {
 			at := start
@@ -91,6 +96,7 @@ func ReadTiktoken(r io.Reader, name string) ([][]byte, error) {
 			return nil, fail(at, "base64 token", "invalid base64 %q", b64)
 		}
 		tok = tok[:n:n]
+		arena = arena[:len(arena)+n]
 		if n == 0 {
 			return nil, fail(start, "base64 token", "decodes to zero bytes")
 		}

@@ -30,6 +30,16 @@ func TestDrafterConfidenceRule(t *testing.T) {
 	if drafts, q := d.Draft(1, u, rand.New(rand.NewPCG(1, 2))); len(drafts) != 0 || len(q) != 0 {
 		t.Errorf("c_1 below threshold: got %v, want no drafts", drafts)
 	}
+	// Survival equal to the threshold continues (the rule is "below"): 0.5, then 0.25.
+	half := &Drafter{Params: Params{Temperature: 1}, Confidence: func(int, int) float64 { return 0.5 }, Threshold: 0.5}
+	if drafts, _ := half.Draft(0, u, fixedRNG(0.5)); len(drafts) != 1 {
+		t.Errorf("survival 0.5 at threshold 0.5: %d drafts, want 1", len(drafts))
+	}
+	half.Confidence = nil
+	half.Threshold = 1 // no confidence head means c = 1: survival 1 is not below 1
+	if drafts, _ := half.Draft(0, u, fixedRNG(0.5)); len(drafts) != 4 {
+		t.Errorf("no confidence head, threshold 1: %d drafts, want 4", len(drafts))
+	}
 	d.Threshold = 0 // never stops
 	if drafts, _ := d.Draft(1, u, rand.New(rand.NewPCG(1, 2))); len(drafts) != 4 {
 		t.Errorf("threshold 0: %d drafts, want 4", len(drafts))

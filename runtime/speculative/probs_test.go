@@ -105,6 +105,8 @@ func TestProbsHandComputed(t *testing.T) {
 		{"greedy", l, Params{}, []float64{0, 0, 0, 1}},
 		{"greedy tie: lowest index", []float32{1, 3, 3, 2}, Params{}, []float64{0, 1, 0, 0}},
 		{"top-k tie: lowest index", []float32{1, 3, 3, 3}, Params{Temperature: 1, TopK: 2}, []float64{0, 0.5, 0.5, 0}},
+		// Four equal weights 1: the mass before the third token is exactly TopP · 4 = 2.
+		{"top-p boundary: mass reaching TopP exactly stops", []float32{5, 5, 5, 5}, Params{Temperature: 1, TopP: 0.5}, []float64{0.5, 0.5, 0, 0}},
 		{"-Inf is a mask", []float32{float32(math.Inf(-1)), 0, 0, float32(math.Inf(-1))}, Params{Temperature: 1}, []float64{0, 0.5, 0.5, 0}},
 	} {
 		got := make([]float64, len(c.logits))

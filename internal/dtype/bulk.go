@@ -3,6 +3,7 @@ package dtype
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 )
 
 // The bulk functions convert whole slices. Lengths must match exactly (src holds one
@@ -24,8 +25,9 @@ func DecodeF16(dst []float32, src []byte) {
 	if len(src) != 2*len(dst) {
 		panic("dtype: DecodeF16 length mismatch")
 	}
+	t := f16Table()
 	for i := range dst {
-		dst[i] = F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		dst[i] = t[binary.LittleEndian.Uint16(src[2*i:])]
 	}
 }
 
@@ -56,6 +58,15 @@ var f8Table = func() (t [256]float32) {
 	}
 	return t
 }()
+
+// f16Table holds all 65536 halves widened to float32 (256 KiB, built on first use).
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for i := range t {
+		t[i] = F16ToF32(uint16(i))
+	}
+	return t
+})
 
 // EncodeBF16 narrows to little-endian bfloat16 (see F32ToBF16). len(dst) must be 2*len(src).
 func EncodeBF16(dst []byte, src []float32) {

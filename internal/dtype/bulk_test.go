@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func randomBytes(n int, seed uint64) []byte {
@@ -112,25 +113,63 @@ func TestBulkLengthMismatchPanics(t *testing.T) {
 	}
 }
 
+// copyLimit times copying n bytes between heap buffers (best of a few runs): the memory
+// bandwidth limit a conversion that reads or writes n bytes is compared with.
+func copyLimit(n int) time.Duration {
+	src, dst := make([]byte, n), make([]byte, n)
+	best := time.Duration(1<<63 - 1)
+	for range 5 {
+		t := time.Now()
+		copy(dst, src)
+		best = min(best, time.Since(t))
+	}
+	return best
+}
+
+// benchConvert runs fn in the benchmark loop and reports x-memcpy: time per op over the
+// time to copy the op's larger side (input or output bytes), measured in the same run.
+func benchConvert(b *testing.B, inBytes, outBytes int, fn func()) {
+	b.SetBytes(int64(inBytes))
+	b.ReportAllocs()
+	n, start := 0, time.Now()
+	for b.Loop() {
+		fn()
+		n++
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(elapsed)/float64(n)/float64(copyLimit(max(inBytes, outBytes))), "x-memcpy")
+}
+
 func BenchmarkDecodeBF16(b *testing.B) {
 	src := randomBytes(2<<20, 1)
 	dst := make([]float32, 1<<20)
-	b.SetBytes(int64(len(src)))
-	b.ReportAllocs()
-	for b.Loop() {
-		DecodeBF16(dst, src)
-	}
+	benchConvert(b, len(src), 4*len(dst), func() { DecodeBF16(dst, src) })
+}
+
+func BenchmarkDecodeF16(b *testing.B) {
+	src := randomBytes(2<<20, 1)
+	dst := make([]float32, 1<<20)
+	benchConvert(b, len(src), 4*len(dst), func() { DecodeF16(dst, src) })
+}
+
+func BenchmarkDecodeF8E4M3(b *testing.B) {
+	src := randomBytes(1<<20, 1)
+	dst := make([]float32, 1<<20)
+	benchConvert(b, len(src), 4*len(dst), func() { DecodeF8E4M3(dst, src) })
 }
 
 func BenchmarkEncodeBF16(b *testing.B) {
 	src := make([]float32, 1<<20)
 	DecodeF32(src, randomBytes(4<<20, 2))
 	dst := make([]byte, 2<<20)
-	b.SetBytes(int64(4 * len(src)))
-	b.ReportAllocs()
-	for b.Loop() {
-		EncodeBF16(dst, src)
-	}
+	benchConvert(b, 4*len(src), len(dst), func() { EncodeBF16(dst, src) })
+}
+
+func BenchmarkEncodeF16(b *testing.B) {
+	src := make([]float32, 1<<20)
+	DecodeF32(src, randomBytes(4<<20, 2))
+	dst := make([]byte, 2<<20)
+	benchConvert(b, 4*len(src), len(dst), func() { EncodeF16(dst, src) })
 }
 
 func BenchmarkQuantizeQ8_0(b *testing.B) {
@@ -140,9 +179,18 @@ func BenchmarkQuantizeQ8_0(b *testing.B) {
 		src[i] = float32(r.NormFloat64())
 	}
 	dst := make([]byte, len(src)/32*34)
-	b.SetBytes(int64(4 * len(src)))
-	b.ReportAllocs()
-	for b.Loop() {
-		QuantizeQ8_0(dst, src)
+	benchConvert(b, 4*len(src), len(dst), func() { QuantizeQ8_0(dst, src) })
+}
+
+func BenchmarkDequantizeQ8_0(b *testing.B) {
+	src := make([]float32, 1<<20)
+	DecodeF32(src, randomBytes(4<<20, 4))
+	for i := range src {
+		if src[i] != src[i] || src[i] > 1e30 || src[i] < -1e30 {
+			src[i] = 0
+		}
 	}
+	q := make([]byte, len(src)/32*34)
+	QuantizeQ8_0(q, src)
+	benchConvert(b, len(q), 4*len(src), func() { DequantizeQ8_0(src, q) })
 }

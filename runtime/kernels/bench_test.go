@@ -78,10 +78,33 @@ func benchMat(b *testing.B, t DType, rows, cols int) *Mat {
 	return p
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
+// paired runs ref (untimed) and kern (timed) alternately b.N times after one warm-up call
+// each, and returns the median durations of both and the median of the per-iteration
+// ratios time(ref)/time(kern): neighbouring measurements share the machine's load.
+func paired(b *testing.B, ref, kern func()) (kMed, rMed time.Duration, ratio float64) {
+	ref()
+	kern()
+	tk := make([]time.Duration, b.N)
+	tr := make([]time.Duration, b.N)
+	rs := make([]float64, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		t0 := time.Now()
+		ref()
+		tr[i] = time.Since(t0)
+		b.StartTimer()
+		t1 := time.Now()
+		kern()
+		tk[i] = time.Since(t1)
+		rs[i] = tr[i].Seconds() / tk[i].Seconds()
+	}
+	b.StopTimer()
+	slices.Sort(tk)
+	slices.Sort(tr)
+	slices.Sort(rs)
+	return tk[b.N/2], tr[b.N/2], rs[b.N/2]
 }
 
 func weightBytes(m *Mat) int {
@@ -100,28 +123,11 @@ func BenchmarkGEMV(b *testing.B) {
 				x := randVec(rand.New(rand.NewPCG(1, 1)), m.cols)
 				dst := make([]float32, m.rows)
 				mem := m.pk.mem
-				readBytes(&mem[0], len(mem)&^127) // warm up
-				m.MatVec(dst, x)
-				tk := make([]time.Duration, b.N)
-				tr := make([]time.Duration, b.N)
-				b.SetBytes(int64(weightBytes(m)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					t0 := time.Now()
-					readBytes(&mem[0], len(mem)&^127)
-					tr[i] = time.Since(t0)
-					b.StartTimer()
-					t1 := time.Now()
-					m.MatVec(dst, x)
-					tk[i] = time.Since(t1)
-				}
-				b.StopTimer()
-				kern, read := median(tk), median(tr)
+				b.SetBytes(int64(len(mem)))
+				kern, read, ratio := paired(b, func() { readBytes(&mem[0], len(mem)&^127) }, func() { m.MatVec(dst, x) })
 				b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
 				b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
-				b.ReportMetric(read.Seconds()/kern.Seconds(), "ratio-to-read")
+				b.ReportMetric(ratio, "ratio-to-read")
 			})
 		}
 	}
@@ -130,7 +136,8 @@ func BenchmarkGEMV(b *testing.B) {
 // fmaIters is the length of the FMA reference loop per iteration (192 flops each).
 const fmaIters = 1 << 19
 
-// BenchmarkGEMM8 measures an 8-row MatMul on one thread against an FMA loop on the same core.
+// BenchmarkGEMM8 measures an 8-row MatMul on one thread against an FMA loop on the same
+// core, on a K3-like shape and on a shape that stays in L2 (arithmetic efficiency alone).
 func BenchmarkGEMM8(b *testing.B) {
 	for _, dt := range allTypes {
 		for _, sh := range [][2]int{benchShapes[0], cacheShape} {
@@ -141,36 +148,19 @@ func BenchmarkGEMM8(b *testing.B) {
 				const n = 8
 				x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
 				dst := make([]float32, n*m.rows)
-				m.MatMul(dst, x, n)
-				tk := make([]time.Duration, b.N)
-				tf := make([]time.Duration, b.N)
-				b.SetBytes(int64(weightBytes(m)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					t0 := time.Now()
-					fmaLoop(fmaIters)
-					tf[i] = time.Since(t0)
-					b.StartTimer()
-					t1 := time.Now()
-					m.MatMul(dst, x, n)
-					tk[i] = time.Since(t1)
-				}
-				b.StopTimer()
+				b.SetBytes(int64(len(m.pk.mem)))
+				kern, fma, ratio := paired(b, func() { fmaLoop(fmaIters) }, func() { m.MatMul(dst, x, n) })
 				flops := 2 * float64(m.rows) * float64(m.cols) * n
-				gf := flops / median(tk).Seconds() / 1e9
-				peak := 192 * float64(fmaIters) / median(tf).Seconds() / 1e9
-				b.ReportMetric(gf, "GFLOP/s")
-				b.ReportMetric(peak, "peak-GFLOP/s")
-				b.ReportMetric(gf/peak, "ratio-to-peak")
+				peakFlops := 192 * float64(fmaIters)
+				b.ReportMetric(flops/kern.Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(peakFlops/fma.Seconds()/1e9, "peak-GFLOP/s")
+				b.ReportMetric(ratio*flops/peakFlops, "ratio-to-peak")
 			})
 		}
 	}
 }
 
-// cacheShape is small enough (256 KiB of BF16) to stay in L2: it shows the kernels'
-// arithmetic efficiency without the memory system.
+// cacheShape is small enough (256 KiB of BF16) to stay in L2.
 var cacheShape = [2]int{128, 1024}
 
 // BenchmarkBatchCost measures the time of an n-row MatMul relative to a 1-row MatVec, on one
@@ -185,24 +175,9 @@ func BenchmarkBatchCost(b *testing.B) {
 				SetParallelism(par)
 				x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
 				dst := make([]float32, n*m.rows)
-				m.MatMul(dst, x, n)
-				t1 := make([]time.Duration, b.N)
-				tn := make([]time.Duration, b.N)
-				b.SetBytes(int64(weightBytes(m)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					t0 := time.Now()
-					m.MatVec(dst, x)
-					t1[i] = time.Since(t0)
-					b.StartTimer()
-					t2 := time.Now()
-					m.MatMul(dst, x, n)
-					tn[i] = time.Since(t2)
-				}
-				b.StopTimer()
-				b.ReportMetric(median(tn).Seconds()/median(t1).Seconds(), "cost-vs-1-row")
+				b.SetBytes(int64(len(m.pk.mem)))
+				_, _, ratio := paired(b, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
+				b.ReportMetric(1/ratio, "cost-vs-1-row")
 			})
 		}
 	}

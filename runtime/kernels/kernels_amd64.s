@@ -11,14 +11,16 @@ DATA bf16hi<>+16(SB)/8, $0xffff0000ffff0000
 DATA bf16hi<>+24(SB)/8, $0xffff0000ffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $32
 
-// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M1P1(SB), NOSPLIT, $0-48
+// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ CX, BX
@@ -26,6 +28,11 @@ TEXT ·f32M1P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M1P1_tail
 f32M1P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y4
 	VMOVUPS 0(SI), Y2
 	VMOVUPS 32(SI), Y3
@@ -69,8 +76,8 @@ f32M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M1P2(SB), NOSPLIT, $0-48
+// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -86,6 +93,14 @@ TEXT ·f32M1P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M1P2_tail
 f32M1P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
 	VBROADCASTSS (DX), Y6
 	VMOVUPS 0(SI), Y4
 	VMOVUPS 32(SI), Y5
@@ -151,8 +166,8 @@ f32M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M1P3(SB), NOSPLIT, $0-48
+// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -170,6 +185,18 @@ TEXT ·f32M1P3(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M1P3_tail
 f32M1P3_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4224(SI)(R8*2)
+	PREFETCHT0 4288(SI)(R8*2)
 	VBROADCASTSS (DX), Y8
 	VMOVUPS 0(SI), Y6
 	VMOVUPS 32(SI), Y7
@@ -257,8 +284,8 @@ f32M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M1P4(SB), NOSPLIT, $0-48
+// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -280,6 +307,22 @@ TEXT ·f32M1P4(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M1P4_tail
 f32M1P4_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4224(SI)(R8*2)
+	PREFETCHT0 4288(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
+	PREFETCHT0 4224(R12)
+	PREFETCHT0 4288(R12)
 	VBROADCASTSS (DX), Y10
 	VMOVUPS 0(SI), Y8
 	VMOVUPS 32(SI), Y9
@@ -391,8 +434,8 @@ f32M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M1P5(SB), NOSPLIT, $0-48
+// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -416,6 +459,26 @@ TEXT ·f32M1P5(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M1P5_tail
 f32M1P5_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4224(SI)(R8*2)
+	PREFETCHT0 4288(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
+	PREFETCHT0 4224(R12)
+	PREFETCHT0 4288(R12)
+	PREFETCHT0 4096(R12)(R8*1)
+	PREFETCHT0 4160(R12)(R8*1)
+	PREFETCHT0 4224(R12)(R8*1)
+	PREFETCHT0 4288(R12)(R8*1)
 	VBROADCASTSS (DX), Y12
 	VMOVUPS 0(SI), Y10
 	VMOVUPS 32(SI), Y11
@@ -549,8 +612,8 @@ f32M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M1P6(SB), NOSPLIT, $0-48
+// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -576,6 +639,30 @@ TEXT ·f32M1P6(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M1P6_tail
 f32M1P6_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4224(SI)(R8*2)
+	PREFETCHT0 4288(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
+	PREFETCHT0 4224(R12)
+	PREFETCHT0 4288(R12)
+	PREFETCHT0 4096(R12)(R8*1)
+	PREFETCHT0 4160(R12)(R8*1)
+	PREFETCHT0 4224(R12)(R8*1)
+	PREFETCHT0 4288(R12)(R8*1)
+	PREFETCHT0 4096(R12)(R8*2)
+	PREFETCHT0 4160(R12)(R8*2)
+	PREFETCHT0 4224(R12)(R8*2)
+	PREFETCHT0 4288(R12)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VMOVUPS 0(SI), Y12
 	VMOVUPS 32(SI), Y13
@@ -731,14 +818,16 @@ f32M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M2P1(SB), NOSPLIT, $0-48
+// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -748,6 +837,11 @@ TEXT ·f32M2P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M2P1_tail
 f32M2P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y6
 	VBROADCASTSS (DX)(R9*1), Y7
 	VMOVUPS 0(SI), Y4
@@ -808,8 +902,8 @@ f32M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M2P2(SB), NOSPLIT, $0-48
+// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -829,6 +923,14 @@ TEXT ·f32M2P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M2P2_tail
 f32M2P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VMOVUPS 0(SI), Y8
@@ -923,8 +1025,8 @@ f32M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M2P3(SB), NOSPLIT, $0-48
+// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -948,6 +1050,18 @@ TEXT ·f32M2P3(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M2P3_tail
 f32M2P3_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4224(SI)(R8*2)
+	PREFETCHT0 4288(SI)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VBROADCASTSS (DX)(R9*1), Y15
 	VMOVUPS 0(SI), Y12
@@ -1076,14 +1190,16 @@ f32M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M3P1(SB), NOSPLIT, $0-48
+// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1095,6 +1211,11 @@ TEXT ·f32M3P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M3P1_tail
 f32M3P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y8
 	VBROADCASTSS (DX)(R9*1), Y9
 	VBROADCASTSS (DX)(R9*2), Y10
@@ -1172,8 +1293,8 @@ f32M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M3P2(SB), NOSPLIT, $0-48
+// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1197,6 +1318,14 @@ TEXT ·f32M3P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M3P2_tail
 f32M3P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4224(SI)(R8*1)
+	PREFETCHT0 4288(SI)(R8*1)
 	VMOVUPS 0(SI), Y12
 	VMOVUPS 32(SI), Y13
 	VBROADCASTSS (DX), Y14
@@ -1335,14 +1464,16 @@ f32M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M4P1(SB), NOSPLIT, $0-48
+// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -1358,6 +1489,11 @@ TEXT ·f32M4P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M4P1_tail
 f32M4P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VBROADCASTSS (DX)(R9*2), Y12
@@ -1454,14 +1590,16 @@ f32M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M5P1(SB), NOSPLIT, $0-48
+// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -1479,6 +1617,11 @@ TEXT ·f32M5P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M5P1_tail
 f32M5P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ R13, AX
 	VMOVUPS 0(SI), Y10
 	VMOVUPS 32(SI), Y11
 	VBROADCASTSS (DX), Y12
@@ -1592,14 +1735,16 @@ f32M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f32M6P1(SB), NOSPLIT, $0-48
+// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -1619,6 +1764,11 @@ TEXT ·f32M6P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f32M6P1_tail
 f32M6P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ R13, AX
 	VMOVUPS 0(SI), Y12
 	VMOVUPS 32(SI), Y13
 	VBROADCASTSS (DX), Y14
@@ -1749,14 +1899,16 @@ f32M6P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M1P1(SB), NOSPLIT, $0-48
+// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ CX, BX
@@ -1764,6 +1916,9 @@ TEXT ·f16M1P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M1P1_tail
 f16M1P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y4
 	VCVTPH2PS 0(SI), Y2
 	VCVTPH2PS 16(SI), Y3
@@ -1807,8 +1962,8 @@ f16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M1P2(SB), NOSPLIT, $0-48
+// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1824,6 +1979,10 @@ TEXT ·f16M1P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M1P2_tail
 f16M1P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
 	VBROADCASTSS (DX), Y6
 	VCVTPH2PS 0(SI), Y4
 	VCVTPH2PS 16(SI), Y5
@@ -1889,8 +2048,8 @@ f16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M1P3(SB), NOSPLIT, $0-48
+// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1908,6 +2067,12 @@ TEXT ·f16M1P3(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M1P3_tail
 f16M1P3_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
 	VBROADCASTSS (DX), Y8
 	VCVTPH2PS 0(SI), Y6
 	VCVTPH2PS 16(SI), Y7
@@ -1995,8 +2160,8 @@ f16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M1P4(SB), NOSPLIT, $0-48
+// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2018,6 +2183,14 @@ TEXT ·f16M1P4(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M1P4_tail
 f16M1P4_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
 	VBROADCASTSS (DX), Y10
 	VCVTPH2PS 0(SI), Y8
 	VCVTPH2PS 16(SI), Y9
@@ -2129,8 +2302,8 @@ f16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M1P5(SB), NOSPLIT, $0-48
+// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2154,6 +2327,16 @@ TEXT ·f16M1P5(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M1P5_tail
 f16M1P5_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
+	PREFETCHT0 4096(R12)(R8*1)
+	PREFETCHT0 4160(R12)(R8*1)
 	VBROADCASTSS (DX), Y12
 	VCVTPH2PS 0(SI), Y10
 	VCVTPH2PS 16(SI), Y11
@@ -2287,8 +2470,8 @@ f16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M1P6(SB), NOSPLIT, $0-48
+// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2314,6 +2497,18 @@ TEXT ·f16M1P6(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M1P6_tail
 f16M1P6_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
+	PREFETCHT0 4096(R12)(R8*1)
+	PREFETCHT0 4160(R12)(R8*1)
+	PREFETCHT0 4096(R12)(R8*2)
+	PREFETCHT0 4160(R12)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VCVTPH2PS 0(SI), Y12
 	VCVTPH2PS 16(SI), Y13
@@ -2469,14 +2664,16 @@ f16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M2P1(SB), NOSPLIT, $0-48
+// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2486,6 +2683,9 @@ TEXT ·f16M2P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M2P1_tail
 f16M2P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y6
 	VBROADCASTSS (DX)(R9*1), Y7
 	VCVTPH2PS 0(SI), Y4
@@ -2546,8 +2746,8 @@ f16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M2P2(SB), NOSPLIT, $0-48
+// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2567,6 +2767,10 @@ TEXT ·f16M2P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M2P2_tail
 f16M2P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VCVTPH2PS 0(SI), Y8
@@ -2661,8 +2865,8 @@ f16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M2P3(SB), NOSPLIT, $0-48
+// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2686,6 +2890,12 @@ TEXT ·f16M2P3(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M2P3_tail
 f16M2P3_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VBROADCASTSS (DX)(R9*1), Y15
 	VCVTPH2PS 0(SI), Y12
@@ -2814,14 +3024,16 @@ f16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M3P1(SB), NOSPLIT, $0-48
+// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2833,6 +3045,9 @@ TEXT ·f16M3P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M3P1_tail
 f16M3P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y8
 	VBROADCASTSS (DX)(R9*1), Y9
 	VBROADCASTSS (DX)(R9*2), Y10
@@ -2910,8 +3125,8 @@ f16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M3P2(SB), NOSPLIT, $0-48
+// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2935,6 +3150,10 @@ TEXT ·f16M3P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M3P2_tail
 f16M3P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
 	VCVTPH2PS 0(SI), Y12
 	VCVTPH2PS 16(SI), Y13
 	VBROADCASTSS (DX), Y14
@@ -3073,14 +3292,16 @@ f16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M4P1(SB), NOSPLIT, $0-48
+// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -3096,6 +3317,9 @@ TEXT ·f16M4P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M4P1_tail
 f16M4P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VBROADCASTSS (DX)(R9*2), Y12
@@ -3192,14 +3416,16 @@ f16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M5P1(SB), NOSPLIT, $0-48
+// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -3217,6 +3443,9 @@ TEXT ·f16M5P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M5P1_tail
 f16M5P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VCVTPH2PS 0(SI), Y10
 	VCVTPH2PS 16(SI), Y11
 	VBROADCASTSS (DX), Y12
@@ -3330,14 +3559,16 @@ f16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·f16M6P1(SB), NOSPLIT, $0-48
+// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -3357,6 +3588,9 @@ TEXT ·f16M6P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ f16M6P1_tail
 f16M6P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VCVTPH2PS 0(SI), Y12
 	VCVTPH2PS 16(SI), Y13
 	VBROADCASTSS (DX), Y14
@@ -3487,14 +3721,16 @@ f16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M1P1(SB), NOSPLIT, $0-48
+// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ CX, BX
@@ -3502,6 +3738,9 @@ TEXT ·bf16M1P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M1P1_tail
 bf16M1P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y4
 	VMOVDQU 0(SI), Y2
 	VPAND bf16hi<>(SB), Y2, Y3
@@ -3550,8 +3789,8 @@ bf16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M1P2(SB), NOSPLIT, $0-48
+// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3567,6 +3806,10 @@ TEXT ·bf16M1P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M1P2_tail
 bf16M1P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
 	VBROADCASTSS (DX), Y6
 	VMOVDQU 0(SI), Y4
 	VPAND bf16hi<>(SB), Y4, Y5
@@ -3642,8 +3885,8 @@ bf16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M1P3(SB), NOSPLIT, $0-48
+// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3661,6 +3904,12 @@ TEXT ·bf16M1P3(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M1P3_tail
 bf16M1P3_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
 	VBROADCASTSS (DX), Y8
 	VMOVDQU 0(SI), Y6
 	VPAND bf16hi<>(SB), Y6, Y7
@@ -3763,8 +4012,8 @@ bf16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M1P4(SB), NOSPLIT, $0-48
+// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3786,6 +4035,14 @@ TEXT ·bf16M1P4(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M1P4_tail
 bf16M1P4_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
 	VBROADCASTSS (DX), Y10
 	VMOVDQU 0(SI), Y8
 	VPAND bf16hi<>(SB), Y8, Y9
@@ -3917,8 +4174,8 @@ bf16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M1P5(SB), NOSPLIT, $0-48
+// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3942,6 +4199,16 @@ TEXT ·bf16M1P5(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M1P5_tail
 bf16M1P5_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
+	PREFETCHT0 4096(R12)(R8*1)
+	PREFETCHT0 4160(R12)(R8*1)
 	VBROADCASTSS (DX), Y12
 	VMOVDQU 0(SI), Y10
 	VPAND bf16hi<>(SB), Y10, Y11
@@ -4100,8 +4367,8 @@ bf16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M1P6(SB), NOSPLIT, $0-48
+// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4127,6 +4394,18 @@ TEXT ·bf16M1P6(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M1P6_tail
 bf16M1P6_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
+	PREFETCHT0 4096(R12)
+	PREFETCHT0 4160(R12)
+	PREFETCHT0 4096(R12)(R8*1)
+	PREFETCHT0 4160(R12)(R8*1)
+	PREFETCHT0 4096(R12)(R8*2)
+	PREFETCHT0 4160(R12)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VMOVDQU 0(SI), Y12
 	VPAND bf16hi<>(SB), Y12, Y13
@@ -4312,14 +4591,16 @@ bf16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M2P1(SB), NOSPLIT, $0-48
+// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4329,6 +4610,9 @@ TEXT ·bf16M2P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M2P1_tail
 bf16M2P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y6
 	VBROADCASTSS (DX)(R9*1), Y7
 	VMOVDQU 0(SI), Y4
@@ -4394,8 +4678,8 @@ bf16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M2P2(SB), NOSPLIT, $0-48
+// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4415,6 +4699,10 @@ TEXT ·bf16M2P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M2P2_tail
 bf16M2P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VMOVDQU 0(SI), Y8
@@ -4519,8 +4807,8 @@ bf16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M2P3(SB), NOSPLIT, $0-48
+// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4544,6 +4832,12 @@ TEXT ·bf16M2P3(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M2P3_tail
 bf16M2P3_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
+	PREFETCHT0 4096(SI)(R8*2)
+	PREFETCHT0 4160(SI)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VBROADCASTSS (DX)(R9*1), Y15
 	VMOVDQU 0(SI), Y12
@@ -4687,14 +4981,16 @@ bf16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M3P1(SB), NOSPLIT, $0-48
+// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4706,6 +5002,9 @@ TEXT ·bf16M3P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M3P1_tail
 bf16M3P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y8
 	VBROADCASTSS (DX)(R9*1), Y9
 	VBROADCASTSS (DX)(R9*2), Y10
@@ -4788,8 +5087,8 @@ bf16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M3P2(SB), NOSPLIT, $0-48
+// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4813,6 +5112,10 @@ TEXT ·bf16M3P2(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M3P2_tail
 bf16M3P2_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCHT0 4160(SI)(R8*1)
 	VMOVDQU 0(SI), Y12
 	VPAND bf16hi<>(SB), Y12, Y13
 	VPSLLD $16, Y12, Y12
@@ -4961,14 +5264,16 @@ bf16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M4P1(SB), NOSPLIT, $0-48
+// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -4984,6 +5289,9 @@ TEXT ·bf16M4P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M4P1_tail
 bf16M4P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VBROADCASTSS (DX)(R9*2), Y12
@@ -5085,14 +5393,16 @@ bf16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M5P1(SB), NOSPLIT, $0-48
+// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -5110,6 +5420,9 @@ TEXT ·bf16M5P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M5P1_tail
 bf16M5P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VMOVDQU 0(SI), Y10
 	VPAND bf16hi<>(SB), Y10, Y11
 	VPSLLD $16, Y10, Y10
@@ -5228,14 +5541,16 @@ bf16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·bf16M6P1(SB), NOSPLIT, $0-48
+// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -5255,6 +5570,9 @@ TEXT ·bf16M6P1(SB), NOSPLIT, $0-48
 	SHRQ $2, CX
 	JZ bf16M6P1_tail
 bf16M6P1_loop:
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	ADDQ R13, AX
 	VMOVDQU 0(SI), Y12
 	VPAND bf16hi<>(SB), Y12, Y13
 	VPSLLD $16, Y12, Y12
@@ -5390,14 +5708,16 @@ bf16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M1P1(SB), NOSPLIT, $0-48
+// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	SHRQ $5, CX
@@ -5406,6 +5726,8 @@ q8M1P1_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M1P1_loop:
+	PREFETCHT0 0(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y4
 	VPMOVSXBD 0(R11), Y2
 	VPMOVSXBD 8(R11), Y3
@@ -5454,8 +5776,8 @@ q8M1P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M1P2(SB), NOSPLIT, $0-48
+// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5472,6 +5794,8 @@ q8M1P2_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M1P2_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
 	VBROADCASTSS (DX), Y6
 	VPMOVSXBD 0(R11), Y4
 	VPMOVSXBD 8(R11), Y5
@@ -5554,8 +5878,8 @@ q8M1P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M1P3(SB), NOSPLIT, $0-48
+// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5574,6 +5898,9 @@ q8M1P3_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M1P3_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
+	PREFETCHT0 4096(R11)(R8*2)
 	VBROADCASTSS (DX), Y8
 	VPMOVSXBD 0(R11), Y6
 	VPMOVSXBD 8(R11), Y7
@@ -5690,8 +6017,8 @@ q8M1P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M1P4(SB), NOSPLIT, $0-48
+// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5715,6 +6042,10 @@ q8M1P4_block:
 	LEAQ 64(R12), R13
 	MOVQ $8, CX
 q8M1P4_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
+	PREFETCHT0 4096(R11)(R8*2)
+	PREFETCHT0 4096(R13)
 	VBROADCASTSS (DX), Y10
 	VPMOVSXBD 0(R11), Y8
 	VPMOVSXBD 8(R11), Y9
@@ -5867,8 +6198,8 @@ q8M1P4_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M1P5(SB), NOSPLIT, $0-48
+// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5894,6 +6225,11 @@ q8M1P5_block:
 	LEAQ 64(R12), R13
 	MOVQ $8, CX
 q8M1P5_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
+	PREFETCHT0 4096(R11)(R8*2)
+	PREFETCHT0 4096(R13)
+	PREFETCHT0 4096(R13)(R8*1)
 	VBROADCASTSS (DX), Y12
 	VPMOVSXBD 0(R11), Y10
 	VPMOVSXBD 8(R11), Y11
@@ -6080,8 +6416,8 @@ q8M1P5_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M1P6(SB), NOSPLIT, $0-48
+// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6109,6 +6445,12 @@ q8M1P6_block:
 	LEAQ 64(R12), R13
 	MOVQ $8, CX
 q8M1P6_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
+	PREFETCHT0 4096(R11)(R8*2)
+	PREFETCHT0 4096(R13)
+	PREFETCHT0 4096(R13)(R8*1)
+	PREFETCHT0 4096(R13)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VPMOVSXBD 0(R11), Y12
 	VPMOVSXBD 8(R11), Y13
@@ -6329,14 +6671,16 @@ q8M1P6_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M2P1(SB), NOSPLIT, $0-48
+// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6347,6 +6691,8 @@ q8M2P1_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M2P1_loop:
+	PREFETCHT0 0(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y6
 	VBROADCASTSS (DX)(R9*1), Y7
 	VPMOVSXBD 0(R11), Y4
@@ -6409,8 +6755,8 @@ q8M2P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M2P2(SB), NOSPLIT, $0-48
+// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6431,6 +6777,8 @@ q8M2P2_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M2P2_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VPMOVSXBD 0(R11), Y8
@@ -6537,8 +6885,8 @@ q8M2P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M2P3(SB), NOSPLIT, $0-48
+// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6563,6 +6911,9 @@ q8M2P3_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M2P3_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
+	PREFETCHT0 4096(R11)(R8*2)
 	VBROADCASTSS (DX), Y14
 	VBROADCASTSS (DX)(R9*1), Y15
 	VPMOVSXBD 0(R11), Y12
@@ -6713,14 +7064,16 @@ q8M2P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M3P1(SB), NOSPLIT, $0-48
+// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6733,6 +7086,8 @@ q8M3P1_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M3P1_loop:
+	PREFETCHT0 0(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y8
 	VBROADCASTSS (DX)(R9*1), Y9
 	VBROADCASTSS (DX)(R9*2), Y10
@@ -6809,8 +7164,8 @@ q8M3P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M3P2(SB), NOSPLIT, $0-48
+// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6835,6 +7190,8 @@ q8M3P2_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M3P2_loop:
+	PREFETCHT0 4096(R11)
+	PREFETCHT0 4096(R11)(R8*1)
 	VPMOVSXBD 0(R11), Y12
 	VPMOVSXBD 8(R11), Y13
 	VCVTDQ2PS Y12, Y12
@@ -6977,14 +7334,16 @@ q8M3P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M4P1(SB), NOSPLIT, $0-48
+// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -7001,6 +7360,8 @@ q8M4P1_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M4P1_loop:
+	PREFETCHT0 0(AX)
+	ADDQ R13, AX
 	VBROADCASTSS (DX), Y10
 	VBROADCASTSS (DX)(R9*1), Y11
 	VBROADCASTSS (DX)(R9*2), Y12
@@ -7092,14 +7453,16 @@ q8M4P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M5P1(SB), NOSPLIT, $0-48
+// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -7118,6 +7481,8 @@ q8M5P1_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M5P1_loop:
+	PREFETCHT0 0(AX)
+	ADDQ R13, AX
 	VPMOVSXBD 0(R11), Y10
 	VPMOVSXBD 8(R11), Y11
 	VCVTDQ2PS Y10, Y10
@@ -7223,14 +7588,16 @@ q8M5P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)
-TEXT ·q8M6P1(SB), NOSPLIT, $0-48
+// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ pf+48(FP), AX
+	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
 	VXORPS Y0, Y0, Y0
@@ -7251,6 +7618,8 @@ q8M6P1_block:
 	LEAQ 64(SI), R11
 	MOVQ $8, CX
 q8M6P1_loop:
+	PREFETCHT0 0(AX)
+	ADDQ R13, AX
 	VPMOVSXBD 0(R11), Y12
 	VPMOVSXBD 8(R11), Y13
 	VCVTDQ2PS Y12, Y12

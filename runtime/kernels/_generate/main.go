@@ -44,10 +44,21 @@ var dtypes = []dtype{{"F32", "f32", 64}, {"F16", "f16", 32}, {"BF16", "bf16", 32
 
 // Register use. SI weights of panel 0 and R12 of panel 3 (panel p adds (p%3)*R8), R8 panel
 // stride, DX x row 0, R10 x row 3, R9 x row stride, CX loop counter, DI out, BX Q8_0 block
-// counter, R11 and R13 the Q8_0 column pointers of panels 0 and 3.
+// counter, R11 and R13 the Q8_0 column pointers of panels 0 and 3; one-panel kernels use AX
+// as prefetch pointer and R13 as its step.
 var xaddr = []string{"(DX)", "(DX)(R9*1)", "(DX)(R9*2)", "(R10)", "(R10)(R9*1)", "(R10)(R9*2)"}
 
 const unroll = 4
+
+// prefetchDist is how far ahead (bytes) the kernels prefetch each weight stream; 0 disables.
+var prefetchDist = func() int {
+	if v := os.Getenv("PFDIST"); v != "" {
+		var d int
+		fmt.Sscan(v, &d)
+		return d
+	}
+	return 4096
+}()
 
 type gen struct {
 	s bytes.Buffer
@@ -139,6 +150,32 @@ func (g *gen) column(d dtype, s shape, u int) {
 	}
 }
 
+// prefetch emits the software prefetches of one unrolled group. A one-panel kernel
+// prefetches wherever its caller points AX (advanced by R13 bytes per group): ahead in its
+// own panel, or a slice of the next panel while it rereads the current one from cache. A
+// multi-panel kernel prefetches each of its panels prefetchDist bytes ahead.
+func (g *gen) prefetch(d dtype, s shape) {
+	if prefetchDist == 0 {
+		return
+	}
+	if s.P == 1 {
+		for off := 0; off < unroll*d.step || off == 0; off += 64 {
+			g.f("\tPREFETCHT0 %d(AX)", off)
+		}
+		g.f("\tADDQ R13, AX")
+		return
+	}
+	lo, hi := "SI", "R12"
+	if d.name == "Q8_0" {
+		lo, hi = "R11", "R13"
+	}
+	for p := 0; p < s.P; p++ {
+		for off := 0; off < unroll*d.step; off += 64 {
+			g.f("\tPREFETCHT0 %s", mem(lo, hi, p, prefetchDist+off))
+		}
+	}
+}
+
 // advance emits the pointer increments after n columns.
 func (g *gen) advance(d dtype, s shape, n int) {
 	lo, hi := "SI", "R12"
@@ -157,14 +194,18 @@ func (g *gen) advance(d dtype, s shape, n int) {
 
 func (g *gen) kernel(d dtype, s shape) {
 	name := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P)
-	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)", name)
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	g.f("\tMOVQ w+0(FP), SI")
 	g.f("\tMOVQ panelStride+8(FP), R8")
 	g.f("\tMOVQ x+16(FP), DX")
 	g.f("\tMOVQ xStride+24(FP), R9")
 	g.f("\tMOVQ cols+32(FP), CX")
 	g.f("\tMOVQ out+40(FP), DI")
+	if s.P == 1 {
+		g.f("\tMOVQ pf+48(FP), AX")
+		g.f("\tMOVQ pfStep+56(FP), R13")
+	}
 	if s.M > 3 {
 		g.f("\tLEAQ (DX)(R9*2), R10")
 		g.f("\tADDQ R9, R10")
@@ -192,6 +233,7 @@ func (g *gen) kernel(d dtype, s shape) {
 		}
 		g.f("\tMOVQ $%d, CX", 32/unroll)
 		g.f("%s_loop:", name)
+		g.prefetch(d, s)
 		for u := 0; u < unroll; u++ {
 			g.column(d, s, u)
 		}
@@ -210,6 +252,7 @@ func (g *gen) kernel(d dtype, s shape) {
 		g.f("\tSHRQ $%d, CX", 2)
 		g.f("\tJZ %s_tail", name)
 		g.f("%s_loop:", name)
+		g.prefetch(d, s)
 		for u := 0; u < unroll; u++ {
 			g.column(d, s, u)
 		}
@@ -313,7 +356,7 @@ func main() {
 	for _, d := range dtypes {
 		for _, s := range shapes {
 			g.f("//go:noescape")
-			g.f("func %sM%dP%d(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32)\n", d.prefix, s.M, s.P)
+			g.f("func %sM%dP%d(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)\n", d.prefix, s.M, s.P)
 		}
 	}
 	g.f("// readBytes reads n bytes from p (n a multiple of 128) as fast as the core can, and")
@@ -325,14 +368,17 @@ func main() {
 	g.f("// arithmetic limit the benchmarks compare with.")
 	g.f("func fmaLoop(n int)\n")
 	g.f("// callKernel runs the kernel for type t, M = mr batch rows and P = np panels.")
-	g.f("func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32) {")
+	g.f("//")
+	g.f("// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns")
+	g.f("// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.")
+	g.f("func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int) {")
 	g.f("\tswitch t {")
 	for _, d := range dtypes {
 		g.f("\tcase %s:", d.name)
 		g.f("\t\tswitch np*8 + mr {")
 		for _, s := range shapes {
 			g.f("\t\tcase %d:", s.P*8+s.M)
-			g.f("\t\t\t%sM%dP%d(w, panelStride, x, xStride, cols, out)", d.prefix, s.M, s.P)
+			g.f("\t\t\t%sM%dP%d(w, panelStride, x, xStride, cols, out, pf, pfStep)", d.prefix, s.M, s.P)
 			g.f("\t\t\treturn")
 		}
 		g.f("\t\t}")

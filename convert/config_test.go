@@ -66,7 +66,7 @@ func TestK3Metadata(t *testing.T) {
 		"dflash.rope.dimension_count": "u32 64", "dflash.rope.freq_base": "f32 50000",
 		"dflash.rope.scaling.type": `str "yarn"`, "dflash.rope.scaling.factor": "f32 32",
 		"dflash.rope.scaling.original_context_length": "u32 32768",
-		"dflash.rope.scaling.yarn_beta_fast": "f32 32", "dflash.rope.scaling.yarn_beta_slow": "f32 1",
+		"dflash.rope.scaling.yarn_beta_fast":          "f32 32", "dflash.rope.scaling.yarn_beta_slow": "f32 1",
 		"dflash.rope.scaling.yarn_log_multiplier": "f32 0.1", "tokenizer.ggml.mask_token_id": "u32 163837",
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -51,7 +51,7 @@ func bf16RNE(f float32) uint16 {
 }
 
 func TestEdgeValuesF32ToBF16(t *testing.T) {
-	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1.00390625 /* 1+2^-8: tie, to even 1 */, 1.01171875 /* 1+3*2^-8: tie, to even up */,
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1.00390625 /* 1+2^-8: tie, to even 1 */, 1.01171875, /* 1+3*2^-8: tie, to even up */
 		math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)),
 		math.SmallestNonzeroFloat32, 1e-40, math.Float32frombits(0x7F800001) /* sNaN */, math.Float32frombits(0xFFC12345),
 		3.14159265, 65504, 1e30}

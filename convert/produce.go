@@ -156,16 +156,34 @@ func (p *producer) read(dst []byte, start, n int64) {
 		}
 	case SplitKB:
 		// Output (j, r, h) in ggml order {nope, rkv, heads}; source row h(nope+v)+j, column r.
+		// Counters advance incrementally (no divisions per element).
 		s := p.srcs[0]
-		plain := s.t.Dtype != "F8_E4M3"
+		j, r, h := start%p.nope, (start/p.nope)%p.rkv, start/(p.nope*p.rkv)
+		if s.t.Dtype == "F8_E4M3" {
+			for k := int64(0); k < n; k++ {
+				s.readRange(dst[k*es:], (h*(p.nope+p.v)+j)*p.rkv+r, 1)
+				if j++; j == p.nope {
+					j = 0
+					if r++; r == p.rkv {
+						r, h = 0, h+1
+					}
+				}
+			}
+			return
+		}
+		data := s.data
 		for k := int64(0); k < n; k++ {
-			o := start + k
-			j, r, h := o%p.nope, (o/p.nope)%p.rkv, o/(p.nope*p.rkv)
-			src := (h*(p.nope+p.v)+j)*p.rkv + r
-			if plain {
-				copy(dst[k*es:(k+1)*es], s.data[src*es:(src+1)*es])
+			src := ((h*(p.nope+p.v)+j)*p.rkv + r) * es
+			if es == 2 {
+				dst[2*k], dst[2*k+1] = data[src], data[src+1]
 			} else {
-				s.readRange(dst[k*es:], src, 1)
+				copy(dst[k*es:(k+1)*es], data[src:src+es])
+			}
+			if j++; j == p.nope {
+				j = 0
+				if r++; r == p.rkv {
+					r, h = 0, h+1
+				}
 			}
 		}
 	case SplitVB:

@@ -14,6 +14,11 @@ import (
 	"github.com/dspark-dev/dspark/internal/mmap"
 )
 
+// MaxHeaderLen is the largest header (JSON) length accepted, as in the reference
+// implementation: a larger length field is treated as corruption, not as a reason to
+// allocate.
+const MaxHeaderLen = 100_000_000
+
 // TensorInfo describes one tensor of a file. Begin and End are byte offsets relative to the
 // start of the data buffer (File.DataStart); the tensor's bytes are [Begin, End).
 type TensorInfo struct {

@@ -86,3 +86,26 @@ func TestReservedSpecials(t *testing.T) {
 		t.Error("added was modified")
 	}
 }
+
+func FuzzParseAddedTokens(f *testing.F) {
+	f.Add([]byte(kimiLikeConfig))
+	f.Add([]byte(`{"added_tokens_decoder": {"5": {"content": "a"}, "9": {"content": "a"}}}`))
+	f.Add([]byte(`{"added_tokens_decoder": {"99999999999": {"content": "a"}}}`))
+	f.Add([]byte(`{"added_tokens_decoder": null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		list, err := ParseAddedTokenList(data)
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v does not match ErrFormat", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for i, tk := range list {
+			if tk.ID < 0 || tk.Content == "" || seen[tk.Content] || i > 0 && list[i-1].ID >= tk.ID {
+				t.Fatalf("invalid entry accepted: %+v", tk)
+			}
+			seen[tk.Content] = true
+		}
+	})
+}

@@ -259,3 +259,37 @@ func FuzzEncodeDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNewBPE feeds arbitrary GGUF-like arrays (a base vocabulary plus fuzzed extra tokens,
+// merges and types): NewBPE must either fail cleanly or give a BPE that round-trips text.
+func FuzzNewBPE(f *testing.F) {
+	f.Add("ab\nabc", "a b\nab c", []byte{1, 1}, "xabcx")
+	f.Add("[X]\nab", "a b\na b", []byte{3, 1}, "[X]ab")
+	f.Add("Ġa\n", "Ġ a", []byte{1, 5}, " a a")
+	f.Add("", "a  b", []byte{}, "")
+	f.Fuzz(func(t *testing.T, extra, merges string, types []byte, text string) {
+		tab := ByteToUnicode()
+		var tokens []string
+		for _, r := range tab {
+			tokens = append(tokens, string(r))
+		}
+		tokens = append(tokens, strings.Split(extra, "\n")...)
+		var ty []int32
+		if len(types) > 0 {
+			ty = make([]int32, len(tokens))
+			for i := range ty {
+				ty[i] = TypeNormal
+				if k := i - 256; k >= 0 && k < len(types) {
+					ty[i] = int32(types[k] % 8)
+				}
+			}
+		}
+		b, err := NewBPE(tokens, strings.Split(merges, "\n"), ty)
+		if err != nil {
+			return
+		}
+		if d := b.Decode(b.Encode(text)); d != text {
+			t.Fatalf("Decode(Encode(%q)) = %q", text, d)
+		}
+	})
+}

@@ -183,7 +183,7 @@ func specRope(v []float64, pos int, inv []float64, mscale float64) {
 // unsplit, K and V decompressed per head), in float64 from the raw matrices: context rows ctx
 // are injected keys (no attention), then n rows of h attend over ctx+new rows with the mask.
 func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32, pos []int, mask Mask) [][]float64 {
-	out, _ := f.hfReferenceMag(ctx, ctxPos, h, pos, mask)
+	out, _ := f.reference(ctx, ctxPos, h, pos, mask, false)
 	return out
 }
 
@@ -192,6 +192,11 @@ func (f *layerFixture) hfReference(ctx [][]float32, ctxPos []int, h [][]float32,
 // softmax on, sum_j |attn_output[i][j]| sum_t p_t |W_UV| |latent_t|. Rounding errors are
 // measured against it, since an output may cancel to nearly zero.
 func (f *layerFixture) hfReferenceMag(ctx [][]float32, ctxPos []int, h [][]float32, pos []int, mask Mask) (out, mag [][]float64) {
+	return f.reference(ctx, ctxPos, h, pos, mask, true)
+}
+
+// reference computes hfReference, and the magnitudes of hfReferenceMag when withMag is set.
+func (f *layerFixture) reference(ctx [][]float32, ctxPos []int, h [][]float32, pos []int, mask Mask, withMag bool) (out, mag [][]float64) {
 	cfg := f.cfg
 	nh, dn, dr, dv, kvl := cfg.NHead, cfg.DNope, cfg.DRope, cfg.DV, cfg.KVLoraRank
 	inv, ms := specInvFreq(cfg.RoPE)
@@ -291,6 +296,9 @@ func (f *layerFixture) hfReferenceMag(ctx [][]float32, ctxPos []int, h [][]float
 			for t := range sc {
 				for d := range dv {
 					cat[hd*dv+d] += sc[t] / z * vs[t][d]
+					if !withMag {
+						continue
+					}
 					var va float64 // |W_UV[h]| |latent_t|
 					for r := range kvl {
 						va += math.Abs(f.kv.at(hd*(dn+dv)+dn+d, r) * rows[t].latent[r])

@@ -59,34 +59,42 @@ func (a *Attention) ForwardNaive(out, h []float32, n int, pos []int, cache *Late
 			a.rope64(qs[i][hd*(dn+dr)+dn:(hd+1)*(dn+dr)], pos[i])
 		}
 	}
+	// Decompress the cache once: per head and row t, K = [W_UK[h] c_t | k_pe_t], V = W_UV[h] c_t.
+	total := base + n
+	keys, vals := make([][][]float64, nh), make([][][]float64, nh)
+	for hd := range nh {
+		keys[hd], vals[hd] = make([][]float64, total), make([][]float64, total)
+		for t := range total {
+			ct := to64(cache.Row(layer, t))
+			key := make([]float64, dn+dr)
+			for j := range dn {
+				for r := range kvl {
+					key[j] += kb[hd][r][j] * ct[r] // W_UK[h][j][r] = KB[h][r][j]
+				}
+			}
+			copy(key[dn:], ct[kvl:])
+			keys[hd][t] = key
+			vals[hd][t] = matVec64(vb[hd], ct[:kvl])
+		}
+	}
 	scale := kqScale64(cfg.RoPE, dn, dr)
 	cat := make([]float64, nh*dv)
 	for i := range n {
-		end := base + n
+		end := total
 		if mask == Causal {
 			end = base + i + 1
 		}
 		for hd := range nh {
 			qh := qs[i][hd*(dn+dr) : (hd+1)*(dn+dr)]
 			scores := make([]float64, end)
-			vals := make([][]float64, end)
 			mx := math.Inf(-1)
 			for t := range end {
-				ct := to64(cache.Row(layer, t))
-				key := make([]float64, dn+dr) // [W_UK c | k_pe]
-				for j := range dn {
-					for r := range kvl {
-						key[j] += kb[hd][r][j] * ct[r] // W_UK[h][j][r] = KB[h][r][j]
-					}
-				}
-				copy(key[dn:], ct[kvl:])
 				var sc float64
-				for j, v := range key {
+				for j, v := range keys[hd][t] {
 					sc += qh[j] * v
 				}
 				scores[t] = sc * scale
 				mx = math.Max(mx, scores[t])
-				vals[t] = matVec64(vb[hd], ct[:kvl])
 			}
 			var z float64
 			for t := range scores {
@@ -97,7 +105,7 @@ func (a *Attention) ForwardNaive(out, h []float32, n int, pos []int, cache *Late
 			clear(oh)
 			for t, p := range scores {
 				for d := range dv {
-					oh[d] += p / z * vals[t][d]
+					oh[d] += p / z * vals[hd][t][d]
 				}
 			}
 		}

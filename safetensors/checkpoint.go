@@ -25,11 +25,21 @@ type Checkpoint struct {
 
 type location struct{ file, tensor int }
 
-// OpenCheckpoint opens the checkpoint in dir. With an index file, the index is checked
+// OpenCheckpoint opens the checkpoint in dir. If dir names a .safetensors file instead, that
+// file alone is the checkpoint (Dir is then its directory). With an index file, the index is checked
 // against the shards and every difference is reported at once in a *CheckpointError: a
 // shard that is missing or malformed, a mapped tensor absent from its shard, a tensor in a
 // shard that the index does not map there, a tensor present in two shards.
 func OpenCheckpoint(dir string) (*Checkpoint, error) {
+	if st, err := os.Stat(dir); err == nil && st.Mode().IsRegular() && strings.HasSuffix(dir, ".safetensors") {
+		f, err := Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		c := &Checkpoint{Dir: filepath.Dir(dir), Files: []*File{f}}
+		c.indexTensors()
+		return c, nil
+	}
 	indexPath := filepath.Join(dir, IndexName)
 	if _, err := os.Stat(indexPath); errors.Is(err, fs.ErrNotExist) {
 		single := filepath.Join(dir, SingleName)

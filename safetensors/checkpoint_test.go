@@ -85,6 +85,12 @@ func TestCheckpointErrors(t *testing.T) {
 	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "found consolidated.safetensors") {
 		t.Fatalf("dir with another file: %v", err)
 	}
+	// A file path is a single-file checkpoint.
+	c, err := OpenCheckpoint(filepath.Join(dir, "consolidated.safetensors"))
+	if err != nil || c.Dir != dir || len(c.Files) != 1 || c.Index != nil {
+		t.Fatalf("file as checkpoint: %v %+v", err, c)
+	}
+	c.Close()
 	for _, c := range []struct{ body, want string }{
 		{`{"weight_map":{"a":"../x.safetensors"}}`, "must be a plain file name"},
 		{`{"weight_map":{"a":"/etc/x"}}`, "must be a plain file name"},
@@ -107,7 +113,7 @@ func TestCheckpointErrors(t *testing.T) {
 	}
 	// Empty weight map with extra metadata: a valid, empty checkpoint.
 	writeIndex(t, dir, `{"metadata":{"total_size":0,"x":[1,{"y":2}]},"weight_map":{}}`)
-	c, err := OpenCheckpoint(dir)
+	c, err = OpenCheckpoint(dir)
 	if err != nil || len(c.Names()) != 0 {
 		t.Fatalf("empty index: %v", err)
 	}

@@ -82,7 +82,9 @@ type File struct {
 }
 
 // Open maps the file at path read-only and validates it. The tensor bytes are not read:
-// Data returns zero-copy views of the mapping, valid until Close.
+// Data returns zero-copy views of the mapping, valid until Close. The file must not be
+// truncated while it is open (touching mapped pages past the new end faults); files are
+// replaced atomically by WriteFile, which leaves an open mapping intact.
 func Open(path string) (*File, error) {
 	osf, err := os.Open(path)
 	if err != nil {

@@ -111,6 +111,14 @@ func TestCheckpointErrors(t *testing.T) {
 			t.Errorf("index %s: got %v, want a FormatError about %q", c.body, err, c.want)
 		}
 	}
+	// An oversized index is refused before it is read (a sparse file: no disk used).
+	writeIndex(t, dir, "")
+	if err := os.Truncate(filepath.Join(dir, IndexName), MaxIndexLen+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("oversized index: %v", err)
+	}
 	// Empty weight map with extra metadata: a valid, empty checkpoint.
 	writeIndex(t, dir, `{"metadata":{"total_size":0,"x":[1,{"y":2}]},"weight_map":{}}`)
 	c, err = OpenCheckpoint(dir)

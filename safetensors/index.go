@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"unicode/utf8"
@@ -16,11 +17,30 @@ type Index struct {
 	WeightMap map[string]string // tensor name -> shard file name (in the checkpoint directory)
 }
 
+// MaxIndexLen is the largest index file accepted (real ones are a few MB even for
+// trillion-parameter models); a larger file is rejected before it is read.
+const MaxIndexLen = 256 << 20
+
 // ReadIndex reads and checks an index file.
 func ReadIndex(path string) (*Index, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxIndexLen {
+		return nil, &FormatError{path, -1, "index", fmt.Sprintf("file is %d bytes, over the limit of %d", st.Size(), MaxIndexLen)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxIndexLen+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxIndexLen {
+		return nil, &FormatError{path, -1, "index", fmt.Sprintf("file is over the limit of %d bytes", MaxIndexLen)}
 	}
 	return ParseIndex(path, b)
 }

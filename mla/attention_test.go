@@ -507,3 +507,32 @@ func TestForwardInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyBatch checks that n = 0 is a no-op that writes nothing.
+func TestEmptyBatch(t *testing.T) {
+	cfg := smallConfig(0, false)
+	s := newScenario(t, 2, cfg, 3, 1, 4, 2)
+	before := cloneCache(s.cache)
+	out := []float32{42}
+	if err := s.att[0].Forward(out, nil, 0, nil, s.cache, 0, Causal); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.att[0].InjectKV(nil, 0, nil, s.cache, 0); err != nil {
+		t.Fatal(err)
+	}
+	if out[0] != 42 || s.cache.Len() != 3 {
+		t.Fatalf("empty batch wrote output %v or changed Len to %d", out[0], s.cache.Len())
+	}
+	for k := range before.data {
+		if math.Float32bits(before.data[k]) != math.Float32bits(s.cache.data[k]) {
+			t.Fatalf("empty batch changed cache value %d", k)
+		}
+	}
+	if Causal.String() != "causal" || Block.String() != "block" || Mask(9).String() != "Mask(9)" {
+		t.Errorf("mask names: %v %v %v", Causal, Block, Mask(9))
+	}
+	s.cache.Reset()
+	if s.cache.Len() != 0 {
+		t.Errorf("Reset left Len %d", s.cache.Len())
+	}
+}

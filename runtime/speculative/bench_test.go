@@ -10,17 +10,20 @@ import (
 // benchVocab is Kimi-K3's vocabulary size, the row length the runtime will pass.
 const benchVocab = 163840
 
-// nsPerOp times f (at least 20 ms worth) for a limit measured in the same run as the benchmark.
-func nsPerOp(f func()) float64 {
-	for n := 1; ; n *= 2 {
-		start := time.Now()
-		for range n {
-			f()
-		}
-		if d := time.Since(start); d > 20*time.Millisecond {
-			return float64(d.Nanoseconds()) / float64(n)
-		}
+// loopWithLimit runs op under b's timer and, interleaved with it outside the timer, limit: the
+// floor op is compared with. Interleaving makes the ratio robust to the load of a shared
+// machine, which shifts both alike. It reports the ratio as metric unit.
+func loopWithLimit(b *testing.B, unit string, op, limit func()) {
+	var spent time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		t0 := time.Now()
+		limit()
+		spent += time.Since(t0)
+		b.StartTimer()
+		op()
 	}
+	b.ReportMetric(float64(b.Elapsed())/float64(spent), unit)
 }
 
 // lmLogits is a row shaped like a language model's: a few strong candidates over a long tail.
@@ -47,7 +50,7 @@ func expPass(dst []float64, l []float32) {
 func BenchmarkProbs(b *testing.B) {
 	l := lmLogits(1, benchVocab)
 	dst := make([]float64, benchVocab)
-	floor := nsPerOp(func() { expPass(dst, l) })
+	scratch := make([]float64, benchVocab)
 	for _, c := range []struct {
 		name string
 		p    Params
@@ -61,10 +64,7 @@ func BenchmarkProbs(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(4 * benchVocab)
 			b.ReportAllocs()
-			for b.Loop() {
-				Probs(dst, l, c.p)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/floor, "x_exp_pass")
+			loopWithLimit(b, "x_exp_pass", func() { Probs(dst, l, c.p) }, func() { expPass(scratch, l) })
 		})
 	}
 }
@@ -88,17 +88,14 @@ func BenchmarkVerify(b *testing.B) {
 	q[3][drafts[3]] *= 4 // q much more confident than p at position 4: a likely rejection
 	r := rand.New(rand.NewPCG(1, 2))
 	sink := 0.0
-	floor := nsPerOp(func() { sink += sum(p[0]) })
 	b.SetBytes(8 * benchVocab)
 	b.ReportAllocs()
-	for b.Loop() {
-		Verify(p, q, drafts, r)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/floor, "x_row_read")
+	loopWithLimit(b, "x_row_read", func() { Verify(p, q, drafts, r) }, func() { sink += sum(p[0]) })
 	_ = sink
 }
 
-// BenchmarkDraft draws a 7-token block with a Markov bias at T = 1, as a ratio to 7 exp passes.
+// BenchmarkDraft draws a 7-token block with a Markov bias at T = 1, as a ratio to 7 exp
+// passes (one per row).
 func BenchmarkDraft(b *testing.B) {
 	const K = 7
 	u := make([][]float32, K)
@@ -113,11 +110,11 @@ func BenchmarkDraft(b *testing.B) {
 	}}
 	r := rand.New(rand.NewPCG(3, 4))
 	dst := make([]float64, benchVocab)
-	floor := nsPerOp(func() { expPass(dst, u[0]) }) * K
 	b.SetBytes(4 * K * benchVocab)
 	b.ReportAllocs()
-	for b.Loop() {
-		d.Draft(0, u, r)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/floor, "x_exp_pass")
+	loopWithLimit(b, "x_exp_passes", func() { d.Draft(0, u, r) }, func() {
+		for k := range u {
+			expPass(dst, u[k])
+		}
+	})
 }

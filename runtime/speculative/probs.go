@@ -86,8 +86,14 @@ func Probs(dst []float64, logits []float32, p Params) {
 		k = n
 	}
 	if k == n && !p.topPActive() {
-		for i, v := range logits {
-			dst[i] = math.Exp((float64(v) - m) / t)
+		if t == 1 { // x / 1 == x exactly: same bits without the division
+			for i, v := range logits {
+				dst[i] = math.Exp(float64(v) - m)
+			}
+		} else {
+			for i, v := range logits {
+				dst[i] = math.Exp((float64(v) - m) / t)
+			}
 		}
 		normalize(dst, nil)
 		return

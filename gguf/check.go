@@ -26,20 +26,25 @@ func (f *File) CheckLayout() []error {
 	return errs
 }
 
+// InvalidString is a string from the file that is not valid UTF-8.
+type InvalidString struct {
+	Where string // e.g. `key "x"`, `key "x" value`, `key "tokenizer.ggml.tokens"[17]`, `tensor[3] name`
+	Bytes string // the string, byte-exact
+}
+
 // InvalidUTF8 lists the keys, string values, string array elements and tensor names that
-// are not valid UTF-8 (they are kept byte-exact; this only reports them). Each entry
-// names the place, e.g. `key "x" value` or `key "tokenizer.ggml.tokens"[17]`.
-func (f *File) InvalidUTF8() []string {
-	var out []string
+// are not valid UTF-8. They are kept byte-exact; this only reports them.
+func (f *File) InvalidUTF8() []InvalidString {
+	var out []InvalidString
 	for _, kv := range f.KVs {
 		k := QuoteCut(kv.Key, -1)
 		if !utf8.ValidString(kv.Key) {
-			out = append(out, "key "+k)
+			out = append(out, InvalidString{"key " + k, kv.Key})
 		}
 		switch kv.Value.Type() {
 		case ValueString:
 			if !utf8.ValidString(kv.Value.str) {
-				out = append(out, fmt.Sprintf("key %s value", k))
+				out = append(out, InvalidString{fmt.Sprintf("key %s value", k), kv.Value.str})
 			}
 		case ValueArray:
 			if kv.Value.ElemType() != ValueString {
@@ -51,14 +56,14 @@ func (f *File) InvalidUTF8() []string {
 			}
 			for i, s := range ss {
 				if !utf8.ValidString(s) {
-					out = append(out, fmt.Sprintf("key %s[%d]", k, i))
+					out = append(out, InvalidString{fmt.Sprintf("key %s[%d]", k, i), s})
 				}
 			}
 		}
 	}
 	for i := range f.Tensors {
-		if !utf8.ValidString(f.Tensors[i].Name) {
-			out = append(out, fmt.Sprintf("tensor[%d] name %s", i, QuoteCut(f.Tensors[i].Name, -1)))
+		if n := f.Tensors[i].Name; !utf8.ValidString(n) {
+			out = append(out, InvalidString{fmt.Sprintf("tensor[%d] name", i), n})
 		}
 	}
 	return out

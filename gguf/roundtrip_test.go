@@ -233,3 +233,25 @@ func TestCheckLayoutAndUTF8(t *testing.T) {
 		t.Errorf("written file not strict: %v %v", err, g.CheckLayout())
 	}
 }
+
+func TestHead(t *testing.T) {
+	b := encode(t, sampleKVs(), nil, 0)
+	f, err := NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range sampleKVs() {
+		if kv.Value.Type() != ValueArray {
+			continue
+		}
+		got, _ := f.Lookup(kv.Key)
+		for n := 0; n <= kv.Value.Len()+1; n++ {
+			h1, err1 := got.Head(n)
+			h2, err2 := kv.Value.Head(n)
+			want := reflect.ValueOf(kv.Value.Any()).Slice(0, min(n, kv.Value.Len())).Interface()
+			if err1 != nil || err2 != nil || !reflect.DeepEqual(h1, want) || !reflect.DeepEqual(h2, want) {
+				t.Errorf("%s Head(%d) = %#v / %#v, want %#v", kv.Key, n, h1, h2, want)
+			}
+		}
+	}
+}

@@ -22,8 +22,10 @@ func SplitPath(prefix string, i, n int) string {
 	return fmt.Sprintf("%s-%05d-of-%05d.gguf", prefix, i+1, n)
 }
 
-// splitPaths returns every shard's path when path names the first shard of a set of
-// more than one.
+// SplitSet returns the names of every shard when name (a path or URL) names the first
+// shard of a gguf-split set of more than one file ("x-00001-of-00003.gguf").
+func SplitSet(name string) ([]string, bool) { return splitPaths(name) }
+
 func splitPaths(path string) ([]string, bool) {
 	m := splitName.FindStringSubmatch(filepath.Base(path))
 	if m == nil || m[2] != "00001" {

@@ -18,8 +18,8 @@ func (c *checker) generic() {
 			c.add("", "%v", err)
 		}
 	}
-	for _, where := range f.InvalidUTF8() {
-		c.add(where, "is not valid UTF-8")
+	for _, bad := range f.InvalidUTF8() {
+		c.add(bad.Where, "is not valid UTF-8 (bytes %x)", bad.Bytes)
 	}
 	for _, u := range f.Unsupported {
 		c.add("", "%v", u)

@@ -19,6 +19,9 @@ type DraftOptions struct {
 	// under "model.", block_size / mask_token_id / target_layer_ids inside a dflash_config
 	// block and YaRN under rope_scaling (the older schema) instead of rope_parameters.
 	DFlashNames bool
+	// WithTokenizer also writes the paired target's tiktoken.model and
+	// tokenizer_config.json into the draft directory, so that it converts on its own.
+	WithTokenizer bool
 }
 
 // RopeParameters is the YaRN block of the draft config (transformers 5 `rope_parameters`).

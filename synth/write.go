@@ -59,15 +59,7 @@ func Target(dir string, opts TargetOptions, wo WriteOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ranks, err := TrainTokenizer(p.Ranks)
-	if err != nil {
-		return nil, fmt.Errorf("synth: train tokenizer: %w", err)
-	}
-	tk := filepath.Join(dir, "tiktoken.model")
-	if err := writeAtomic(tk, wo.Overwrite, func(w io.Writer) error { return tokenizer.WriteTiktoken(w, ranks) }); err != nil {
-		return nil, err
-	}
-	tc, err := tokenizerConfigJSON(p.Specials, p.Config, p.Config.MaxPositionEmbeddings)
+	tokFiles, err := writeTokenizer(dir, p.Config, p.Specials, wo.Overwrite)
 	if err != nil {
 		return nil, err
 	}
@@ -83,14 +75,72 @@ func Target(dir string, opts TargetOptions, wo WriteOptions) (*Result, error) {
 	for _, f := range []struct {
 		name string
 		b    []byte
-	}{{"tokenizer_config.json", tc}, {"generation_config.json", gc}, {"config.json", cj}} {
+	}{{"generation_config.json", gc}, {"config.json", cj}} {
 		if err := writeJSON(filepath.Join(dir, f.name), f.b, wo.Overwrite); err != nil {
 			return nil, err
 		}
 	}
-	res.Files = append(res.Files, tk, filepath.Join(dir, "tokenizer_config.json"),
-		filepath.Join(dir, "generation_config.json"), filepath.Join(dir, "config.json"))
+	res.Files = append(res.Files, tokFiles...)
+	res.Files = append(res.Files, filepath.Join(dir, "generation_config.json"), filepath.Join(dir, "config.json"))
 	return res, nil
+}
+
+// writeTokenizer writes tiktoken.model (cfg.Ranks() trained ranks) and
+// tokenizer_config.json (specials) into dir and returns their paths.
+func writeTokenizer(dir string, cfg *TargetConfig, specials map[int]string, overwrite bool) ([]string, error) {
+	ranks, err := TrainTokenizer(cfg.Ranks())
+	if err != nil {
+		return nil, fmt.Errorf("synth: train tokenizer: %w", err)
+	}
+	tk := filepath.Join(dir, "tiktoken.model")
+	if err := writeAtomic(tk, overwrite, func(w io.Writer) error { return tokenizer.WriteTiktoken(w, ranks) }); err != nil {
+		return nil, err
+	}
+	tc, err := tokenizerConfigJSON(specials, cfg, cfg.MaxPositionEmbeddings)
+	if err != nil {
+		return nil, err
+	}
+	tcPath := filepath.Join(dir, "tokenizer_config.json")
+	if err := writeJSON(tcPath, tc, overwrite); err != nil {
+		return nil, err
+	}
+	return []string{tk, tcPath}, nil
+}
+
+// tokenizerFiles are the tokenizer files of a target directory.
+var tokenizerFiles = []string{"tiktoken.model", "tokenizer_config.json"}
+
+// draftTokenizer writes the paired target's tokenizer files into a draft directory: copied
+// from opts.TargetDir, or else trained exactly as the target of the same preset would have
+// them (for k3-full: 163,584 ranks and 256 reserved ids, about 30 s of training).
+func draftTokenizer(dir string, opts DraftOptions, overwrite bool) ([]string, error) {
+	if opts.TargetDir != "" {
+		var out []string
+		for _, name := range tokenizerFiles {
+			b, err := os.ReadFile(filepath.Join(opts.TargetDir, name))
+			if err != nil {
+				return nil, fmt.Errorf("synth: target tokenizer: %w", err)
+			}
+			p := filepath.Join(dir, name)
+			if err := writeAtomic(p, overwrite, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	var cfg *TargetConfig
+	if opts.Preset == K3Full {
+		t := k3Target
+		cfg = &TargetConfig{VocabSize: t.Vocab, BosTokenID: t.Bos, EosTokenID: t.Bos + eosOffset,
+			PadTokenID: t.Pad, MaxPositionEmbeddings: 1048576, reserved: t.Vocab - t.Bos}
+	} else {
+		var err error
+		if cfg, err = TargetConfigFor(TargetOptions{Preset: opts.Preset}); err != nil {
+			return nil, err
+		}
+	}
+	return writeTokenizer(dir, cfg, SpecialTokens(cfg.Ranks(), cfg.VocabSize), overwrite)
 }
 
 // Draft writes the synthetic draft opts describes into dir (created if needed).
@@ -99,7 +149,11 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareDir(dir, []string{"config.json"}, wo.Overwrite); err != nil {
+	names := []string{"config.json"}
+	if opts.WithTokenizer {
+		names = append(names, tokenizerFiles...)
+	}
+	if err := prepareDir(dir, names, wo.Overwrite); err != nil {
 		return nil, err
 	}
 	var copies map[string]func(io.Writer) error
@@ -125,6 +179,13 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 	cj, err := marshal(p.Config, "  ")
 	if err != nil {
 		return nil, err
+	}
+	if opts.WithTokenizer {
+		files, err := draftTokenizer(dir, opts, wo.Overwrite)
+		if err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, files...)
 	}
 	cfgPath := filepath.Join(dir, "config.json")
 	if err := writeJSON(cfgPath, cj, wo.Overwrite); err != nil {

@@ -176,12 +176,23 @@ func TestDraftEmbeddingIsTargetCopy(t *testing.T) {
 	tgt := filepath.Join(root, "t")
 	writeTarget(t, tgt, TargetOptions{Preset: Tiny, Seed: 4}, WriteOptions{})
 	paired := filepath.Join(root, "paired")
-	if _, err := Draft(paired, DraftOptions{Preset: Tiny, Seed: 9, TargetDir: tgt}, WriteOptions{}); err != nil {
+	if _, err := Draft(paired, DraftOptions{Preset: Tiny, Seed: 9, TargetDir: tgt, WithTokenizer: true}, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	alone := filepath.Join(root, "alone")
-	if _, err := Draft(alone, DraftOptions{Preset: Tiny, Seed: 4}, WriteOptions{}); err != nil {
+	if _, err := Draft(alone, DraftOptions{Preset: Tiny, Seed: 4, WithTokenizer: true}, WriteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range []string{"tiktoken.model", "tokenizer_config.json"} {
+		want, err := os.ReadFile(filepath.Join(tgt, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{paired, alone} {
+			if got, err := os.ReadFile(filepath.Join(d, name)); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s/%s differs from the target's (%v)", d, name, err)
+			}
+		}
 	}
 	embed := func(dir, name string) []byte {
 		ck, err := safetensors.OpenCheckpoint(dir)

@@ -21,7 +21,7 @@ type synthFlags struct {
 	kind, preset, out, target, brk, shardSize string
 	seed                                      uint64
 	noQLoRA, tied, dense, fp8, groupRouting   bool
-	dflashNames, quiet, force                 bool
+	dflashNames, withTokenizer, quiet, force  bool
 }
 
 func newSynthCmd() *cobra.Command {
@@ -58,6 +58,7 @@ See docs/synth.md.`,
 	fl.BoolVar(&f.fp8, "fp8", false, "target: FP8 (e4m3) block-quantized weights with weight_scale_inv")
 	fl.BoolVar(&f.groupRouting, "group-routing", false, "target: n_group > 1 group-limited routing")
 	fl.BoolVar(&f.dflashNames, "dflash-names", false, "dspark: DFlash tensor names (fc, hidden_norm, norm, model. prefix) and dflash_config")
+	fl.BoolVar(&f.withTokenizer, "with-tokenizer", false, "dspark: also write the target's tiktoken.model and tokenizer_config.json (trained if there is no --target; ~30 s for k3-full)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar and no summary")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing checkpoint in --out")
 	return cmd
@@ -104,7 +105,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
 	targetOnly := []string{"no-q-lora", "tied", "dense", "fp8", "group-routing"}
-	draftOnly := []string{"target", "dflash-names"}
+	draftOnly := []string{"target", "dflash-names", "with-tokenizer"}
 	wrong := targetOnly
 	if f.kind == "target" {
 		wrong = draftOnly
@@ -131,7 +132,8 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	wo := synth.WriteOptions{ShardSize: shard, Break: f.brk, Overwrite: f.force}
 	topts := synth.TargetOptions{Preset: f.preset, Seed: f.seed, NoQLoRA: f.noQLoRA, Tied: f.tied,
 		Dense: f.dense, FP8: f.fp8, GroupRouting: f.groupRouting}
-	dopts := synth.DraftOptions{Preset: f.preset, Seed: f.seed, TargetDir: f.target, DFlashNames: f.dflashNames}
+	dopts := synth.DraftOptions{Preset: f.preset, Seed: f.seed, TargetDir: f.target, DFlashNames: f.dflashNames,
+		WithTokenizer: f.withTokenizer}
 
 	var total int64
 	if f.kind == "target" {

@@ -11,8 +11,18 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/lint"
 	"github.com/dspark-dev/dspark/synth"
 )
+
+// lintCheck is dspark inspect --check's lint, run on every converted file.
+func lintCheck(f *gguf.File) []string {
+	var out []string
+	for _, pr := range lint.Check(f) {
+		out = append(out, pr.String())
+	}
+	return out
+}
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
@@ -104,7 +114,7 @@ func TestGolden(t *testing.T) {
 				opt.Target = baseTarget(t)
 			}
 			p, out := convertTo(t, dir, opt)
-			rep, err := p.Verify(out, nil)
+			rep, err := p.Verify(out, lintCheck)
 			if err != nil {
 				t.Fatal(err)
 			}

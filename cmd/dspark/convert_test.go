@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dspark-dev/dspark/synth"
+	"github.com/spf13/cobra"
+)
+
+// runConvertArgs runs a fresh convert command and returns its stdout+stderr and error.
+func runConvertArgs(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newConvertCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func synthPair(t *testing.T) (tgt, drf string) {
+	t.Helper()
+	root := t.TempDir()
+	tgt, drf = filepath.Join(root, "tgt"), filepath.Join(root, "drf")
+	if _, err := synth.Target(tgt, synth.TargetOptions{Preset: "tiny", Seed: 1}, synth.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.Draft(drf, synth.DraftOptions{Preset: "tiny", Seed: 2, TargetDir: tgt}, synth.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return tgt, drf
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestConvertDryRunWritesNothing(t *testing.T) {
+	tgt, drf := synthPair(t)
+	before := listDir(t, drf)
+	out, err := runConvertArgs(t, drf, "--target", tgt, "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"plan: " + drf, "-> dflash", "blk.1.attn_k_b.weight", "kv_b->k_b", "dflash.target_layers", "i32[]", "embed_tokens.weight (not written"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("plan does not mention %q:\n%s", w, out)
+		}
+	}
+	if after := listDir(t, drf); !slices.Equal(before, after) {
+		t.Errorf("dry run changed %s: %v -> %v", drf, before, after)
+	}
+}
+
+func TestConvertWriteVerifyForce(t *testing.T) {
+	tgt, drf := synthPair(t)
+	outFile := filepath.Join(t.TempDir(), "d.gguf")
+	out, err := runConvertArgs(t, drf, "--target", tgt, "-o", outFile, "--verify", "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "verify: OK") {
+		t.Errorf("no OK verdict:\n%s", out)
+	}
+	_, err = runConvertArgs(t, drf, "--target", tgt, "-o", outFile, "--quiet")
+	if err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("overwrite without --force: %v", err)
+	}
+	if _, err := runConvertArgs(t, drf, "--target", tgt, "-o", outFile, "--quiet", "--force"); err != nil {
+		t.Errorf("--force: %v", err)
+	}
+	// Default name inside the checkpoint directory, and plain progress lines on a non-terminal.
+	out, err = runConvertArgs(t, tgt, "--outtype", "f16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(tgt, "tgt-8x218K-F16.gguf")); err != nil {
+		t.Errorf("default output: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "convert: [1/52] token_embd.weight") {
+		t.Errorf("no progress lines:\n%s", out)
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	tgt, drf := synthPair(t)
+	var ue usageError
+	if _, err := runConvertArgs(t, drf, "--outtype", "q4_k"); !errors.As(err, &ue) {
+		t.Errorf("bad --outtype: %v, want a usage error", err)
+	}
+	if _, err := runConvertArgs(t, drf, "--split-max-size", "12X"); !errors.As(err, &ue) {
+		t.Errorf("bad --split-max-size: %v, want a usage error", err)
+	}
+	if _, err := runConvertArgs(t); !errors.As(err, &ue) {
+		t.Errorf("no argument: %v, want a usage error", err)
+	}
+	if _, err := runConvertArgs(t, tgt, "--target", drf, "--dry-run"); err == nil || !strings.Contains(err.Error(), "--target is for draft models") {
+		t.Errorf("--target on a target: %v", err)
+	}
+	rootCmd.SetOut(io.Discard)
+	defer rootCmd.SetOut(nil)
+	if code := execute([]string{"convert", filepath.Join(t.TempDir(), "nothing")}); code != exitFailure {
+		t.Errorf("missing directory: exit %d, want %d", code, exitFailure)
+	}
+}
+
+func TestConvertSplit(t *testing.T) {
+	tgt, _ := synthPair(t)
+	dir := t.TempDir()
+	out, err := runConvertArgs(t, tgt, "-o", filepath.Join(dir, "t.gguf"), "--split-max-size", "200K", "--verify", "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	files := listDir(t, dir)
+	if len(files) < 2 || !strings.HasSuffix(files[0], "-00001-of-0000"+string(rune('0'+len(files)))+".gguf") {
+		t.Errorf("shards %v", files)
+	}
+	if !strings.Contains(out, "verify: OK") {
+		t.Errorf("no OK verdict:\n%s", out)
+	}
+}
+
+func TestParseSplitSize(t *testing.T) {
+	for in, want := range map[string]int64{"": 0, "100": 100, "5K": 5000, "2M": 2_000_000, "3g": 3_000_000_000} {
+		if got, err := parseSplitSize(in); err != nil || got != want {
+			t.Errorf("parseSplitSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1", "0", "M", "1.5G", "9999999999G"} {
+		if _, err := parseSplitSize(in); err == nil {
+			t.Errorf("parseSplitSize(%q) accepted", in)
+		}
+	}
+}

@@ -133,3 +133,27 @@ func TestDrafterPanicsOnRaggedRows(t *testing.T) {
 	}()
 	(&Drafter{Params: Params{Temperature: 1}}).Draft(0, [][]float32{{0, 0}, {0}}, fixedRNG(0.5))
 }
+
+func TestDrafterReuseAcrossShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	d := &Drafter{Params: Params{Temperature: 0.9}}
+	for _, shape := range [][2]int{{3, 4}, {5, 9}, {2, 4}, {7, 2}, {1, 9}} {
+		k, v := shape[0], shape[1]
+		u := make([][]float32, k)
+		for i := range u {
+			u[i] = randomLogits(r, v)
+			u[i][0] = 0
+		}
+		drafts, q := d.Draft(0, u, r)
+		if len(drafts) != k || len(q) != k {
+			t.Fatalf("shape %v: %d drafts, %d rows", shape, len(drafts), len(q))
+		}
+		for i := range q {
+			want := make([]float64, v)
+			Probs(want, u[i], d.Params)
+			if j, ok := sameBits(q[i], want); !ok || len(q[i]) != v {
+				t.Fatalf("shape %v: row %d (len %d) differs at %d", shape, i, len(q[i]), j)
+			}
+		}
+	}
+}

@@ -13,7 +13,8 @@ import (
 )
 
 // The benchmarks report each headline figure next to a limit measured in the same run,
-// interleaved iteration by iteration (the machine is shared and noisy), using medians:
+// interleaved iteration by iteration (the machine is shared and noisy), using medians and,
+// for single-thread figures, the thread's CPU time (see threadClock):
 //
 //	GEMV:    weight GB/s, a plain read of the same packed buffer in GB/s, and their ratio
 //	GEMM M=8: GFLOP/s, an FMA loop's GFLOP/s on the same core, and their ratio
@@ -81,7 +82,14 @@ func benchMat(b *testing.B, t DType, rows, cols int) *Mat {
 // paired runs ref (untimed) and kern (timed) alternately b.N times after one warm-up call
 // each, and returns the median durations of both and the median of the per-iteration
 // ratios time(ref)/time(kern): neighbouring measurements share the machine's load.
-func paired(b *testing.B, ref, kern func()) (kMed, rMed time.Duration, ratio float64) {
+//
+// A nil clock means the wall clock (for multi-threaded calls); single-thread benchmarks pass
+// threadClock's.
+func paired(b *testing.B, clock func() time.Duration, ref, kern func()) (kMed, rMed time.Duration, ratio float64) {
+	if clock == nil {
+		start := time.Now()
+		clock = func() time.Duration { return time.Since(start) }
+	}
 	ref()
 	kern()
 	tk := make([]time.Duration, b.N)
@@ -91,13 +99,13 @@ func paired(b *testing.B, ref, kern func()) (kMed, rMed time.Duration, ratio flo
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		t0 := time.Now()
+		t0 := clock()
 		ref()
-		tr[i] = time.Since(t0)
+		tr[i] = clock() - t0
 		b.StartTimer()
-		t1 := time.Now()
+		t1 := clock()
 		kern()
-		tk[i] = time.Since(t1)
+		tk[i] = clock() - t1
 		rs[i] = tr[i].Seconds() / tk[i].Seconds()
 	}
 	b.StopTimer()
@@ -124,7 +132,9 @@ func BenchmarkGEMV(b *testing.B) {
 				dst := make([]float32, m.rows)
 				mem := m.pk.mem
 				b.SetBytes(int64(len(mem)))
-				kern, read, ratio := paired(b, func() { readBytes(&mem[0], len(mem)&^127) }, func() { m.MatVec(dst, x) })
+				clock, release := threadClock()
+				defer release()
+				kern, read, ratio := paired(b, clock, func() { readBytes(&mem[0], len(mem)&^127) }, func() { m.MatVec(dst, x) })
 				b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
 				b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
 				b.ReportMetric(ratio, "ratio-to-read")
@@ -149,7 +159,9 @@ func BenchmarkGEMM8(b *testing.B) {
 				x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
 				dst := make([]float32, n*m.rows)
 				b.SetBytes(int64(len(m.pk.mem)))
-				kern, fma, ratio := paired(b, func() { fmaLoop(fmaIters) }, func() { m.MatMul(dst, x, n) })
+				clock, release := threadClock()
+				defer release()
+				kern, fma, ratio := paired(b, clock, func() { fmaLoop(fmaIters) }, func() { m.MatMul(dst, x, n) })
 				flops := 2 * float64(m.rows) * float64(m.cols) * n
 				peakFlops := 192 * float64(fmaIters)
 				b.ReportMetric(flops/kern.Seconds()/1e9, "GFLOP/s")
@@ -176,7 +188,13 @@ func BenchmarkBatchCost(b *testing.B) {
 				x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
 				dst := make([]float32, n*m.rows)
 				b.SetBytes(int64(len(m.pk.mem)))
-				_, _, ratio := paired(b, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
+				var clock func() time.Duration
+				if par == 1 {
+					c, release := threadClock()
+					defer release()
+					clock = c
+				}
+				_, _, ratio := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
 				b.ReportMetric(1/ratio, "cost-vs-1-row")
 			})
 		}

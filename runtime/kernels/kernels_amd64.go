@@ -69,7 +69,7 @@ func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) {
 }
 
 // prefetchAhead is how far ahead of its reads a one-panel kernel prefetches its own panel
-// (the _generate program uses the same distance for multi-panel kernels).
+// when it is the only stream.
 const prefetchAhead = 4096
 
 // storeAsm copies the valid rows of a kernel's output (c batch rows, np panels from pn) to

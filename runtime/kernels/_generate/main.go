@@ -50,16 +50,6 @@ var xaddr = []string{"(DX)", "(DX)(R9*1)", "(DX)(R9*2)", "(R10)", "(R10)(R9*1)",
 
 const unroll = 4
 
-// prefetchDist is how far ahead (bytes) the kernels prefetch each weight stream; 0 disables.
-var prefetchDist = func() int {
-	if v := os.Getenv("PFDIST"); v != "" {
-		var d int
-		fmt.Sscan(v, &d)
-		return d
-	}
-	return 4096
-}()
-
 type gen struct {
 	s bytes.Buffer
 }
@@ -150,30 +140,19 @@ func (g *gen) column(d dtype, s shape, u int) {
 	}
 }
 
-// prefetch emits the software prefetches of one unrolled group. A one-panel kernel
-// prefetches wherever its caller points AX (advanced by R13 bytes per group): ahead in its
-// own panel, or a slice of the next panel while it rereads the current one from cache. A
-// multi-panel kernel prefetches each of its panels prefetchDist bytes ahead.
+// prefetch emits the software prefetches of one unrolled group of a one-panel kernel: it
+// prefetches wherever its caller points AX, advancing AX by R13 bytes per group: ahead in
+// its own panel, or a slice of the next panel while it rereads the current one from cache.
+// Multi-panel kernels read several streams at once and leave prefetching to the hardware
+// (software prefetches measurably slowed them down).
 func (g *gen) prefetch(d dtype, s shape) {
-	if prefetchDist == 0 {
+	if s.P != 1 {
 		return
 	}
-	if s.P == 1 {
-		for off := 0; off < unroll*d.step || off == 0; off += 64 {
-			g.f("\tPREFETCHT0 %d(AX)", off)
-		}
-		g.f("\tADDQ R13, AX")
-		return
+	for off := 0; off < unroll*d.step || off == 0; off += 64 {
+		g.f("\tPREFETCHT0 %d(AX)", off)
 	}
-	lo, hi := "SI", "R12"
-	if d.name == "Q8_0" {
-		lo, hi = "R11", "R13"
-	}
-	for p := 0; p < s.P; p++ {
-		for off := 0; off < unroll*d.step; off += 64 {
-			g.f("\tPREFETCHT0 %s", mem(lo, hi, p, prefetchDist+off))
-		}
-	}
+	g.f("\tADDQ R13, AX")
 }
 
 // advance emits the pointer increments after n columns.

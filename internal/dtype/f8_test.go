@@ -49,6 +49,14 @@ func TestF8E4M3AllValues(t *testing.T) {
 	}
 }
 
+// f8Values caches f8Value for the non-negative finite codes.
+var f8Values = func() (t [0x7f]float64) {
+	for c := range t {
+		t[c] = f8Value(uint8(c))
+	}
+	return t
+}()
+
 // f8Ref rounds by brute force over all 127 finite non-negative codes: the nearest value,
 // ties to the even code, and saturation to 448 for anything beyond.
 func f8Ref(f float32) uint8 {
@@ -62,7 +70,7 @@ func f8Ref(f float32) uint8 {
 	}
 	best, bestD := uint8(0), math.Inf(1)
 	for c := uint8(0); c <= 0x7e; c++ {
-		d := math.Abs(f8Value(c) - a)
+		d := math.Abs(f8Values[c] - a)
 		if d < bestD || (d == bestD && c&1 == 0) {
 			best, bestD = c, d
 		}

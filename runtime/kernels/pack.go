@@ -91,17 +91,27 @@ func (p *packed) putRowRaw(i int, src []byte) {
 	mem := p.mem[base : base+p.panelBytes]
 	switch p.t {
 	case F32:
+		src = src[:4*p.cols]
 		for k := 0; k < p.cols; k++ {
-			copy(mem[k*64+r*4:k*64+r*4+4], src[4*k:4*k+4])
+			binary.LittleEndian.PutUint32(mem[k*64+r*4:], binary.LittleEndian.Uint32(src[4*k:]))
 		}
-	case F16:
-		for k := 0; k < p.cols; k++ {
-			copy(mem[k*32+r*2:k*32+r*2+2], src[2*k:2*k+2])
+	case F16, BF16:
+		off := r * 2
+		if p.t == BF16 {
+			off = bf16Offset(r)
 		}
-	case BF16:
-		off := bf16Offset(r)
-		for k := 0; k < p.cols; k++ {
-			copy(mem[k*32+off:k*32+off+2], src[2*k:2*k+2])
+		src = src[:2*p.cols]
+		k := 0
+		for ; k+4 <= p.cols; k += 4 { // four columns per 64-bit load
+			v := binary.LittleEndian.Uint64(src[2*k:])
+			d := mem[k*32+off : k*32+off+98]
+			binary.LittleEndian.PutUint16(d[0:], uint16(v))
+			binary.LittleEndian.PutUint16(d[32:], uint16(v>>16))
+			binary.LittleEndian.PutUint16(d[64:], uint16(v>>32))
+			binary.LittleEndian.PutUint16(d[96:], uint16(v>>48))
+		}
+		for ; k < p.cols; k++ {
+			binary.LittleEndian.PutUint16(mem[k*32+off:], binary.LittleEndian.Uint16(src[2*k:]))
 		}
 	case Q8_0:
 		for b := 0; b < p.cols/q8Block; b++ {

@@ -81,12 +81,16 @@ func TestQ8_0Properties(t *testing.T) {
 			t.Fatalf("block %d: d = %#04x, want %#04x", b, got, F32ToF16(d32))
 		}
 		id := 1 / float64(d32)
+		id32 := 1 / d32 // ggml multiplies by the float32 reciprocal
 		dq := float64(F16ToF32(binary.LittleEndian.Uint16(dst[34*b:])))
 		for j, v := range x {
 			q := float64(int8(dst[34*b+2+j]))
 			// Within half a step, with slack for float32 rounding of x*id.
 			if math.Abs(float64(v)*id-q) > 0.5+1e-5 {
 				t.Fatalf("block %d[%d]: x*id = %v, q = %v", b, j, float64(v)*id, q)
+			}
+			if want := math.Round(float64(v * id32)); q != want {
+				t.Fatalf("block %d[%d]: q = %v, ggml's round(x * (1/d)) = %v", b, j, q, want)
 			}
 			if math.Abs(float64(v)) == amax && math.Abs(q) != 127 {
 				t.Fatalf("block %d[%d]: the largest value got q = %v", b, j, q)
@@ -100,4 +104,44 @@ func TestQ8_0Properties(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQ8_0UsesReciprocal pins the one choice where ggml's reference differs from the
+// textbook formula: q = round(x * (1/d)) in float32, not round(x / d). The test searches for
+// inputs where the two disagree (values a few ulps from a half step) and checks that the
+// quantizer agrees with ggml on them.
+func TestQ8_0UsesReciprocal(t *testing.T) {
+	found := 0
+	src := make([]float32, 32)
+	dst := make([]byte, 34)
+	for _, amax := range []float32{1, 3, 7.7, 100, 0.3, 12345} {
+		d := amax / 127
+		id := 1 / d
+		for k := 0; k < 127 && found < 50; k++ {
+			mid := float32((float64(k) + 0.5) * float64(d))
+			x := mid
+			for range 4 {
+				x = math.Nextafter32(x, 0)
+			}
+			for range 8 {
+				x = math.Nextafter32(x, 1e9)
+				byRecip := math.Round(float64(x * id))
+				byDiv := math.Round(float64(x / d))
+				if byRecip == byDiv || math.Abs(float64(x)) > float64(amax) {
+					continue
+				}
+				found++
+				clear(src)
+				src[0], src[1] = amax, x
+				QuantizeQ8_0(dst, src)
+				if q := float64(int8(dst[3])); q != byRecip {
+					t.Fatalf("x = %v, d = %v: q = %v; ggml's round(x*(1/d)) = %v, round(x/d) = %v", x, d, q, byRecip, byDiv)
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no input found where x*(1/d) and x/d round differently; the test checks nothing")
+	}
+	t.Logf("%d discriminating inputs checked", found)
 }

@@ -51,14 +51,18 @@ func (r *Result) TokensPerSecond() float64 {
 // ErrEmptyPrompt is returned for a prompt with no tokens.
 var ErrEmptyPrompt = errors.New("the prompt has no tokens")
 
-// sample picks the next token from one row of logits.
-func (g *Generator) sample(logits []float32) int {
+// sample picks the next token from one row of logits; a row with NaN or +Inf is an error
+// (a broken model), never a silently arbitrary token.
+func (g *Generator) sample(logits []float32) (int, error) {
+	if err := speculative.CheckLogits(logits); err != nil {
+		return 0, fmt.Errorf("target logits: %w", err)
+	}
 	if g.Params.Greedy() {
-		return speculative.Argmax(logits)
+		return speculative.Argmax(logits), nil
 	}
 	p := g.probRow(0, len(logits))
 	speculative.Probs(p, logits, g.Params)
-	return speculative.Sample(p, g.RNG)
+	return speculative.Sample(p, g.RNG), nil
 }
 
 func (g *Generator) probRow(i, v int) []float64 {
@@ -97,7 +101,7 @@ func (g *Generator) prefill(prompt []int) (int, error) {
 		}
 		done += n
 		if done == len(prompt) {
-			return g.sample(g.step.Logits[(n-1)*V : n*V]), nil
+			return g.sample(g.step.Logits[(n-1)*V : n*V])
 		}
 	}
 	panic("unreachable")
@@ -125,7 +129,9 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 		if err := g.Target.Forward([]int{tok}, 0, nil, &g.step); err != nil {
 			return nil, err
 		}
-		tok = g.sample(g.step.Logits[:V])
+		if tok, err = g.sample(g.step.Logits[:V]); err != nil {
+			return nil, err
+		}
 	}
 	res.Elapsed = time.Since(t0)
 	return res, nil
@@ -187,6 +193,11 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 		batch := append([]int{anchor}, drafts...)
 		if err := t.Forward(batch, 0, d.Taps(), &g.step); err != nil {
 			return nil, err
+		}
+		for j := range batch {
+			if err := speculative.CheckLogits(g.step.Logits[j*V : (j+1)*V]); err != nil {
+				return nil, fmt.Errorf("target logits: %w", err)
+			}
 		}
 		var v speculative.Result
 		if g.Params.Greedy() {

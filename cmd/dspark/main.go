@@ -86,9 +86,20 @@ func execute(args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(os.Stderr, "dspark: %v\n", err)
+	code := exitCode(err)
+	if code == exitUsage {
+		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", rootCmd.Name())
+	}
+	return code
+}
+
+// exitCode maps a command's error to the process exit code.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", rootCmd.Name())
 		return exitUsage
 	}
 	var ee exitCodeError

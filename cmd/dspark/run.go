@@ -26,7 +26,10 @@ type runFlags struct {
 	json, draftOnly, noPlain      bool
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newRunCmd()) }
+
+// newRunCmd builds the run command with its own flag values.
+func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run [--target T.gguf [--draft D.gguf]] (--prompt TEXT | --tokens IDS)",
@@ -54,7 +57,7 @@ With no model arguments it runs the embedded demo pair.`,
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.noPlain, "no-plain", false, "skip the plain target-only run used for the speedup figure")
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // runReport is the JSON schema of `dspark run --json`.
@@ -84,6 +87,9 @@ func runRun(w io.Writer, f *runFlags) error {
 			return usagef("--draft needs --target (or --draft-only)")
 		}
 		return runDemo(w, f)
+	}
+	if f.tokens != "" && f.prompt != "" {
+		return usagef("give either --prompt or --tokens, not both")
 	}
 	params := speculative.Params{Temperature: f.temp, TopK: f.topK, TopP: f.topP}
 	if err := params.Validate(); err != nil {
@@ -228,8 +234,6 @@ func joinInts(xs []int) string {
 // promptTokens returns the prompt from --tokens or --prompt.
 func promptTokens(f *runFlags, tok *tokenizer.BPE, vocab int) ([]int, error) {
 	switch {
-	case f.tokens != "" && f.prompt != "":
-		return nil, usagef("give either --prompt or --tokens, not both")
 	case f.tokens != "":
 		var out []int
 		for _, s := range strings.Split(f.tokens, ",") {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// runCLI runs a fresh run command with args (args[0] is "run") and returns its output
+// (errors included) and exit code.
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := newRunCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args[1:])
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	err := cmd.Execute()
+	if err != nil {
+		out.WriteString("error: " + err.Error())
+	}
+	return out.String(), exitCode(err)
+}
+
+// convertedPair synthesizes and converts the tiny target/draft pair.
+func convertedPair(t *testing.T) (target, draft string) {
+	t.Helper()
+	tgt, drf := synthPair(t)
+	dir := t.TempDir()
+	target, draft = filepath.Join(dir, "t.gguf"), filepath.Join(dir, "d.gguf")
+	if out, err := runConvertArgs(t, tgt, "-o", target, "--quiet"); err != nil {
+		t.Fatalf("convert target: %v\n%s", err, out)
+	}
+	if out, err := runConvertArgs(t, drf, "--target", tgt, "-o", draft, "--quiet"); err != nil {
+		t.Fatalf("convert draft: %v\n%s", err, out)
+	}
+	return target, draft
+}
+
+func TestRunSpeculativeJSON(t *testing.T) {
+	target, draft := convertedPair(t)
+	out, code := runCLI(t, "run", "--target", target, "--draft", draft, "--tokens", "5,6,7", "-n", "24", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var rep runReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Tokens) != 24 || !slices.Equal(rep.Tokens, rep.PlainTokens) || rep.MatchesPlain == nil || !*rep.MatchesPlain {
+		t.Fatalf("greedy speculative run differs from plain: %+v", rep)
+	}
+	if rep.Stats == nil || rep.Stats.Rounds == 0 || rep.Tau < 1 || rep.Text == nil || rep.PlainTPS <= 0 || rep.SpecTPS <= 0 {
+		t.Fatalf("incomplete report: %+v", rep)
+	}
+
+	// Text prompt through the target's tokenizer, table output.
+	out, code = runCLI(t, "run", "--target", target, "--draft", draft, "--prompt", "Hello 世界, 42!", "-n", "8")
+	if code != 0 || !strings.Contains(out, "greedy output identical to plain decoding: true") || !strings.Contains(out, "DRAFT POSITION") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+
+	// Sampling is reproducible for a seed and differs across seeds.
+	sampled := func(seed string) []int {
+		out, code := runCLI(t, "run", "--target", target, "--draft", draft, "--tokens", "1,2", "-n", "16",
+			"--temp", "1.5", "--seed", seed, "--json", "--no-plain")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		var r runReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Tokens
+	}
+	a, b, c := sampled("3"), sampled("3"), sampled("4")
+	if !slices.Equal(a, b) || slices.Equal(a, c) {
+		t.Fatalf("seeded sampling: %v %v %v", a, b, c)
+	}
+}
+
+func TestRunTargetOnlyAndDraftOnly(t *testing.T) {
+	target, draft := convertedPair(t)
+	out, code := runCLI(t, "run", "--target", target, "--tokens", "3", "-n", "5")
+	if code != 0 || !strings.Contains(out, "plain target decoding:") || strings.Contains(out, "speculative") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, "run", "--draft", draft, "--draft-only")
+	if code != 0 || !strings.Contains(out, "ratio") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--draft", "x.gguf"},
+		{"run", "--target", "x.gguf", "--tokens", "1", "--prompt", "a"},
+		{"run", "--draft-only"},
+		{"run", "--target", "x.gguf", "--temp", "-1", "--tokens", "1"},
+		{"run", "extra-arg"},
+	} {
+		if out, code := runCLI(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, out)
+		}
+	}
+	if out, code := runCLI(t, "run", "--target", filepath.Join(t.TempDir(), "missing.gguf"), "--tokens", "1"); code != exitFailure || !strings.Contains(out, "missing.gguf") {
+		t.Errorf("missing file: exit %d\n%s", code, out)
+	}
+}

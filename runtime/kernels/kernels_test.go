@@ -293,3 +293,23 @@ func TestPathsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestNoAllocs checks that calls allocate nothing in steady state, with work split across
+// goroutines, on every path and layout.
+func TestNoAllocs(t *testing.T) {
+	defer SetParallelism(0)
+	SetParallelism(2)
+	withPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		tm := randMat(r, BF16, 200, 330) // n >= 2 splits the work in two (see minPartWork)
+		x := randVec(r, 8*tm.cols)
+		dst := make([]float32, 8*tm.rows)
+		for name, m := range matsOf(t, tm) {
+			for _, n := range []int{1, 2, 8} {
+				if a := testing.AllocsPerRun(3, func() { m.MatMul(dst, x, n) }); a != 0 {
+					t.Errorf("%s n=%d: %v allocations per call", name, n, a)
+				}
+			}
+		}
+	})
+}

@@ -46,7 +46,25 @@ var workers struct {
 	ch      chan task
 }
 
-var waitGroups = sync.Pool{New: func() any { return new(sync.WaitGroup) }}
+// waitGroups is a free list of completion counters for concurrent calls (a channel rather
+// than a sync.Pool, which may drop items and allocate again).
+var waitGroups = make(chan *sync.WaitGroup, 64)
+
+func getWaitGroup() *sync.WaitGroup {
+	select {
+	case wg := <-waitGroups:
+		return wg
+	default:
+		return new(sync.WaitGroup)
+	}
+}
+
+func putWaitGroup(wg *sync.WaitGroup) {
+	select {
+	case waitGroups <- wg:
+	default:
+	}
+}
 
 // ensureWorkers starts workers until at least n are running.
 func ensureWorkers(n int) {
@@ -77,12 +95,12 @@ func (m *Mat) run(dst, x []float32, n, units int) {
 		return
 	}
 	ensureWorkers(parts - 1)
-	wg := waitGroups.Get().(*sync.WaitGroup)
+	wg := getWaitGroup()
 	wg.Add(parts - 1)
 	for p := 1; p < parts; p++ {
 		workers.ch <- task{m: m, dst: dst, x: x, n: n, u0: units * p / parts, u1: units * (p + 1) / parts, wg: wg}
 	}
 	m.compute(dst, x, n, 0, units/parts)
 	wg.Wait()
-	waitGroups.Put(wg)
+	putWaitGroup(wg)
 }

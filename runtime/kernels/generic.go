@@ -97,10 +97,30 @@ func (p *packed) column(pn, k int, w *[panelRows]float32) {
 
 // row decodes row i from the panels.
 func (p *packed) row(i int, dst []float32) {
-	var w [panelRows]float32
-	for k := range dst {
-		p.column(i/panelRows, k, &w)
-		dst[k] = w[i%panelRows]
+	mem := p.mem[i/panelRows*p.panelBytes : (i/panelRows+1)*p.panelBytes]
+	r := i % panelRows
+	switch p.t {
+	case F32:
+		for k := range dst {
+			dst[k] = math.Float32frombits(binary.LittleEndian.Uint32(mem[k*64+4*r:]))
+		}
+	case F16:
+		for k := range dst {
+			dst[k] = f16(binary.LittleEndian.Uint16(mem[k*32+2*r:]))
+		}
+	case BF16:
+		off := bf16Offset(r)
+		for k := range dst {
+			dst[k] = bf16(binary.LittleEndian.Uint16(mem[k*32+off:]))
+		}
+	case Q8_0:
+		for b := 0; b < len(dst)/q8Block; b++ {
+			blk := mem[b*q8PanelBlockBytes : (b+1)*q8PanelBlockBytes]
+			d := math.Float32frombits(binary.LittleEndian.Uint32(blk[4*r:]))
+			for j := 0; j < q8Block; j++ {
+				dst[b*q8Block+j] = d * float32(int8(blk[panelRows*4+j*panelRows+r]))
+			}
+		}
 	}
 }
 

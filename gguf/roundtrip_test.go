@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 // sampleKVs has every writable value type, including empty strings and arrays.
@@ -252,6 +254,37 @@ func TestHead(t *testing.T) {
 			if err1 != nil || err2 != nil || !reflect.DeepEqual(h1, want) || !reflect.DeepEqual(h2, want) {
 				t.Errorf("%s Head(%d) = %#v / %#v, want %#v", kv.Key, n, h1, h2, want)
 			}
+		}
+	}
+}
+
+// TestInvalidUTF8Elems covers the fast path's trap: a string ending in an incomplete
+// sequence followed by a length whose low byte looks like a continuation byte.
+func TestInvalidUTF8Elems(t *testing.T) {
+	long := string(bytes.Repeat([]byte("a"), 0x85)) // length 133 = 0x85, a continuation byte
+	cases := [][]string{
+		{"ok", "\xe4\xbd", long},       // "\xe4\xbd" + 0x85 looks like 你's encoding
+		{"\xff", "fine", "你好", "\xc3"}, // plain invalid bytes, a truncated last string
+		{"", "x", "é"},
+	}
+	for _, elems := range cases {
+		b := encode(t, []KV{{"a", Strs(elems)}}, nil, 0)
+		f, err := NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i, s := range elems {
+			if !utf8.ValidString(s) {
+				want = append(want, fmt.Sprintf(`key "a"[%d]`, i))
+			}
+		}
+		var got []string
+		for _, bad := range f.InvalidUTF8() {
+			got = append(got, bad.Where)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: InvalidUTF8 = %q, want %q", elems, got, want)
 		}
 	}
 }

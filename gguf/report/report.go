@@ -196,7 +196,13 @@ func Build(f *gguf.File, opt Options) (*Report, error) {
 		}
 		r.Tensors = &ts
 	}
-	for _, bad := range f.InvalidUTF8() {
+	// Every key, string value and name is checked; array elements only as far as they
+	// are shown, unless the whole file is being checked (a vocabulary costs ~10 ms).
+	within := opt.ArrayItems
+	if opt.FullArrays || opt.Check {
+		within = -1
+	}
+	for _, bad := range f.InvalidUTF8Within(within) {
 		r.InvalidUTF8 = append(r.InvalidUTF8, BadString{Where: bad.Where, Hex: fmt.Sprintf("%x", bad.Bytes)})
 	}
 	for _, u := range f.Unsupported {

@@ -19,7 +19,8 @@ const (
 // dividing is what makes the output bit-identical to llama.cpp's.
 //
 // len(src) must be a multiple of 32 and len(dst) must be len(src)/32*34. Non-finite input
-// does not panic; such a block gets q clamped to [-127, 127] (NaN gives 0).
+// does not panic: a block holding a NaN gets a NaN scale, one holding an infinity an
+// infinite scale, and every q of such a block is 0.
 func QuantizeQ8_0(dst []byte, src []float32) {
 	if len(src)%Q8_0BlockElems != 0 || len(dst) != len(src)/Q8_0BlockElems*Q8_0BlockBytes {
 		panic("dtype: QuantizeQ8_0 length mismatch")
@@ -27,13 +28,13 @@ func QuantizeQ8_0(dst []byte, src []float32) {
 	for blk := 0; blk < len(src)/Q8_0BlockElems; blk++ {
 		x := src[blk*Q8_0BlockElems : (blk+1)*Q8_0BlockElems]
 		out := dst[blk*Q8_0BlockBytes : (blk+1)*Q8_0BlockBytes]
-		var amax float32
+		// max |x| on the bit patterns: without the sign bit, non-negative floats order
+		// like their bits, and max compiles to a conditional move (no unpredictable branch).
+		var amaxBits uint32
 		for _, v := range x {
-			// A NaN never wins the comparison, so it is ignored here.
-			if a := float32(math.Abs(float64(v))); a > amax {
-				amax = a
-			}
+			amaxBits = max(amaxBits, math.Float32bits(v)&^(1<<31))
 		}
+		amax := math.Float32frombits(amaxBits)
 		d := amax / 127
 		var id float32
 		if d != 0 {
@@ -41,15 +42,18 @@ func QuantizeQ8_0(dst []byte, src []float32) {
 		}
 		binary.LittleEndian.PutUint16(out, F32ToF16(d))
 		for j, v := range x {
-			p := float32(v * id)
-			r := math.Round(float64(p))
+			p := float64(float32(v * id))
+			// Round half away from zero: |p| <= 127 here and p came from a float32, so
+			// p +- 0.5 is exact in float64 and truncation finishes the job. No branch
+			// depends on the sign, which is random in real data.
+			var r int32
 			switch {
-			case r > 127:
+			case p > 127:
 				r = 127
-			case r < -127:
+			case p < -127:
 				r = -127
-			case r != r:
-				r = 0
+			case p == p: // not NaN (NaN gives 0)
+				r = int32(p + math.Copysign(0.5, p))
 			}
 			out[2+j] = byte(int8(r))
 		}

@@ -45,12 +45,24 @@ func TestQ8_0Known(t *testing.T) {
 		}
 	}
 
-	// Non-finite input must not panic and must stay within the int8 range.
-	src[0], src[1], src[2] = float32(math.Inf(1)), float32(math.NaN()), -3
-	QuantizeQ8_0(dst, src)
-	for i := range 32 {
-		if q := int8(dst[2+i]); q < -127 {
-			t.Fatalf("q[%d] = %d", i, q)
+	// Non-finite input: no panic; NaN or infinite scale and all q 0, as documented.
+	for _, c := range []struct {
+		bad   float32
+		isNaN bool
+	}{{float32(math.NaN()), true}, {float32(math.Inf(-1)), false}} {
+		for i := range src {
+			src[i] = float32(i) - 3
+		}
+		src[5] = c.bad
+		QuantizeQ8_0(dst, src)
+		d := F16ToF32(binary.LittleEndian.Uint16(dst))
+		if math.IsNaN(float64(d)) != c.isNaN || (!c.isNaN && !math.IsInf(float64(d), 1)) {
+			t.Fatalf("block with %v: scale %v", c.bad, d)
+		}
+		for i := range 32 {
+			if dst[2+i] != 0 {
+				t.Fatalf("block with %v: q[%d] = %d, want 0", c.bad, i, int8(dst[2+i]))
+			}
 		}
 	}
 }

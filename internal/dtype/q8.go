@@ -43,9 +43,10 @@ func QuantizeQ8_0(dst []byte, src []float32) {
 		binary.LittleEndian.PutUint16(out, F32ToF16(d))
 		for j, v := range x {
 			p := float64(float32(v * id))
-			// Round half away from zero: |p| <= 127 here and p came from a float32, so
-			// p +- 0.5 is exact in float64 and truncation finishes the job. No branch
-			// depends on the sign, which is random in real data.
+			// Round half away from zero: add ±0.5 and truncate. For |p| >= 0.25 the sum is
+			// exact in float64 (p is a float32 of magnitude <= 127); below that it truncates
+			// to 0 whatever its rounding, as it should. No branch depends on the sign, which
+			// is random in real data.
 			var r int32
 			switch {
 			case p > 127:

@@ -49,7 +49,7 @@ func smallDraft(targetLayers []int32, dirty bool) ([]gguf.KV, []gguf.TensorSpec)
 	}
 	if dirty {
 		toks[5] = "ctl\x1b[2J\x07"
-		toks[6] = "bad\xff"
+		toks[4] = "bad\xff"
 	}
 	p := "dflash."
 	kvs := []gguf.KV{
@@ -140,7 +140,7 @@ func TestInspectTables(t *testing.T) {
 		`"tiny  draft "`,                                   // strings quoted, spaces kept
 		"tokenizer.ggml.tokens", "[]str", `"ctl\x1b[2J\a"`, // control characters escaped
 		"blk.1.attn_k_b.weight", "{6, 20, 2}",
-		"Invalid UTF-8", `key "tokenizer.ggml.tokens"[6]: bytes 626164ff`,
+		"Invalid UTF-8", `key "tokenizer.ggml.tokens"[4]: bytes 626164ff`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
@@ -302,5 +302,31 @@ func TestInspectHTTP(t *testing.T) {
 	}
 	if r.Transfer.Bytes > 256<<10 || r.Transfer.Bytes < r.Format.DataOffset {
 		t.Errorf("fetched %d bytes of a %d-byte file (header %d)", r.Transfer.Bytes, len(data), r.Format.DataOffset)
+	}
+}
+
+// Hand-built files from gguf/testdata: a big-endian file, a tensor of an unknown ggml
+// type (shown with everything else; --check fails), and a malformed file (located error).
+func TestInspectOddFiles(t *testing.T) {
+	td := filepath.Join("..", "..", "gguf", "testdata")
+	out, err := runInspectArgs(t, filepath.Join(td, "big_endian.gguf"))
+	if err != nil || !strings.Contains(out, "big-endian (every number, tensor data included)") || !strings.Contains(out, "16909060") {
+		t.Errorf("big-endian: %v\n%s", err, out)
+	}
+	unknown := filepath.Join(td, "err_unknown_type.gguf")
+	out, err = runInspectArgs(t, unknown)
+	if err != nil || !strings.Contains(out, "type(99)") || !strings.Contains(out, "Unsupported (1)") {
+		t.Errorf("unknown type: %v\n%s", err, out)
+	}
+	if _, err := runInspectArgs(t, "--check", unknown); !errors.As(err, new(exitCodeError)) {
+		t.Errorf("--check on an unknown type: %v", err)
+	}
+	_, err = runInspectArgs(t, filepath.Join(td, "err_bool.gguf"))
+	var fe *gguf.FormatError
+	if !errors.As(err, &fe) || fe.Offset != 37 || !strings.Contains(err.Error(), "err_bool.gguf") {
+		t.Errorf("malformed file: %v", err)
+	}
+	if _, err := runInspectArgs(t, filepath.Join(td, "no-such-file.gguf")); err == nil {
+		t.Errorf("missing file accepted")
 	}
 }

@@ -97,3 +97,14 @@ func EncodeF32(dst []byte, src []float32) {
 		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(f))
 	}
 }
+
+// EncodeF8E4M3 narrows to F8 E4M3FN bytes (see F32ToF8E4M3: nearest even, saturating at
+// ±448). len(dst) must be len(src).
+func EncodeF8E4M3(dst []byte, src []float32) {
+	if len(dst) != len(src) {
+		panic("dtype: EncodeF8E4M3 length mismatch")
+	}
+	for i, f := range src {
+		dst[i] = F32ToF8E4M3(f)
+	}
+}

@@ -66,6 +66,12 @@ func TestBulkMatchesScalar(t *testing.T) {
 			t.Fatalf("EncodeF16[%d]", i)
 		}
 	}
+	EncodeF8E4M3(out[:n], dst)
+	for i := range dst {
+		if out[i] != F32ToF8E4M3(dst[i]) {
+			t.Fatalf("EncodeF8E4M3[%d]", i)
+		}
+	}
 }
 
 func TestBulkNoAllocs(t *testing.T) {
@@ -81,6 +87,7 @@ func TestBulkNoAllocs(t *testing.T) {
 		EncodeBF16(b[:128], f)
 		EncodeF16(b[:128], f)
 		EncodeF32(b, f)
+		EncodeF8E4M3(b[:64], f)
 		QuantizeQ8_0(q, f)
 		DequantizeQ8_0(f, q)
 	})
@@ -99,6 +106,7 @@ func TestBulkLengthMismatchPanics(t *testing.T) {
 		"EncodeBF16":     func() { EncodeBF16(make([]byte, 7), f) },
 		"EncodeF16":      func() { EncodeF16(make([]byte, 9), f) },
 		"EncodeF32":      func() { EncodeF32(make([]byte, 17), f) },
+		"EncodeF8E4M3":   func() { EncodeF8E4M3(make([]byte, 3), f) },
 		"QuantizeQ8_0":   func() { QuantizeQ8_0(make([]byte, 34), make([]float32, 31)) },
 		"DequantizeQ8_0": func() { DequantizeQ8_0(make([]float32, 32), make([]byte, 33)) },
 	} {

@@ -111,25 +111,6 @@ type layerPlan struct {
 	familyAlts int   // which "|" alternative of Src to use
 }
 
-func (lp layerPlan) layers(scope string) []int64 {
-	var out []int64
-	for i := int64(0); i < lp.count; i++ {
-		switch scope {
-		case AllLayers:
-		case DenseOnly:
-			if i >= lp.firstMoE {
-				continue
-			}
-		case MoEOnly:
-			if i < lp.firstMoE {
-				continue
-			}
-		}
-		out = append(out, i)
-	}
-	return out
-}
-
 // alt picks the family alternative of a "|" pattern (falling back to the first one).
 func alt(pattern string, family int) string {
 	parts := strings.Split(pattern, "|")

@@ -92,6 +92,8 @@ func (p *Plan) compareTargetEmbedding(opt Options, spec *archSpec, ro *roster) e
 		return err
 	}
 	diff := compareEmbeddings(dsrc, tsrc)
+	dsrc.release()
+	tsrc.release()
 	p.Embed = diff
 	switch {
 	case diff.Beyond() && !opt.KeepEmbeddings:

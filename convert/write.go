@@ -277,18 +277,15 @@ feed:
 		for k, ti := range s.tensors {
 			t := &p.Tensors[ti]
 			n := t.Elements()
-			remaining[ti].Store(max(1, ceilDiv(n, chunkElems)))
+			remaining[ti].Store(ceilDiv(n, chunkElems))
 			if prog != nil {
 				prog.Tensor(ti, t.Name)
 			}
-			for start := int64(0); start < n || (n == 0 && start == 0); start += chunkElems {
+			for start := int64(0); start < n; start += chunkElems {
 				select {
 				case jobs <- job{s: s, t: ti, off: s.layout.Offsets[k], start: start, n: min(chunkElems, n-start)}:
 				case <-stop:
 					break feed
-				}
-				if n == 0 {
-					break
 				}
 			}
 		}

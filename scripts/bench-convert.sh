@@ -31,7 +31,7 @@ sync
 /usr/bin/time -v -o "$tmp/cp.time" sh -c 'cp --reflink=never "$1" "$2" && sync "$2"' sh "$out" "$tmp/copy"
 
 wall() { # "Elapsed (wall clock) time (h:mm:ss or m:ss): 0:12.34" -> seconds
-  sed -n 's/.*Elapsed (wall clock) time[^:]*: //p' "$1" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }'
+  sed -n "s/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p" "$1" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }'
 }
 rss() { sed -n 's/.*Maximum resident set size (kbytes): //p' "$1"; }
 conv_s=$(wall "$tmp/convert.time")

@@ -235,3 +235,40 @@ func threadsFor(par int) int {
 	}
 	return runtime.GOMAXPROCS(0)
 }
+
+// BenchmarkPortable measures the portable code (unpacked matrices on every build, and
+// everything in purego builds) on one thread: its speed is a fallback, not a goal.
+func BenchmarkPortable(b *testing.B) {
+	for _, packed := range []bool{false, true} {
+		for _, n := range []int{1, 8} {
+			b.Run(fmt.Sprintf("bf16/1024x1024/packed=%v/n=%d", packed, n), func(b *testing.B) {
+				saved := useAsm
+				defer func() { useAsm = saved }()
+				useAsm = false
+				defer SetParallelism(0)
+				SetParallelism(1)
+				m := benchMat(b, BF16, 1024, 1024)
+				if !packed {
+					data := make([]byte, 2*1024*1024)
+					row := make([]float32, 1024)
+					for i := 0; i < 1024; i++ {
+						m.Row(i, row)
+						for k, v := range row {
+							binary.LittleEndian.PutUint16(data[2*(i*1024+k):], uint16(math.Float32bits(v)>>16))
+						}
+					}
+					m, _ = NewMat(BF16, 1024, 1024, data)
+				}
+				x := randVec(rand.New(rand.NewPCG(1, 4)), n*1024)
+				dst := make([]float32, n*1024)
+				b.SetBytes(2 * 1024 * 1024)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					m.MatMul(dst, x, n)
+				}
+				b.ReportMetric(2*1024*1024*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

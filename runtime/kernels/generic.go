@@ -12,30 +12,37 @@ import (
 const maxChunk = 8
 
 // rawRows computes dst[j*rows+i] for i in [i0, i1) and every batch row j < n, from the
-// row-major bytes of m.
+// row-major bytes of m: blocks of 16 rows are decoded 32 columns at a time into a
+// column-major tile, then handled like a packed panel.
 func (m *Mat) rawRows(dst, x []float32, n, i0, i1 int) {
 	rb, _ := m.t.rowBytes(m.cols)
+	var tile [q8Block][panelRows]float64
 	var w [q8Block]float32
-	var acc [maxChunk]float32
-	for i := i0; i < i1; i++ {
-		row := m.data[i*rb : (i+1)*rb]
+	var acc [maxChunk][panelRows]float64
+	for r0 := i0; r0 < i1; r0 += panelRows {
+		nr := min(panelRows, i1-r0)
 		for j0 := 0; j0 < n; j0 += maxChunk {
 			c := min(maxChunk, n-j0)
-			acc = [maxChunk]float32{}
+			acc = [maxChunk][panelRows]float64{}
 			for k0 := 0; k0 < m.cols; k0 += q8Block {
 				kn := min(q8Block, m.cols-k0)
-				decodeSpan(m.t, w[:kn], row, k0)
+				for r := 0; r < nr; r++ {
+					decodeSpan(m.t, w[:kn], m.data[(r0+r)*rb:(r0+r+1)*rb], k0)
+					for k := 0; k < kn; k++ {
+						tile[k][r] = float64(w[k])
+					}
+				}
 				for j := 0; j < c; j++ {
 					xs := x[(j0+j)*m.cols+k0 : (j0+j)*m.cols+k0+kn]
-					a := acc[j]
-					for k, v := range xs {
-						a = fma32(w[k], v, a)
+					for k, xv := range xs {
+						fmaLanes(&acc[j], &tile[k], float64(xv))
 					}
-					acc[j] = a
 				}
 			}
 			for j := 0; j < c; j++ {
-				dst[(j0+j)*m.rows+i] = acc[j]
+				for r, v := range acc[j][:nr] {
+					dst[(j0+j)*m.rows+r0+r] = float32(v) // exact
+				}
 			}
 		}
 	}
@@ -127,19 +134,19 @@ func (p *packed) row(i int, dst []float32) {
 // panelsGeneric computes panels [p0, p1) for all n batch rows with the portable code.
 func (m *Mat) panelsGeneric(dst, x []float32, n, p0, p1 int) {
 	var w [panelRows]float32
-	var acc [maxChunk][panelRows]float32
+	var w64 [panelRows]float64
+	var acc [maxChunk][panelRows]float64
 	for pn := p0; pn < p1; pn++ {
 		for j0 := 0; j0 < n; j0 += maxChunk {
 			c := min(maxChunk, n-j0)
-			acc = [maxChunk][panelRows]float32{}
+			acc = [maxChunk][panelRows]float64{}
 			for k := 0; k < m.cols; k++ {
 				m.pk.column(pn, k, &w)
+				for r, v := range w {
+					w64[r] = float64(v)
+				}
 				for j := 0; j < c; j++ {
-					xv := x[(j0+j)*m.cols+k]
-					a := &acc[j]
-					for r := range a {
-						a[r] = fma32(w[r], xv, a[r])
-					}
+					fmaLanes(&acc[j], &w64, float64(x[(j0+j)*m.cols+k]))
 				}
 			}
 			m.storePanel(dst, acc[:c], j0, pn)
@@ -148,10 +155,12 @@ func (m *Mat) panelsGeneric(dst, x []float32, n, p0, p1 int) {
 }
 
 // storePanel copies the valid rows of panel pn's accumulators for batch rows j0.. into dst.
-func (m *Mat) storePanel(dst []float32, acc [][panelRows]float32, j0, pn int) {
+func (m *Mat) storePanel(dst []float32, acc [][panelRows]float64, j0, pn int) {
 	r0 := pn * panelRows
 	nr := min(panelRows, m.rows-r0)
 	for j := range acc {
-		copy(dst[(j0+j)*m.rows+r0:(j0+j)*m.rows+r0+nr], acc[j][:nr])
+		for r, v := range acc[j][:nr] {
+			dst[(j0+j)*m.rows+r0+r] = float32(v) // exact
+		}
 	}
 }

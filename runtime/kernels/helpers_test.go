@@ -101,6 +101,11 @@ func randVec(r *rand.Rand, n int) []float32 {
 
 // bigFMA32 is an independent exact float32 fused multiply-add (math/big).
 func bigFMA32(a, b, c float32) float32 {
+	for _, v := range []float32{a, b, c} {
+		if math.IsInf(float64(v), 0) || math.IsNaN(float64(v)) { // IEEE rules for specials
+			return float32(float64(a)*float64(b) + float64(c))
+		}
+	}
 	p := new(big.Float).SetPrec(600).SetFloat64(float64(a))
 	p.Mul(p, new(big.Float).SetPrec(600).SetFloat64(float64(b)))
 	p.Add(p, new(big.Float).SetPrec(600).SetFloat64(float64(c)))

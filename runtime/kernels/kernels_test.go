@@ -231,7 +231,8 @@ func TestMisusePanics(t *testing.T) {
 func TestFMA32(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	edge := []float32{0, float32(math.Copysign(0, -1)), 1, -1, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32,
-		math.MaxFloat32, 1.17549435e-38, 3, 1 << 24, 1.0000001, 0.99999994}
+		math.MaxFloat32, -math.MaxFloat32, 1.17549435e-38, 1.1754942e-38, 0x1p127, 0x1.fffffep126, 3, 1 << 24, 1.0000001,
+		0.99999994, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
 	rnd := func() float32 {
 		switch r.IntN(4) {
 		case 0:
@@ -241,17 +242,33 @@ func TestFMA32(t *testing.T) {
 		}
 		return float32(r.NormFloat64() * math.Ldexp(1, r.IntN(60)-30))
 	}
+	bigOrTiny := func() float32 { // products and sums near the ends of the float32 range
+		return float32(r.NormFloat64() * math.Ldexp(1, []int{-140, -126, -75, -64, 63, 64, 126}[r.IntN(7)]))
+	}
 	for i := 0; i < 60000; i++ {
 		a, b, c := rnd(), rnd(), rnd()
+		if i%5 == 1 {
+			a, b, c = bigOrTiny(), bigOrTiny(), bigOrTiny()
+		}
 		if i%3 == 0 { // near-cancellation, where double rounding would show
 			c = -float32(float64(a) * float64(b))
 		}
 		got, want := fma32(a, b, c), bigFMA32(a, b, c)
+		var acc, w [panelRows]float64
+		acc[i%panelRows], w[i%panelRows] = float64(c), float64(a)
+		fmaLanes(&acc, &w, float64(b))
+		lane := float32(acc[i%panelRows])
 		if math.IsInf(float64(want), 0) || math.IsNaN(float64(want)) {
+			if !sameFloat(got, lane) {
+				t.Fatalf("fma32(%v, %v, %v) = %v, fmaLanes %v", a, b, c, got, lane)
+			}
 			continue
 		}
 		if math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("fma32(%v, %v, %v) = %v (%#x), want %v (%#x)", a, b, c, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+		if math.Float32bits(lane) != math.Float32bits(want) {
+			t.Fatalf("fmaLanes(%v, %v, %v) = %v (%#x), want %v (%#x)", a, b, c, lane, math.Float32bits(lane), want, math.Float32bits(want))
 		}
 	}
 }

@@ -169,8 +169,10 @@ func TestMaskMatters(t *testing.T) {
 func TestBatchDeterminism(t *testing.T) { forPaths(t, testBatchDeterminism) }
 
 func testBatchDeterminism(t *testing.T) {
-	for _, nCtx := range []int{3, 700} {
+	for _, tc := range []struct{ nCtx, nHead int }{{3, 3}, {700, 3}, {70, 5}, {700, 5}} {
+		nCtx := tc.nCtx
 		cfg := smallConfig(20, true)
+		cfg.NHead = tc.nHead // 5 heads: a group of three plus two single heads, split differently per worker count
 		const n = 6
 		s := newScenario(t, 11, cfg, nCtx, n, nCtx+n+1, 8)
 		start := cloneCache(s.cache)
@@ -194,7 +196,7 @@ func testBatchDeterminism(t *testing.T) {
 			}
 			for k := range batch {
 				if math.Float32bits(batch[k]) != math.Float32bits(single[k]) {
-					t.Fatalf("ctx %d procs %d: value %d differs: batch %v single %v", nCtx, procs, k, batch[k], single[k])
+					t.Fatalf("ctx %d heads %d procs %d: value %d differs: batch %v single %v", nCtx, tc.nHead, procs, k, batch[k], single[k])
 				}
 			}
 			for i := range n {

@@ -62,7 +62,7 @@ func newScratch(cfg *Config, mb, procs int) *scratch {
 	s.tiles = make([][]float32, workers)
 	s.jobs = make([]func(), workers)
 	for w := range workers {
-		s.tiles[w] = make([]float32, tileRows)
+		s.tiles[w] = make([]float32, 6*tileRows)
 		lo, hi := w*cfg.NHead/workers, (w+1)*cfg.NHead/workers
 		s.jobs[w] = func() {
 			defer s.wg.Done()
@@ -109,16 +109,27 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 		}
 	}
 	for t0 := 0; t0 < j.maxEnd; t0 += tileRows {
-		for hd := h0; hd < h1; hd++ {
+		// Heads go in threes (sharing every load of a cache row), the rest one by one; the
+		// kernels give bit-identical results either way, so the grouping never shows.
+		for hd := h0; hd < h1; {
+			group := 1
+			if hd+3 <= h1 {
+				group = 3
+			}
 			for i := range n {
 				e := s.ends[i]
 				if t0 >= e {
 					continue
 				}
 				t1 := min(t0+tileRows, e)
-				k := hd*s.mb + i
-				s.attendTile(k, j.cache.rows(j.layer, t0, t1), tile[:t1-t0], j.scale)
+				rows := j.cache.rows(j.layer, t0, t1)
+				if group == 3 {
+					s.attendTile3(hd, i, rows, tile, j.scale)
+				} else {
+					s.attendTile(hd*s.mb+i, rows, tile[:t1-t0], j.scale)
+				}
 			}
+			hd += group
 		}
 	}
 	for hd := h0; hd < h1; hd++ {
@@ -137,31 +148,49 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 // (online softmax: rescale the sum and accumulator when the maximum grows).
 func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
 	kvl, width := s.kvl, s.width
-	q := s.qfull[k*width : (k+1)*width]
-	scoreRows(q, rows, width, sc)
+	scoreRows(s.qfull[k*width:(k+1)*width], rows, width, sc)
+	s.softmaxStep(k, sc, scale, sc, 1)
+	axpyRows(s.acc[k*kvl:(k+1)*kvl], sc, rows, width)
+}
+
+// attendTile3 is attendTile for heads hd, hd+1, hd+2 of batch row i at once. buf holds at
+// least 6*tileRows values: three score rows, then the interleaved weights.
+func (s *scratch) attendTile3(hd, i int, rows, buf []float32, scale float32) {
+	kvl, width, mb := s.kvl, s.width, s.mb
+	nt := len(rows) / width
+	k0 := hd*mb + i
+	q := func(a int) []float32 { k := k0 + a*mb; return s.qfull[k*width : (k+1)*width] }
+	sc0, sc1, sc2 := buf[:nt], buf[tileRows:tileRows+nt], buf[2*tileRows:2*tileRows+nt]
+	score3Rows(q(0), q(1), q(2), rows, width, sc0, sc1, sc2)
+	p := buf[3*tileRows : 3*tileRows+3*nt]
+	s.softmaxStep(k0, sc0, scale, p[0:], 3)
+	s.softmaxStep(k0+mb, sc1, scale, p[1:], 3)
+	s.softmaxStep(k0+2*mb, sc2, scale, p[2:], 3)
+	axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, p, rows, width)
+}
+
+// softmaxStep scales the scores sc of pair k, updates its running maximum (rescaling its sum
+// and accumulator when the maximum grows) and sum, and writes the unnormalized weights
+// exp(score - max) to p[t*pStride]. p may be sc itself (pStride 1).
+func (s *scratch) softmaxStep(k int, sc []float32, scale float32, p []float32, pStride int) {
 	mt := float32(math.Inf(-1))
 	for t, v := range sc {
 		v *= scale
 		sc[t] = v
-		mt = max(mt, v)
+		if v > mt {
+			mt = v
+		}
 	}
-	acc := s.acc[k*kvl : (k+1)*kvl]
 	m := s.mx[k]
 	if mt > m {
 		if s.sum[k] != 0 {
 			alpha := math.Exp(float64(m) - float64(mt))
 			s.sum[k] *= alpha
-			scaleVec(acc, float32(alpha))
+			scaleVec(s.acc[k*s.kvl:(k+1)*s.kvl], float32(alpha))
 		}
 		m = mt
 		s.mx[k] = m
 	}
-	sum := s.sum[k]
-	for t, v := range sc {
-		p := float32(math.Exp(float64(v) - float64(m)))
-		sum += float64(p)
-		sc[t] = p
-	}
-	axpyRows(acc, sc, rows, width)
+	sum := s.sum[k] + softmaxWeights(p, pStride, sc, m)
 	s.sum[k] = sum
 }

@@ -58,6 +58,66 @@ func axpyRows(acc, p, rows []float32, stride int) {
 	}
 }
 
+// score3Rows is scoreRows for three queries of equal length: out_a[t] = dot(q_a, rows[t*stride:]).
+// Every result is bit-identical to dot of that query and row alone.
+func score3Rows(q0, q1, q2, rows []float32, stride int, out0, out1, out2 []float32) {
+	nr := len(out0)
+	out1, out2 = out1[:nr], out2[:nr]
+	if nr == 0 || len(q0) == 0 {
+		clear(out0)
+		clear(out1)
+		clear(out2)
+		return
+	}
+	q1, q2 = q1[:len(q0)], q2[:len(q0)]
+	_ = rows[(nr-1)*stride+len(q0)-1]
+	t := 0
+	if useAsm {
+		var o [12]float32
+		for ; t+4 <= nr; t += 4 {
+			dot3x4Asm(q0, q1, q2, rows[t*stride:], stride, o[:])
+			copy(out0[t:t+4], o[0:4])
+			copy(out1[t:t+4], o[4:8])
+			copy(out2[t:t+4], o[8:12])
+		}
+	}
+	for ; t < nr; t++ {
+		row := rows[t*stride:]
+		out0[t] = dot(q0, row)
+		out1[t] = dot(q1, row)
+		out2[t] = dot(q2, row)
+	}
+}
+
+// axpy3Rows is axpyRows for three accumulators acc[a*accStride:][:n] (a = 0, 1, 2) with
+// interleaved weights p[3t+a]; each accumulator's result is bit-identical to axpyRows.
+func axpy3Rows(acc []float32, n, accStride int, p, rows []float32, stride int) {
+	nt := len(p) / 3
+	if nt == 0 || n == 0 {
+		return
+	}
+	if accStride < n {
+		panic("mla: axpy3Rows accumulators overlap")
+	}
+	_ = acc[2*accStride+n-1]
+	_ = rows[(nt-1)*stride+n-1]
+	p = p[:3*nt]
+	if useAsm {
+		axpy3RowsAsm(acc, n, accStride, p, rows, stride)
+		return
+	}
+	axpy3RowsGeneric(acc, n, accStride, p, rows, stride)
+}
+
+func axpy3RowsGeneric(acc []float32, n, accStride int, p, rows []float32, stride int) {
+	for a := range 3 {
+		y := acc[a*accStride : a*accStride+n]
+		for t := range len(p) / 3 {
+			axpyGeneric(y, p[3*t+a], rows[t*stride:])
+		}
+	}
+}
+
 // dotGeneric is the portable dot product: four float32 partial sums over i mod 4, combined as
 // (s0+s1)+(s2+s3), then the tail added in order.
 func dotGeneric(a, b []float32) float32 {

@@ -19,7 +19,7 @@ func dotAsm(a, b []float32) float32
 //go:noescape
 func axpyAsm(y []float32, alpha float32, x []float32)
 
-// dot4Asm sets out[k] = dot(q, rows[k*stride:]) for k < 4, bit-identical to dotAsm; the caller
+// dot4Asm sets out[k] = dotAsm(q, rows[k*stride:]) for k < 4, bit for bit; the caller
 // guarantees rows[3*stride+len(q)-1] and out[3] exist.
 //
 //go:noescape
@@ -30,3 +30,15 @@ func dot4Asm(q, rows []float32, stride int, out []float32)
 //
 //go:noescape
 func axpyRowsAsm(acc, p, rows []float32, stride int)
+
+// dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and
+// four rows, bit for bit; the caller guarantees the rows and out[11] exist.
+//
+//go:noescape
+func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)
+
+// axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and interleaved
+// weights p[3t+a]; the caller guarantees every index exists.
+//
+//go:noescape
+func axpy3RowsAsm(acc []float32, n, accStride int, p, rows []float32, stride int)

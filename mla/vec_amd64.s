@@ -2,10 +2,12 @@
 
 #include "textflag.h"
 
-// Dot products use two eight-lane accumulators per row over blocks of 16 values, then the
-// first accumulator over a block of 8, then (acc0+acc1) reduced across lanes by HSUM, then the
-// remaining values added in index order with scalar FMA. dotAsm (one row) and dot4Asm (four
-// rows sharing the loads of q) follow exactly this order, so they agree bit for bit.
+// Every dot product here has the same arithmetic, whichever kernel computes it: one eight-lane
+// FMA accumulator per (query, row) pair over blocks of 8 values, reduced across lanes by HSUM,
+// then the remaining values added in index order with scalar FMA. So dotAsm (1 x 1), dot4Asm
+// (one query, four rows) and dot3x4Asm (three queries, four rows) agree bit for bit; the wider
+// kernels only share loads (a query block is loaded once for four rows, a row block once for
+// three queries).
 
 // HSUM reduces the eight lanes of Y(a) into the low lane of X(a), using X(t) as scratch.
 #define HSUM(ya, xa, xt) \
@@ -22,19 +24,7 @@ TEXT ·dotAsm(SB), NOSPLIT, $0-52
 	MOVQ   a_len+8(FP), CX
 	MOVQ   b_base+24(FP), DI
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	XORQ   AX, AX
-
-dot16:
-	LEAQ        16(AX), DX
-	CMPQ        DX, CX
-	JGT         dot8
-	VMOVUPS     (SI)(AX*4), Y8
-	VMOVUPS     32(SI)(AX*4), Y9
-	VFMADD231PS (DI)(AX*4), Y8, Y0
-	VFMADD231PS 32(DI)(AX*4), Y9, Y1
-	MOVQ        DX, AX
-	JMP         dot16
 
 dot8:
 	LEAQ        8(AX), DX
@@ -43,9 +33,9 @@ dot8:
 	VMOVUPS     (SI)(AX*4), Y8
 	VFMADD231PS (DI)(AX*4), Y8, Y0
 	MOVQ        DX, AX
+	JMP         dot8
 
 dotreduce:
-	VADDPS Y1, Y0, Y0
 	HSUM(Y0, X0, X1)
 
 dottail:
@@ -76,28 +66,7 @@ TEXT ·dot4Asm(SB), NOSPLIT, $0-80
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
 	XORQ   AX, AX
-
-d4loop16:
-	LEAQ        16(AX), DX
-	CMPQ        DX, CX
-	JGT         d4loop8
-	VMOVUPS     (SI)(AX*4), Y8
-	VMOVUPS     32(SI)(AX*4), Y9
-	VFMADD231PS (R8)(AX*4), Y8, Y0
-	VFMADD231PS 32(R8)(AX*4), Y9, Y1
-	VFMADD231PS (R9)(AX*4), Y8, Y2
-	VFMADD231PS 32(R9)(AX*4), Y9, Y3
-	VFMADD231PS (R10)(AX*4), Y8, Y4
-	VFMADD231PS 32(R10)(AX*4), Y9, Y5
-	VFMADD231PS (R11)(AX*4), Y8, Y6
-	VFMADD231PS 32(R11)(AX*4), Y9, Y7
-	MOVQ        DX, AX
-	JMP         d4loop16
 
 d4loop8:
 	LEAQ        8(AX), DX
@@ -105,38 +74,144 @@ d4loop8:
 	JGT         d4reduce
 	VMOVUPS     (SI)(AX*4), Y8
 	VFMADD231PS (R8)(AX*4), Y8, Y0
-	VFMADD231PS (R9)(AX*4), Y8, Y2
-	VFMADD231PS (R10)(AX*4), Y8, Y4
-	VFMADD231PS (R11)(AX*4), Y8, Y6
+	VFMADD231PS (R9)(AX*4), Y8, Y1
+	VFMADD231PS (R10)(AX*4), Y8, Y2
+	VFMADD231PS (R11)(AX*4), Y8, Y3
 	MOVQ        DX, AX
+	JMP         d4loop8
 
 d4reduce:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y5, Y4, Y4
-	VADDPS Y7, Y6, Y6
-	HSUM(Y0, X0, X1)
-	HSUM(Y2, X2, X3)
-	HSUM(Y4, X4, X5)
-	HSUM(Y6, X6, X7)
+	HSUM(Y0, X0, X8)
+	HSUM(Y1, X1, X8)
+	HSUM(Y2, X2, X8)
+	HSUM(Y3, X3, X8)
 
 d4tail:
 	CMPQ        AX, CX
 	JGE         d4done
 	VMOVSS      (SI)(AX*4), X8
 	VFMADD231SS (R8)(AX*4), X8, X0
-	VFMADD231SS (R9)(AX*4), X8, X2
-	VFMADD231SS (R10)(AX*4), X8, X4
-	VFMADD231SS (R11)(AX*4), X8, X6
+	VFMADD231SS (R9)(AX*4), X8, X1
+	VFMADD231SS (R10)(AX*4), X8, X2
+	VFMADD231SS (R11)(AX*4), X8, X3
 	INCQ        AX
 	JMP         d4tail
 
 d4done:
 	VZEROUPPER
 	MOVSS X0, (DI)
-	MOVSS X2, 4(DI)
-	MOVSS X4, 8(DI)
-	MOVSS X6, 12(DI)
+	MOVSS X1, 4(DI)
+	MOVSS X2, 8(DI)
+	MOVSS X3, 12(DI)
+	RET
+
+// func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)
+// out[a*4+r] = dot(q_a, rows[r*stride:]); accumulator of (a, r) is Y(a*4+r).
+TEXT ·dot3x4Asm(SB), NOSPLIT, $0-128
+	MOVQ rows_base+72(FP), R8
+	MOVQ stride+96(FP), DX
+	SHLQ $2, DX
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	LEAQ (R10)(DX*1), R11
+	MOVQ q0_base+0(FP), SI
+	MOVQ q0_len+8(FP), CX
+	MOVQ q1_base+24(FP), BX
+	MOVQ q2_base+48(FP), R12
+	MOVQ out_base+104(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ AX, AX
+
+d34loop8:
+	LEAQ    8(AX), DX
+	CMPQ    DX, CX
+	JGT     d34reduce
+	VMOVUPS (SI)(AX*4), Y12
+	VMOVUPS (BX)(AX*4), Y13
+	VMOVUPS (R12)(AX*4), Y14
+	VMOVUPS     (R8)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS     (R9)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y5
+	VFMADD231PS Y15, Y14, Y9
+	VMOVUPS     (R10)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
+	VMOVUPS     (R11)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y11
+	MOVQ DX, AX
+	JMP  d34loop8
+
+d34reduce:
+	HSUM(Y0, X0, X15)
+	HSUM(Y1, X1, X15)
+	HSUM(Y2, X2, X15)
+	HSUM(Y3, X3, X15)
+	HSUM(Y4, X4, X15)
+	HSUM(Y5, X5, X15)
+	HSUM(Y6, X6, X15)
+	HSUM(Y7, X7, X15)
+	HSUM(Y8, X8, X15)
+	HSUM(Y9, X9, X15)
+	HSUM(Y10, X10, X15)
+	HSUM(Y11, X11, X15)
+
+d34tail:
+	CMPQ   AX, CX
+	JGE    d34done
+	VMOVSS (SI)(AX*4), X12
+	VMOVSS (BX)(AX*4), X13
+	VMOVSS (R12)(AX*4), X14
+	VMOVSS      (R8)(AX*4), X15
+	VFMADD231SS X15, X12, X0
+	VFMADD231SS X15, X13, X4
+	VFMADD231SS X15, X14, X8
+	VMOVSS      (R9)(AX*4), X15
+	VFMADD231SS X15, X12, X1
+	VFMADD231SS X15, X13, X5
+	VFMADD231SS X15, X14, X9
+	VMOVSS      (R10)(AX*4), X15
+	VFMADD231SS X15, X12, X2
+	VFMADD231SS X15, X13, X6
+	VFMADD231SS X15, X14, X10
+	VMOVSS      (R11)(AX*4), X15
+	VFMADD231SS X15, X12, X3
+	VFMADD231SS X15, X13, X7
+	VFMADD231SS X15, X14, X11
+	INCQ AX
+	JMP  d34tail
+
+d34done:
+	VZEROUPPER
+	MOVSS X0, 0(DI)
+	MOVSS X1, 4(DI)
+	MOVSS X2, 8(DI)
+	MOVSS X3, 12(DI)
+	MOVSS X4, 16(DI)
+	MOVSS X5, 20(DI)
+	MOVSS X6, 24(DI)
+	MOVSS X7, 28(DI)
+	MOVSS X8, 32(DI)
+	MOVSS X9, 36(DI)
+	MOVSS X10, 40(DI)
+	MOVSS X11, 44(DI)
 	RET
 
 // func axpyAsm(y []float32, alpha float32, x []float32)
@@ -277,5 +352,155 @@ artailstore:
 	JMP    artail
 
 ardone:
+	VZEROUPPER
+	RET
+
+// func axpy3RowsAsm(acc []float32, n, accStride int, p, rows []float32, stride int)
+// For a = 0, 1, 2 and t = 0, 1, ... in order: acc[a*accStride+j] += p[3t+a]*rows[t*stride+j]
+// for j < n, one FMA per term (bit-identical to axpyRowsAsm per accumulator). A block of a row
+// is loaded once for the three accumulators.
+TEXT ·axpy3RowsAsm(SB), NOSPLIT, $0-96
+	MOVQ acc_base+0(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ accStride+32(FP), R11
+	SHLQ $2, R11
+	MOVQ p_base+40(FP), BX
+	MOVQ rows_base+64(FP), SI
+	MOVQ stride+88(FP), R13
+	SHLQ $2, R13
+	XORQ AX, AX
+
+a3c32:
+	LEAQ    32(AX), DX
+	CMPQ    DX, CX
+	JGT     a3c8
+	LEAQ    (DI)(AX*4), R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS 64(R10), Y2
+	VMOVUPS 96(R10), Y3
+	VMOVUPS (R10)(R11*1), Y4
+	VMOVUPS 32(R10)(R11*1), Y5
+	VMOVUPS 64(R10)(R11*1), Y6
+	VMOVUPS 96(R10)(R11*1), Y7
+	VMOVUPS (R10)(R11*2), Y8
+	VMOVUPS 32(R10)(R11*2), Y9
+	VMOVUPS 64(R10)(R11*2), Y10
+	VMOVUPS 96(R10)(R11*2), Y11
+	LEAQ    (SI)(AX*4), R8
+	MOVQ    BX, R12
+	MOVQ    p_len+48(FP), R9
+
+a3c32t:
+	CMPQ         R9, $0
+	JLE          a3c32store
+	VBROADCASTSS (R12), Y12
+	VBROADCASTSS 4(R12), Y13
+	VBROADCASTSS 8(R12), Y14
+	VMOVUPS      (R8), Y15
+	VFMADD231PS  Y15, Y12, Y0
+	VFMADD231PS  Y15, Y13, Y4
+	VFMADD231PS  Y15, Y14, Y8
+	VMOVUPS      32(R8), Y15
+	VFMADD231PS  Y15, Y12, Y1
+	VFMADD231PS  Y15, Y13, Y5
+	VFMADD231PS  Y15, Y14, Y9
+	VMOVUPS      64(R8), Y15
+	VFMADD231PS  Y15, Y12, Y2
+	VFMADD231PS  Y15, Y13, Y6
+	VFMADD231PS  Y15, Y14, Y10
+	VMOVUPS      96(R8), Y15
+	VFMADD231PS  Y15, Y12, Y3
+	VFMADD231PS  Y15, Y13, Y7
+	VFMADD231PS  Y15, Y14, Y11
+	ADDQ         R13, R8
+	ADDQ         $12, R12
+	SUBQ         $3, R9
+	JMP          a3c32t
+
+a3c32store:
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y2, 64(R10)
+	VMOVUPS Y3, 96(R10)
+	VMOVUPS Y4, (R10)(R11*1)
+	VMOVUPS Y5, 32(R10)(R11*1)
+	VMOVUPS Y6, 64(R10)(R11*1)
+	VMOVUPS Y7, 96(R10)(R11*1)
+	VMOVUPS Y8, (R10)(R11*2)
+	VMOVUPS Y9, 32(R10)(R11*2)
+	VMOVUPS Y10, 64(R10)(R11*2)
+	VMOVUPS Y11, 96(R10)(R11*2)
+	MOVQ    DX, AX
+	JMP     a3c32
+
+a3c8:
+	LEAQ    8(AX), DX
+	CMPQ    DX, CX
+	JGT     a3tail
+	LEAQ    (DI)(AX*4), R10
+	VMOVUPS (R10), Y0
+	VMOVUPS (R10)(R11*1), Y4
+	VMOVUPS (R10)(R11*2), Y8
+	LEAQ    (SI)(AX*4), R8
+	MOVQ    BX, R12
+	MOVQ    p_len+48(FP), R9
+
+a3c8t:
+	CMPQ         R9, $0
+	JLE          a3c8store
+	VBROADCASTSS (R12), Y12
+	VBROADCASTSS 4(R12), Y13
+	VBROADCASTSS 8(R12), Y14
+	VMOVUPS      (R8), Y15
+	VFMADD231PS  Y15, Y12, Y0
+	VFMADD231PS  Y15, Y13, Y4
+	VFMADD231PS  Y15, Y14, Y8
+	ADDQ         R13, R8
+	ADDQ         $12, R12
+	SUBQ         $3, R9
+	JMP          a3c8t
+
+a3c8store:
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y4, (R10)(R11*1)
+	VMOVUPS Y8, (R10)(R11*2)
+	MOVQ    DX, AX
+	JMP     a3c8
+
+a3tail:
+	CMPQ   AX, CX
+	JGE    a3done
+	LEAQ   (DI)(AX*4), R10
+	VMOVSS (R10), X0
+	VMOVSS (R10)(R11*1), X4
+	VMOVSS (R10)(R11*2), X8
+	LEAQ   (SI)(AX*4), R8
+	MOVQ   BX, R12
+	MOVQ   p_len+48(FP), R9
+
+a3tailt:
+	CMPQ        R9, $0
+	JLE         a3tailstore
+	VMOVSS      (R12), X12
+	VMOVSS      4(R12), X13
+	VMOVSS      8(R12), X14
+	VMOVSS      (R8), X15
+	VFMADD231SS X15, X12, X0
+	VFMADD231SS X15, X13, X4
+	VFMADD231SS X15, X14, X8
+	ADDQ        R13, R8
+	ADDQ        $12, R12
+	SUBQ        $3, R9
+	JMP         a3tailt
+
+a3tailstore:
+	VMOVSS X0, (R10)
+	VMOVSS X4, (R10)(R11*1)
+	VMOVSS X8, (R10)(R11*2)
+	INCQ   AX
+	JMP    a3tail
+
+a3done:
 	VZEROUPPER
 	RET

@@ -20,3 +20,15 @@ func axpyRowsAsm(acc, p, rows []float32, stride int) {
 		axpyGeneric(acc, pt, rows[t*stride:])
 	}
 }
+
+func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32) {
+	for a, q := range [3][]float32{q0, q1, q2} {
+		for r := range 4 {
+			out[a*4+r] = dotGeneric(q, rows[r*stride:])
+		}
+	}
+}
+
+func axpy3RowsAsm(acc []float32, n, accStride int, p, rows []float32, stride int) {
+	axpy3RowsGeneric(acc, n, accStride, p, rows, stride)
+}

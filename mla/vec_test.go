@@ -157,3 +157,73 @@ func TestScoreAxpyRows(t *testing.T) {
 		}
 	})
 }
+
+// TestScore3Axpy3Rows checks the three-query kernels against the one-query ones bit for bit,
+// with guard bands around every output.
+func TestScore3Axpy3Rows(t *testing.T) {
+	forPaths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 7))
+		const guard = 5
+		for _, w := range []int{1, 7, 8, 9, 31, 32, 33, 40, 288, 576} {
+			for _, nr := range []int{0, 1, 3, 4, 5, 8, 9, 32} {
+				stride := w + rng.IntN(3)
+				qs := [3][]float32{randVec(rng, w, 1), randVec(rng, w, 1), randVec(rng, w, 1)}
+				rows := randVec(rng, nr*stride, 1)
+				if nr > 0 {
+					rows = rows[:(nr-1)*stride+w]
+				}
+				buf := randVec(rng, 3*nr+4*guard, 1)
+				orig := append([]float32(nil), buf...)
+				out := func(a int) []float32 { off := guard + a*(nr+guard); return buf[off : off+nr] }
+				score3Rows(qs[0], qs[1], qs[2], rows, stride, out(0), out(1), out(2))
+				inside := func(i int) bool {
+					for a := range 3 {
+						if off := guard + a*(nr+guard); i >= off && i < off+nr {
+							return true
+						}
+					}
+					return false
+				}
+				for i := range buf {
+					if !inside(i) && math.Float32bits(buf[i]) != math.Float32bits(orig[i]) {
+						t.Fatalf("score3 w %d rows %d: guard value %d written", w, nr, i)
+					}
+				}
+				for a := range 3 {
+					for r := range nr {
+						if got, want := out(a)[r], dot(qs[a], rows[r*stride:]); math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("score3 w %d rows %d: query %d row %d = %v, dot gives %v", w, nr, a, r, got, want)
+						}
+					}
+				}
+
+				// Three accumulators spaced accStride apart, guard values between and around.
+				accStride := w + guard
+				accBuf := randVec(rng, 3*accStride+2*guard, 1)
+				accOrig := append([]float32(nil), accBuf...)
+				p := randVec(rng, 3*nr, 1)
+				axpy3Rows(accBuf[guard:], w, accStride, p, rows, stride)
+				for a := range 3 {
+					seq := append([]float32(nil), accOrig[guard+a*accStride:guard+a*accStride+w]...)
+					for r := range nr {
+						axpy(seq, p[3*r+a], rows[r*stride:])
+					}
+					for j := range w {
+						if got := accBuf[guard+a*accStride+j]; math.Float32bits(got) != math.Float32bits(seq[j]) {
+							t.Fatalf("axpy3 w %d rows %d: accumulator %d value %d = %v, axpy gives %v", w, nr, a, j, got, seq[j])
+						}
+					}
+				}
+				for i := range accBuf {
+					rel := i - guard
+					if rel >= 0 && rel%accStride < w && rel/accStride < 3 {
+						continue
+					}
+					if math.Float32bits(accBuf[i]) != math.Float32bits(accOrig[i]) {
+						t.Fatalf("axpy3 w %d rows %d: guard value %d written", w, nr, i)
+					}
+				}
+			}
+		}
+	})
+}

@@ -229,6 +229,9 @@ var fileCases = []fileCase{
 		r := &rb{be: true}
 		return r.header(3, 0, 1).key("a", ValueUint32).u16(1).b
 	}, field: `kv[0] "a"`, offset: 37},
+	{name: "err_v1_huge_kv_count", build: func() []byte {
+		return (&rb{v1: true}).header(1, 0, 1<<30).zeros(8).b // v1 counts are u32: kv_count at 12
+	}, field: "kv_count", offset: 12},
 	{name: "err_v1_huge_string", build: func() []byte {
 		r := &rb{v1: true}
 		return r.header(1, 0, 1).u32(1 << 31).zeros(10).b // key length at 16
@@ -308,7 +311,7 @@ func checkCase(t *testing.T, c fileCase, mode, path string, f *File, err error) 
 	default:
 		t.Fatalf("%s: error %T %v", mode, err, err)
 	}
-	if mode == "stream" && (c.name == "err_huge_kv_count" || c.name == "err_huge_tensor_count" || c.name == "err_string_array_too_long") {
+	if mode == "stream" && (c.name == "err_huge_kv_count" || c.name == "err_v1_huge_kv_count" || c.name == "err_huge_tensor_count" || c.name == "err_string_array_too_long") {
 		return // located at the end of the input instead
 	}
 	if off != c.offset || !strings.Contains(field, c.field) {

@@ -63,7 +63,7 @@ func parse(d *decoder, o options) (*File, error) {
 	minKV, minT := lw+6, lw+16
 	if r := d.remaining(); r >= 0 {
 		if nkv > uint64(r)/minKV {
-			return nil, d.errorf(16-int(2*(8-lw)), "%d key/value pairs cannot fit in the %d bytes of the file", nkv, r)
+			return nil, d.errorf(8+int(lw), "%d key/value pairs cannot fit in the %d bytes of the file", nkv, r)
 		}
 		if nt > (uint64(r)-nkv*minKV)/minT {
 			d.field = "tensor_count"

@@ -15,7 +15,7 @@ import (
 // checkpointOf writes a tiny target or draft with the break and returns its dir.
 func checkpointOf(t *testing.T, kind, brk string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), kind)
+	dir := filepath.Join(tempDir(t), kind)
 	var err error
 	if kind == "target" {
 		_, err = Target(dir, TargetOptions{Preset: Tiny, Seed: 1}, WriteOptions{Break: brk})
@@ -194,7 +194,7 @@ func TestVocabMismatchDraft(t *testing.T) {
 func TestShardBreakNeedsShards(t *testing.T) {
 	// A shard size that would give a single shard is lowered to a third of the data, so the
 	// break still has shards to break.
-	dir := t.TempDir()
+	dir := tempDir(t)
 	res, err := Draft(dir, DraftOptions{Preset: Tiny, Seed: 1}, WriteOptions{Break: BreakTruncatedShard, ShardSize: 1 << 40})
 	if err != nil {
 		t.Fatal(err)

@@ -104,6 +104,11 @@ func TestFP8Values(t *testing.T) {
 	if _, sd := moments(vals); math.Abs(sd-FP8Range)/FP8Range > 0.05 {
 		t.Fatalf("FP8 std %v, want ~%d", sd, FP8Range)
 	}
+	for u, q := range fp8Table() { // every possible value, not only those drawn above
+		if f := dtype.F8E4M3ToF32(q); math.IsNaN(float64(f)) || math.Abs(float64(f)) > 448 {
+			t.Fatalf("lane %d encodes to FP8 %#x = %v", u, q, f)
+		}
+	}
 	sb := generate(t, g, &s)
 	seen := map[float32]bool{}
 	for i := 0; i < len(sb); i += 4 {

@@ -44,7 +44,7 @@ func writeTarget(t *testing.T, dir string, opts TargetOptions, wo WriteOptions) 
 }
 
 func TestTargetRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	opts := TargetOptions{Preset: Tiny, Seed: 11, FP8: true, FP8Block: 32}
 	res := writeTarget(t, dir, opts, WriteOptions{})
 	p, err := PlanTarget(opts, "")
@@ -141,7 +141,7 @@ func TestTargetRoundTrip(t *testing.T) {
 }
 
 func TestDeterminism(t *testing.T) {
-	root := t.TempDir()
+	root := tempDir(t)
 	a, b, c := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "c")
 	writeTarget(t, a, TargetOptions{Preset: Tiny, Seed: 1}, WriteOptions{ShardSize: 100 << 10})
 	writeTarget(t, b, TargetOptions{Preset: Tiny, Seed: 1}, WriteOptions{ShardSize: 100 << 10})
@@ -155,6 +155,15 @@ func TestDeterminism(t *testing.T) {
 				}
 			}
 		}))
+	}
+	for _, d := range []string{"da", "db"} {
+		if _, err := Draft(filepath.Join(root, d), DraftOptions{Preset: Tiny, Seed: 5, DFlashNames: true}, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	da, db := readAll(t, filepath.Join(root, "da")), readAll(t, filepath.Join(root, "db"))
+	if len(da) != 2 || !bytes.Equal(da["model.safetensors"], db["model.safetensors"]) || !bytes.Equal(da["config.json"], db["config.json"]) {
+		t.Error("two drafts with the same seed differ")
 	}
 	for name, data := range fa {
 		if !bytes.Equal(data, fb[name]) {
@@ -172,7 +181,7 @@ func TestDeterminism(t *testing.T) {
 }
 
 func TestDraftEmbeddingIsTargetCopy(t *testing.T) {
-	root := t.TempDir()
+	root := tempDir(t)
 	tgt := filepath.Join(root, "t")
 	writeTarget(t, tgt, TargetOptions{Preset: Tiny, Seed: 4}, WriteOptions{})
 	paired := filepath.Join(root, "paired")
@@ -242,7 +251,7 @@ func TestDraftEmbeddingIsTargetCopy(t *testing.T) {
 }
 
 func TestDraftRejectsMismatchedTarget(t *testing.T) {
-	root := t.TempDir()
+	root := tempDir(t)
 	tgt := filepath.Join(root, "t")
 	writeTarget(t, tgt, TargetOptions{Preset: Tiny, Seed: 4}, WriteOptions{Break: BreakVocabMismatch})
 	if _, err := Draft(filepath.Join(root, "d"), DraftOptions{Preset: Tiny, TargetDir: tgt}, WriteOptions{}); err == nil {
@@ -254,7 +263,7 @@ func TestDraftRejectsMismatchedTarget(t *testing.T) {
 }
 
 func TestOverwrite(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	writeTarget(t, dir, TargetOptions{Preset: Tiny, Seed: 1}, WriteOptions{ShardSize: 100 << 10})
 	_, err := Target(dir, TargetOptions{Preset: Tiny, Seed: 1}, WriteOptions{})
 	if !errors.Is(err, atomicfile.ErrExists) {
@@ -272,7 +281,7 @@ func TestOverwrite(t *testing.T) {
 
 func TestProgressCountsEveryByte(t *testing.T) {
 	var n int64
-	res, err := Draft(t.TempDir(), DraftOptions{Preset: Tiny, Seed: 1}, WriteOptions{Progress: func(k int64) { n += k }})
+	res, err := Draft(tempDir(t), DraftOptions{Preset: Tiny, Seed: 1}, WriteOptions{Progress: func(k int64) { n += k }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,13 @@ type draftSpec struct {
 	hidden, vocab              int64
 }
 
+// Plausibility caps on counts read from config.json.
+const (
+	maxVocab   = 1 << 24
+	maxLayers  = 1 << 12
+	maxExperts = 1 << 16
+)
+
 // registry lists every supported architecture; adding one is one file plus a line here.
 var registry = []*Arch{dflashArch, deepseek2Arch}
 
@@ -92,7 +99,7 @@ func mlaDims(r *cfgReader, d dims) {
 	d["nope"] = r.Positive("qk_nope_head_dim")
 	d["rope"] = r.Positive("qk_rope_head_dim")
 	d["v"] = r.Positive("v_head_dim")
-	d["vocab"] = r.Positive("vocab_size")
+	d["vocab"] = r.Bounded(maxVocab, "vocab_size")
 	d["one"] = 1
 	d["q_out"] = d["heads"] * (d["nope"] + d["rope"])
 	d["kv_a_out"] = d["r_kv"] + d["rope"]

@@ -48,7 +48,7 @@ func readDeepseek2(c *Config, ro *roster, opt Options) (*archSpec, error) {
 	d := dims{}
 	mlaDims(r, d)
 	d["ffn"] = r.Positive("intermediate_size")
-	layers := r.Positive("num_hidden_layers")
+	layers := r.Bounded(maxLayers, "num_hidden_layers")
 	eps := r.Float("rms_norm_eps")
 	ctx := r.Positive("max_position_embeddings")
 	rope := readRope(r)
@@ -84,6 +84,10 @@ func readDeepseek2(c *Config, ro *roster, opt Options) (*archSpec, error) {
 		gating = 2
 	default:
 		r.fail("scoring_func %q is not supported (supported: softmax, sigmoid)", scoring)
+	}
+	if experts < 0 || experts > maxExperts {
+		r.fail("n_routed_experts %d is outside 0..%d", experts, maxExperts)
+		experts = 0
 	}
 	if experts > 0 {
 		if !hasFfnExp || ffnExp < 1 {

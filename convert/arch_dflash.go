@@ -46,7 +46,7 @@ func readDFlash(c *Config, ro *roster, opt Options) (*archSpec, error) {
 	mlaDims(r, d)
 	d["ffn"] = r.Positive("intermediate_size")
 	d["r_q"] = r.Positive("q_lora_rank")
-	layers := r.Positive("num_hidden_layers")
+	layers := r.Bounded(maxLayers, "num_hidden_layers")
 	eps := r.Float("rms_norm_eps")
 	ctx := r.Positive("max_position_embeddings")
 	rope := readRope(r)

@@ -147,6 +147,19 @@ func (r *cfgReader) Positive(paths ...string) int64 {
 	return i
 }
 
+// Bounded reads a required integer in 1..limit: counts that size allocations or loops
+// (layers, experts, vocabulary) are capped so a corrupt config cannot exhaust memory.
+func (r *cfgReader) Bounded(limit int64, paths ...string) int64 {
+	n := len(r.errs)
+	i := r.Positive(paths...)
+	if len(r.errs) == n && i > limit {
+		_, p, _ := r.c.first(paths)
+		r.fail("field %s: %d is implausibly large (at most %d supported)", p, i, limit)
+		return 1
+	}
+	return i
+}
+
 // OptInt reads an optional integer; def when absent.
 func (r *cfgReader) OptInt(def int64, paths ...string) (int64, bool) {
 	if _, _, ok := r.c.first(paths); !ok {

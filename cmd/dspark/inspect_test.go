@@ -330,3 +330,24 @@ func TestInspectOddFiles(t *testing.T) {
 		t.Errorf("missing file accepted")
 	}
 }
+
+// TestInspectHTTPSplit reads a split set over HTTP given the first shard's URL.
+func TestInspectHTTPSplit(t *testing.T) {
+	dir := t.TempDir()
+	kvs, ts := smallDraft([]int32{2, 5, 9}, false)
+	paths, err := gguf.WriteSplit(filepath.Join(dir, "s.gguf"), kvs, ts, 0, 12, gguf.WriteOptions{})
+	if err != nil || len(paths) != 3 {
+		t.Fatal(paths, err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	out, err := runInspectArgs(t, "--check", "--no-tensors", srv.URL+"/"+filepath.Base(paths[0]))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"split set over http range requests", "shards          │ 3", "Check (dflash rules): passed", "HTTP range requests"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

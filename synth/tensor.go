@@ -86,6 +86,7 @@ func (t *Tensor) stream() string {
 	return t.Name
 }
 
+// String returns "name dtype [shape]".
 func (t Tensor) String() string { return fmt.Sprintf("%s %s %v", t.Name, t.Dtype, t.Shape) }
 
 // Roster is the ordered list of a checkpoint's tensors.

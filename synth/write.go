@@ -289,6 +289,7 @@ type progressWriter struct {
 	fn func(int64)
 }
 
+// Write writes b to the underlying writer and reports the bytes written.
 func (p progressWriter) Write(b []byte) (int, error) {
 	n, err := p.w.Write(b)
 	p.fn(int64(n))

@@ -71,6 +71,9 @@ func TestTargetRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !bytes.Equal(data, generate(t, g, want)) {
+			t.Fatalf("%s: bytes read back differ from the bytes generated", want.Name)
+		}
 		key := g.Key(want.Name)
 		// Spot-check elements against the generator's definition, independently of write.
 		for _, e := range []int64{0, 1, 2, 3, 4, ti.Elements() / 2, ti.Elements() - 1} {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/safetensors"
-	"github.com/dspark-dev/dspark/tokenizer"
 )
 
 // checkpointOf writes a tiny target or draft with the break and returns its dir.
@@ -156,20 +155,7 @@ func TestVocabMismatchTarget(t *testing.T) {
 	vocab := int(jsonFile(t, filepath.Join(dir, "config.json"))["vocab_size"].(float64))
 	ck := open(t, dir)
 	ti, _, _ := ck.Tensor("model.embed_tokens.weight")
-	f, err := os.Open(filepath.Join(dir, "tiktoken.model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ranks, err := tokenizer.ReadTiktoken(f, "tiktoken.model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-	added, err := tokenizer.ParseAddedTokens(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ranks, added := readTokenizer(t, dir)
 	tokSize := len(ranks)
 	for id := range added {
 		tokSize = max(tokSize, id+1)

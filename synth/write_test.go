@@ -13,7 +13,6 @@ import (
 	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/safetensors"
-	"github.com/dspark-dev/dspark/tokenizer"
 )
 
 // readAll returns every file of dir by name.
@@ -106,23 +105,7 @@ func TestTargetRoundTrip(t *testing.T) {
 		t.Fatalf("file is %d bytes, FileSize says %d", st.Size(), want)
 	}
 	// Tokenizer: ranks + reserved = vocab_size exactly; specials named at the top.
-	f, err := os.Open(filepath.Join(dir, "tiktoken.model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ranks, err := tokenizer.ReadTiktoken(f, "tiktoken.model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	added, err := tokenizer.ParseAddedTokens(tc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ranks, added := readTokenizer(t, dir)
 	if len(ranks) != 992 || len(ranks)+len(added) != 1024 || added[992] != "[BOS]" || added[1023] != "[PAD]" {
 		t.Fatalf("%d ranks + %d added, want 992 + 32", len(ranks), len(added))
 	}

@@ -3,6 +3,8 @@ package lint
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -49,6 +51,30 @@ func (fx *fixture) reshape(name string, dims ...uint64) {
 	}
 }
 
+// sparseFile writes the fixture's header into a sparse file of the full size (the tensor
+// data is never written: a hole reads as zeros) and opens it, so real-sized models cost
+// only their header.
+func (fx *fixture) sparseFile(t *testing.T) *gguf.File {
+	t.Helper()
+	l, err := gguf.NewLayout(fx.kvs, fx.tensors, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "sparse.gguf")
+	if err := os.WriteFile(p, l.Header, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, l.Total); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // file writes the fixture with zero tensor data and parses it back.
 func (fx *fixture) file(t *testing.T) *gguf.File {
 	t.Helper()
@@ -70,7 +96,20 @@ func (fx *fixture) file(t *testing.T) *gguf.File {
 	return f
 }
 
-// Small dims with every size distinct, so a swapped or transposed dim cannot pass.
+// shape holds a fixture's sizes.
+type shape struct {
+	H, F, V, R, heads, q, kv, nope, rope, vd, layers, th, tb uint64
+	targetLayers                                             []int32
+}
+
+// small has every size distinct, so a swapped or transposed dim cannot pass.
+var small = shape{H: fxH, F: fxF, V: fxV, R: fxR, heads: fxHeads, q: fxQ, kv: fxKV, nope: fxNope, rope: fxRope, vd: fxVdim,
+	layers: fxLayers, th: fxTh, tb: fxTb, targetLayers: []int32{2, 5, 9}}
+
+// k3 is the real Kimi-K3 DSpark draft (dspark-k3.md section 3).
+var k3 = shape{H: 7168, F: 14336, V: 163840, R: 256, heads: 64, q: 1536, kv: 512, nope: 128, rope: 64, vd: 128,
+	layers: 5, th: 7168, tb: 93, targetLayers: []int32{3, 24, 48, 72, 90}}
+
 const (
 	fxH, fxF, fxV, fxR     = 16, 24, 40, 8
 	fxHeads, fxQ, fxKV     = 2, 12, 20
@@ -96,18 +135,18 @@ func tokenizerKVs(n int) []gguf.KV {
 	}
 }
 
-func mlaKVs(p string) []gguf.KV {
+func mlaKVs(p string, d shape) []gguf.KV {
 	return []gguf.KV{
-		{Key: p + "attention.head_count", Value: gguf.U32(fxHeads)},
+		{Key: p + "attention.head_count", Value: gguf.U32(uint32(d.heads))},
 		{Key: p + "attention.head_count_kv", Value: gguf.U32(1)},
-		{Key: p + "attention.q_lora_rank", Value: gguf.U32(fxQ)},
-		{Key: p + "attention.kv_lora_rank", Value: gguf.U32(fxKV)},
-		{Key: p + "attention.key_length", Value: gguf.U32(fxKV + fxRope)},
-		{Key: p + "attention.value_length", Value: gguf.U32(fxKV)},
-		{Key: p + "attention.key_length_mla", Value: gguf.U32(fxNope + fxRope)},
-		{Key: p + "attention.value_length_mla", Value: gguf.U32(fxVdim)},
+		{Key: p + "attention.q_lora_rank", Value: gguf.U32(uint32(d.q))},
+		{Key: p + "attention.kv_lora_rank", Value: gguf.U32(uint32(d.kv))},
+		{Key: p + "attention.key_length", Value: gguf.U32(uint32(d.kv + d.rope))},
+		{Key: p + "attention.value_length", Value: gguf.U32(uint32(d.kv))},
+		{Key: p + "attention.key_length_mla", Value: gguf.U32(uint32(d.nope + d.rope))},
+		{Key: p + "attention.value_length_mla", Value: gguf.U32(uint32(d.vd))},
 		{Key: p + "attention.layer_norm_rms_epsilon", Value: gguf.F32(1e-5)},
-		{Key: p + "rope.dimension_count", Value: gguf.U32(fxRope)},
+		{Key: p + "rope.dimension_count", Value: gguf.U32(uint32(d.rope))},
 		{Key: p + "rope.freq_base", Value: gguf.F32(50000)},
 		{Key: p + "rope.scaling.type", Value: gguf.Str("yarn")},
 		{Key: p + "rope.scaling.factor", Value: gguf.F32(32)},
@@ -116,56 +155,59 @@ func mlaKVs(p string) []gguf.KV {
 	}
 }
 
-func (fx *fixture) mlaLayer(i int) {
+func (fx *fixture) mlaLayer(i int, d shape) {
 	b := fmt.Sprintf("blk.%d.", i)
-	fx.tensor(b+"attn_norm.weight", fxH)
-	fx.tensor(b+"attn_q_a.weight", fxH, fxQ)
-	fx.tensor(b+"attn_q_a_norm.weight", fxQ)
-	fx.tensor(b+"attn_q_b.weight", fxQ, fxHeads*(fxNope+fxRope))
-	fx.tensor(b+"attn_kv_a_mqa.weight", fxH, fxKV+fxRope)
-	fx.tensor(b+"attn_kv_a_norm.weight", fxKV)
-	fx.tensor(b+"attn_k_b.weight", fxNope, fxKV, fxHeads)
-	fx.tensor(b+"attn_v_b.weight", fxKV, fxVdim, fxHeads)
-	fx.tensor(b+"attn_output.weight", fxHeads*fxVdim, fxH)
-	fx.tensor(b+"ffn_norm.weight", fxH)
+	fx.tensor(b+"attn_norm.weight", d.H)
+	fx.tensor(b+"attn_q_a.weight", d.H, d.q)
+	fx.tensor(b+"attn_q_a_norm.weight", d.q)
+	fx.tensor(b+"attn_q_b.weight", d.q, d.heads*(d.nope+d.rope))
+	fx.tensor(b+"attn_kv_a_mqa.weight", d.H, d.kv+d.rope)
+	fx.tensor(b+"attn_kv_a_norm.weight", d.kv)
+	fx.tensor(b+"attn_k_b.weight", d.nope, d.kv, d.heads)
+	fx.tensor(b+"attn_v_b.weight", d.kv, d.vd, d.heads)
+	fx.tensor(b+"attn_output.weight", d.heads*d.vd, d.H)
+	fx.tensor(b+"ffn_norm.weight", d.H)
 }
 
 // dflashFixture is a valid small DSpark draft: 3 tapped target layers of width fxTh.
-func dflashFixture() *fixture {
+func dflashFixture() *fixture { return dflashShaped(small) }
+
+// dflashShaped is a valid DSpark draft of the given sizes.
+func dflashShaped(d shape) *fixture {
 	fx := &fixture{kvs: []gguf.KV{
 		{Key: "general.architecture", Value: gguf.Str("dflash")},
 		{Key: "general.type", Value: gguf.Str("model")},
 		{Key: "general.file_type", Value: gguf.U32(32)},
 		{Key: "general.quantization_version", Value: gguf.U32(2)},
-		{Key: "dflash.block_count", Value: gguf.U32(fxLayers)},
-		{Key: "dflash.embedding_length", Value: gguf.U32(fxH)},
-		{Key: "dflash.feed_forward_length", Value: gguf.U32(fxF)},
+		{Key: "dflash.block_count", Value: gguf.U32(uint32(d.layers))},
+		{Key: "dflash.embedding_length", Value: gguf.U32(uint32(d.H))},
+		{Key: "dflash.feed_forward_length", Value: gguf.U32(uint32(d.F))},
 		{Key: "dflash.context_length", Value: gguf.U32(4096)},
-		{Key: "dflash.vocab_size", Value: gguf.U32(fxV)},
+		{Key: "dflash.vocab_size", Value: gguf.U32(uint32(d.V))},
 		{Key: "dflash.block_size", Value: gguf.U32(7)},
 		{Key: "dflash.sample_from_anchor", Value: gguf.Bool(true)},
-		{Key: "dflash.target_layers", Value: gguf.I32s([]int32{2, 5, 9})},
-		{Key: "dflash.target_hidden_size", Value: gguf.U32(fxTh)},
-		{Key: "dflash.target_block_count", Value: gguf.U32(fxTb)},
-		{Key: "dflash.markov_rank", Value: gguf.U32(fxR)},
+		{Key: "dflash.target_layers", Value: gguf.I32s(d.targetLayers)},
+		{Key: "dflash.target_hidden_size", Value: gguf.U32(uint32(d.th))},
+		{Key: "dflash.target_block_count", Value: gguf.U32(uint32(d.tb))},
+		{Key: "dflash.markov_rank", Value: gguf.U32(uint32(d.R))},
 		{Key: "dflash.attention.causal", Value: gguf.Bool(false)},
-		{Key: "tokenizer.ggml.mask_token_id", Value: gguf.U32(fxV - 3)},
+		{Key: "tokenizer.ggml.mask_token_id", Value: gguf.U32(uint32(d.V - 3))},
 	}}
-	fx.kvs = append(fx.kvs, mlaKVs("dflash.")...)
-	fx.kvs = append(fx.kvs, tokenizerKVs(fxV)...)
-	fx.tensor("fc.weight", 3*fxTh, fxH)
-	fx.tensor("enc.output_norm.weight", fxH)
-	fx.tensor("output_norm.weight", fxH)
-	fx.tensor("markov_w1.weight", fxR, fxV)
-	fx.tensor("markov_w2.weight", fxR, fxV)
-	fx.tensor("conf_proj.weight", fxH+fxR, 1)
+	fx.kvs = append(fx.kvs, mlaKVs("dflash.", d)...)
+	fx.kvs = append(fx.kvs, tokenizerKVs(int(d.V))...)
+	fx.tensor("fc.weight", uint64(len(d.targetLayers))*d.th, d.H)
+	fx.tensor("enc.output_norm.weight", d.H)
+	fx.tensor("output_norm.weight", d.H)
+	fx.tensor("markov_w1.weight", d.R, d.V)
+	fx.tensor("markov_w2.weight", d.R, d.V)
+	fx.tensor("conf_proj.weight", d.H+d.R, 1)
 	fx.tensor("conf_proj.bias", 1)
-	for i := range fxLayers {
-		fx.mlaLayer(i)
+	for i := range int(d.layers) {
+		fx.mlaLayer(i, d)
 		b := fmt.Sprintf("blk.%d.", i)
-		fx.tensor(b+"ffn_gate.weight", fxH, fxF)
-		fx.tensor(b+"ffn_up.weight", fxH, fxF)
-		fx.tensor(b+"ffn_down.weight", fxF, fxH)
+		fx.tensor(b+"ffn_gate.weight", d.H, d.F)
+		fx.tensor(b+"ffn_up.weight", d.H, d.F)
+		fx.tensor(b+"ffn_down.weight", d.F, d.H)
 	}
 	return fx
 }
@@ -193,13 +235,13 @@ func deepseek2Fixture() *fixture {
 		{Key: p + "expert_weights_norm", Value: gguf.Bool(true)},
 		{Key: p + "expert_gating_func", Value: gguf.U32(2)},
 	}}
-	fx.kvs = append(fx.kvs, mlaKVs(p)...)
+	fx.kvs = append(fx.kvs, mlaKVs(p, small)...)
 	fx.kvs = append(fx.kvs, tokenizerKVs(fxV)...)
 	fx.tensor("token_embd.weight", fxH, fxV)
 	fx.tensor("output_norm.weight", fxH)
 	fx.tensor("output.weight", fxH, fxV)
 	for i := range dsLayers {
-		fx.mlaLayer(i)
+		fx.mlaLayer(i, small)
 		b := fmt.Sprintf("blk.%d.", i)
 		if i < dsDense {
 			fx.tensor(b+"ffn_gate.weight", fxH, fxF)

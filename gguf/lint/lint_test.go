@@ -36,6 +36,35 @@ func TestModelCardMetadata(t *testing.T) {
 	}
 }
 
+// TestK3RealShapes checks a header with the real Kimi-K3 DSpark sizes (72 tensors,
+// 4.45 GiB of BF16 data in a sparse file) and the model card's own metadata: seven target
+// layers [3..9] for an fc of 5 x 7168 inputs.
+func TestK3RealShapes(t *testing.T) {
+	fx := dflashShaped(k3)
+	f := fx.sparseFile(t)
+	if len(f.Tensors) != 72 {
+		t.Fatalf("%d tensors, the K3 schema has 72", len(f.Tensors))
+	}
+	// 2,387,907,841 parameters without embed_tokens (dspark-k3.md section 2), plus the conf_proj
+	// bias counted there too.
+	if p := f.Params(); p != 2387907841 {
+		t.Errorf("parameters = %d, want 2,387,907,841", p)
+	}
+	if probs := Check(f); len(probs) != 0 {
+		t.Errorf("real K3 shapes have problems: %v", probs)
+	}
+	fx.set("dflash.target_layers", gguf.I32s([]int32{3, 4, 5, 6, 7, 8, 9}))
+	probs := Check(fx.sparseFile(t))
+	if len(probs) != 1 {
+		t.Fatalf("model card metadata: want 1 problem, got %v", probs)
+	}
+	for _, want := range []string{"7 target layers", "7 x 7168", "= 50176", "takes 35840 = 5 x 7168", "5 tapped layers"} {
+		if !strings.Contains(probs[0].Msg, want) {
+			t.Errorf("message %q lacks %q", probs[0].Msg, want)
+		}
+	}
+}
+
 // Each mutation of a valid file must produce a problem naming the subject and saying why.
 func TestMutations(t *testing.T) {
 	cases := []struct {

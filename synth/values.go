@@ -112,8 +112,8 @@ func writeChunks(w io.Writer, n int64, gen func(c int64, buf []byte) []byte) err
 }
 
 // Fill generates elements [start, end) of t into dst (len (end-start) times the width of
-// t.Init.Store). start must be a multiple of 4. It is the chunk-level entry point used by
-// write and by tests that check chunk independence.
+// t.Init.Store). start must be a multiple of 4. Any chunk of any tensor can be produced on
+// its own, in any order; the bytes are those the checkpoint writer puts there.
 func (g Generator) Fill(t *Tensor, dst []byte, start, end int64) error {
 	if start%4 != 0 {
 		return fmt.Errorf("synth: Fill start %d is not a multiple of 4", start)

@@ -76,7 +76,7 @@ func BenchmarkAttendCore(b *testing.B) {
 				t0 := threadCPU()
 				for range s.nHead / 3 * ctx / tileRows {
 					score3Rows(q(0), q(1), q(2), tile, width, buf[:tileRows], buf[tileRows:2*tileRows], buf[2*tileRows:3*tileRows])
-					axpy3Rows(s.acc, kvl, s.mb*kvl, buf[3*tileRows:], tile, width)
+					axpy3Rows(s.acc, kvl, s.mb*kvl, buf, tileRows, tileRows, tile, width)
 				}
 				return threadCPU() - t0
 			}

@@ -149,12 +149,12 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
 	kvl, width := s.kvl, s.width
 	scoreRows(s.qfull[k*width:(k+1)*width], rows, width, sc)
-	s.softmaxStep(k, sc, scale, sc, 1)
+	s.softmaxStep(k, sc, scale)
 	axpyRows(s.acc[k*kvl:(k+1)*kvl], sc, rows, width)
 }
 
 // attendTile3 is attendTile for heads hd, hd+1, hd+2 of batch row i at once. buf holds at
-// least 6*tileRows values: three score rows, then the interleaved weights.
+// least 3*tileRows values: the three heads' scores, then weights, tileRows apart.
 func (s *scratch) attendTile3(hd, i int, rows, buf []float32, scale float32) {
 	kvl, width, mb := s.kvl, s.width, s.mb
 	nt := len(rows) / width
@@ -162,17 +162,16 @@ func (s *scratch) attendTile3(hd, i int, rows, buf []float32, scale float32) {
 	q := func(a int) []float32 { k := k0 + a*mb; return s.qfull[k*width : (k+1)*width] }
 	sc0, sc1, sc2 := buf[:nt], buf[tileRows:tileRows+nt], buf[2*tileRows:2*tileRows+nt]
 	score3Rows(q(0), q(1), q(2), rows, width, sc0, sc1, sc2)
-	p := buf[3*tileRows : 3*tileRows+3*nt]
-	s.softmaxStep(k0, sc0, scale, p[0:], 3)
-	s.softmaxStep(k0+mb, sc1, scale, p[1:], 3)
-	s.softmaxStep(k0+2*mb, sc2, scale, p[2:], 3)
-	axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, p, rows, width)
+	s.softmaxStep(k0, sc0, scale)
+	s.softmaxStep(k0+mb, sc1, scale)
+	s.softmaxStep(k0+2*mb, sc2, scale)
+	axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, buf, tileRows, nt, rows, width)
 }
 
 // softmaxStep scales the scores sc of pair k, updates its running maximum (rescaling its sum
-// and accumulator when the maximum grows) and sum, and writes the unnormalized weights
-// exp(score - max) to p[t*pStride]. p may be sc itself (pStride 1).
-func (s *scratch) softmaxStep(k int, sc []float32, scale float32, p []float32, pStride int) {
+// and accumulator when the maximum grows) and sum, and replaces the scores by the unnormalized
+// weights exp(score - max).
+func (s *scratch) softmaxStep(k int, sc []float32, scale float32) {
 	mt := float32(math.Inf(-1))
 	for t, v := range sc {
 		v *= scale
@@ -191,6 +190,5 @@ func (s *scratch) softmaxStep(k int, sc []float32, scale float32, p []float32, p
 		m = mt
 		s.mx[k] = m
 	}
-	sum := s.sum[k] + softmaxWeights(p, pStride, sc, m)
-	s.sum[k] = sum
+	s.sum[k] += expShift(sc, m)
 }

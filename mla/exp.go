@@ -24,34 +24,3 @@ func expNeg(x float64) float32 {
 	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
 	return float32(p * math.Float64frombits(uint64(int64(n)+1023)<<52))
 }
-
-// softmaxWeights sets p[t*pStride] = expNeg(sc[t] - m) for every t and returns the float64 sum
-// of the weights in order. It is expNeg written out in the loop (the call would not be
-// inlined), bit-identical to it.
-func softmaxWeights(p []float32, pStride int, sc []float32, m float32) float64 {
-	const (
-		log2e = 1.4426950408889634
-		ln2   = 0.6931471805599453
-		magic = 6755399441055744.0
-	)
-	if len(sc) == 0 {
-		return 0
-	}
-	_ = p[(len(sc)-1)*pStride]
-	var sum float64
-	for t, v := range sc {
-		x := float64(v) - float64(m)
-		var e float32
-		if x >= -104 {
-			n := (x*log2e + magic) - magic
-			r := x - n*ln2
-			q := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
-			e = float32(q * math.Float64frombits(uint64(int64(n)+1023)<<52))
-		} else if x != x {
-			e = float32(x)
-		}
-		p[t*pStride] = e
-		sum += float64(e)
-	}
-	return sum
-}

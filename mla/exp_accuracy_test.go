@@ -36,27 +36,44 @@ func TestExpNeg(t *testing.T) {
 	}
 }
 
-// TestSoftmaxWeights checks the unrolled loop against expNeg bit for bit, and its sum.
-func TestSoftmaxWeights(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 4))
-	sc := randVec(rng, 301, 60)
-	sc[7] = float32(math.NaN())
-	sc[8] = float32(math.Inf(-1))
-	const m = 61
-	p := make([]float32, 3*len(sc))
-	sum := softmaxWeights(p, 3, sc, m)
-	var want float64
-	for i, v := range sc {
-		e := expNeg(float64(v) - m)
-		if math.Float32bits(p[3*i]) != math.Float32bits(e) {
-			t.Fatalf("weight %d = %v, expNeg gives %v", i, p[3*i], e)
+// TestExpShift checks expShift on both paths against math.Exp (two float32 ulps plus the
+// rounding of x - m, and the flush of results below the smallest normal float32), its sum, exactness at the maximum, and
+// that an element's result does not depend on its position (vector body or padded tail).
+func TestExpShift(t *testing.T) {
+	forPaths(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(8, 8))
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33} {
+			x := randVec(rng, n, 50)
+			const m = 3
+			if n > 0 {
+				x[0] = m
+			}
+			orig := append([]float32(nil), x...)
+			sum := expShift(x, m)
+			var want float64
+			for i, v := range orig {
+				e := math.Exp(float64(v) - m)
+				ulp := math.Abs(float64(math.Nextafter32(float32(e), 2)) - float64(float32(e)))
+				// The vector path rounds v - m to float32 first: allow that rounding too.
+				tol := 2*ulp + e*math.Abs(float64(v)-m)*0x1p-24
+				if d := math.Abs(float64(x[i]) - e); d > tol && !(e < 1.2e-38 && x[i] < 1.2e-38) {
+					t.Fatalf("n %d: exp(%v - %v) = %v, want %v", n, v, m, x[i], e)
+				}
+				want += float64(x[i])
+			}
+			if sum != want {
+				t.Errorf("n %d: sum %v, want %v", n, sum, want)
+			}
+			if n > 0 && x[0] != 1 {
+				t.Errorf("n %d: exp(0) = %v", n, x[0])
+			}
+			for i, v := range orig {
+				one := []float32{v}
+				expShift(one, m)
+				if math.Float32bits(one[0]) != math.Float32bits(x[i]) {
+					t.Fatalf("n %d: element %d gives %v in a slice, %v alone", n, i, x[i], one[0])
+				}
+			}
 		}
-		if p[3*i+1] != 0 || p[3*i+2] != 0 {
-			t.Fatalf("stride gap after %d written", i)
-		}
-		want += float64(e)
-	}
-	if math.Float64bits(sum) != math.Float64bits(want) && !(sum != sum && want != want) {
-		t.Errorf("sum %v, want %v", sum, want)
-	}
+	})
 }

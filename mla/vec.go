@@ -90,31 +90,61 @@ func score3Rows(q0, q1, q2, rows []float32, stride int, out0, out1, out2 []float
 }
 
 // axpy3Rows is axpyRows for three accumulators acc[a*accStride:][:n] (a = 0, 1, 2) with
-// interleaved weights p[3t+a]; each accumulator's result is bit-identical to axpyRows.
-func axpy3Rows(acc []float32, n, accStride int, p, rows []float32, stride int) {
-	nt := len(p) / 3
+// weights p[a*pStride+t], t < nt; each accumulator's result is bit-identical to axpyRows.
+func axpy3Rows(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
 	if nt == 0 || n == 0 {
 		return
 	}
-	if accStride < n {
-		panic("mla: axpy3Rows accumulators overlap")
+	if accStride < n || pStride < nt {
+		panic("mla: axpy3Rows operands overlap")
 	}
 	_ = acc[2*accStride+n-1]
+	_ = p[2*pStride+nt-1]
 	_ = rows[(nt-1)*stride+n-1]
-	p = p[:3*nt]
 	if useAsm {
-		axpy3RowsAsm(acc, n, accStride, p, rows, stride)
+		axpy3RowsAsm(acc, n, accStride, p, pStride, nt, rows, stride)
 		return
 	}
-	axpy3RowsGeneric(acc, n, accStride, p, rows, stride)
+	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
 }
 
-func axpy3RowsGeneric(acc []float32, n, accStride int, p, rows []float32, stride int) {
+func axpy3RowsGeneric(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
 	for a := range 3 {
 		y := acc[a*accStride : a*accStride+n]
-		for t := range len(p) / 3 {
-			axpyGeneric(y, p[3*t+a], rows[t*stride:])
+		for t, pt := range p[a*pStride : a*pStride+nt] {
+			axpyGeneric(y, pt, rows[t*stride:])
 		}
+	}
+}
+
+// expShift sets x[i] = e^(x[i]-m) in place (x[i] <= m: softmax weights) and returns their sum
+// in float64, added in order. The result of an element depends only on its value and m.
+func expShift(x []float32, m float32) float64 {
+	if useAsm {
+		n8 := len(x) &^ 7
+		if n8 > 0 {
+			expShiftAsm(x[:n8], m)
+		}
+		if n8 < len(x) {
+			var pad [8]float32
+			copy(pad[:], x[n8:])
+			expShiftAsm(pad[:], m)
+			copy(x[n8:], pad[:])
+		}
+	} else {
+		expShiftGeneric(x, m)
+	}
+	var sum float64
+	for _, e := range x {
+		sum += float64(e)
+	}
+	return sum
+}
+
+// expShiftGeneric is the portable expShift: expNeg of every element.
+func expShiftGeneric(x []float32, m float32) {
+	for i, v := range x {
+		x[i] = expNeg(float64(v) - float64(m))
 	}
 }
 

@@ -37,8 +37,13 @@ func axpyRowsAsm(acc, p, rows []float32, stride int)
 //go:noescape
 func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)
 
-// axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and interleaved
-// weights p[3t+a]; the caller guarantees every index exists.
+// axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights
+// p[a*pStride+t], t < nt; the caller guarantees every index exists.
 //
 //go:noescape
-func axpy3RowsAsm(acc []float32, n, accStride int, p, rows []float32, stride int)
+func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
+
+// expShiftAsm sets x[i] = e^(x[i]-m) for len(x) a multiple of 8 (see vec_amd64.s).
+//
+//go:noescape
+func expShiftAsm(x []float32, m float32)

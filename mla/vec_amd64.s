@@ -355,18 +355,19 @@ ardone:
 	VZEROUPPER
 	RET
 
-// func axpy3RowsAsm(acc []float32, n, accStride int, p, rows []float32, stride int)
-// For a = 0, 1, 2 and t = 0, 1, ... in order: acc[a*accStride+j] += p[3t+a]*rows[t*stride+j]
+// func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
+// For a = 0, 1, 2 and t = 0 .. nt-1 in order: acc[a*accStride+j] += p[a*pStride+t]*rows[t*stride+j]
 // for j < n, one FMA per term (bit-identical to axpyRowsAsm per accumulator). A block of a row
 // is loaded once for the three accumulators.
-TEXT ·axpy3RowsAsm(SB), NOSPLIT, $0-96
+TEXT ·axpy3RowsAsm(SB), NOSPLIT, $0-112
 	MOVQ acc_base+0(FP), DI
 	MOVQ n+24(FP), CX
 	MOVQ accStride+32(FP), R11
 	SHLQ $2, R11
-	MOVQ p_base+40(FP), BX
-	MOVQ rows_base+64(FP), SI
-	MOVQ stride+88(FP), R13
+	MOVQ pStride+64(FP), BX
+	SHLQ $2, BX
+	MOVQ rows_base+80(FP), SI
+	MOVQ stride+104(FP), R13
 	SHLQ $2, R13
 	XORQ AX, AX
 
@@ -388,15 +389,15 @@ a3c32:
 	VMOVUPS 64(R10)(R11*2), Y10
 	VMOVUPS 96(R10)(R11*2), Y11
 	LEAQ    (SI)(AX*4), R8
-	MOVQ    BX, R12
-	MOVQ    p_len+48(FP), R9
+	MOVQ    p_base+40(FP), R12
+	MOVQ    nt+72(FP), R9
 
 a3c32t:
 	CMPQ         R9, $0
 	JLE          a3c32store
 	VBROADCASTSS (R12), Y12
-	VBROADCASTSS 4(R12), Y13
-	VBROADCASTSS 8(R12), Y14
+	VBROADCASTSS (R12)(BX*1), Y13
+	VBROADCASTSS (R12)(BX*2), Y14
 	VMOVUPS      (R8), Y15
 	VFMADD231PS  Y15, Y12, Y0
 	VFMADD231PS  Y15, Y13, Y4
@@ -414,8 +415,8 @@ a3c32t:
 	VFMADD231PS  Y15, Y13, Y7
 	VFMADD231PS  Y15, Y14, Y11
 	ADDQ         R13, R8
-	ADDQ         $12, R12
-	SUBQ         $3, R9
+	ADDQ         $4, R12
+	DECQ         R9
 	JMP          a3c32t
 
 a3c32store:
@@ -443,22 +444,22 @@ a3c8:
 	VMOVUPS (R10)(R11*1), Y4
 	VMOVUPS (R10)(R11*2), Y8
 	LEAQ    (SI)(AX*4), R8
-	MOVQ    BX, R12
-	MOVQ    p_len+48(FP), R9
+	MOVQ    p_base+40(FP), R12
+	MOVQ    nt+72(FP), R9
 
 a3c8t:
 	CMPQ         R9, $0
 	JLE          a3c8store
 	VBROADCASTSS (R12), Y12
-	VBROADCASTSS 4(R12), Y13
-	VBROADCASTSS 8(R12), Y14
+	VBROADCASTSS (R12)(BX*1), Y13
+	VBROADCASTSS (R12)(BX*2), Y14
 	VMOVUPS      (R8), Y15
 	VFMADD231PS  Y15, Y12, Y0
 	VFMADD231PS  Y15, Y13, Y4
 	VFMADD231PS  Y15, Y14, Y8
 	ADDQ         R13, R8
-	ADDQ         $12, R12
-	SUBQ         $3, R9
+	ADDQ         $4, R12
+	DECQ         R9
 	JMP          a3c8t
 
 a3c8store:
@@ -476,22 +477,22 @@ a3tail:
 	VMOVSS (R10)(R11*1), X4
 	VMOVSS (R10)(R11*2), X8
 	LEAQ   (SI)(AX*4), R8
-	MOVQ   BX, R12
-	MOVQ   p_len+48(FP), R9
+	MOVQ   p_base+40(FP), R12
+	MOVQ   nt+72(FP), R9
 
 a3tailt:
 	CMPQ        R9, $0
 	JLE         a3tailstore
 	VMOVSS      (R12), X12
-	VMOVSS      4(R12), X13
-	VMOVSS      8(R12), X14
+	VMOVSS      (R12)(BX*1), X13
+	VMOVSS      (R12)(BX*2), X14
 	VMOVSS      (R8), X15
 	VFMADD231SS X15, X12, X0
 	VFMADD231SS X15, X13, X4
 	VFMADD231SS X15, X14, X8
 	ADDQ        R13, R8
-	ADDQ        $12, R12
-	SUBQ        $3, R9
+	ADDQ        $4, R12
+	DECQ        R9
 	JMP         a3tailt
 
 a3tailstore:
@@ -502,5 +503,78 @@ a3tailstore:
 	JMP    a3tail
 
 a3done:
+	VZEROUPPER
+	RET
+
+// func expShiftAsm(x []float32, m float32)
+// x[i] = e^(x[i]-m) for len(x) a multiple of 8, eight lanes at a time: x-m clamped below at
+// -87.33654 (the smallest normal float32 result), n = round((x-m) log2 e), r = (x-m) - n ln2 in
+// two parts (Cody-Waite), e^r by its degree-7 Taylor polynomial (Horner, FMA), times 2^n by
+// adding n to the exponent bits. Within about two float32 ulps; e^0 is exactly 1.
+TEXT ·expShiftAsm(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS m+24(FP), Y15
+	MOVL         $0x3fb8aa3b, AX // log2(e)
+	VMOVD        AX, X14
+	VBROADCASTSS X14, Y14
+	MOVL         $0x3f318000, AX // ln2 high part
+	VMOVD        AX, X13
+	VBROADCASTSS X13, Y13
+	MOVL         $0xb95e8083, AX // ln2 low part
+	VMOVD        AX, X12
+	VBROADCASTSS X12, Y12
+	MOVL         $0xc2aeac4f, AX // -87.33654
+	VMOVD        AX, X11
+	VBROADCASTSS X11, Y11
+	MOVL         $0x39500d01, AX // 1/5040
+	VMOVD        AX, X10
+	VBROADCASTSS X10, Y10
+	MOVL         $0x3ab60b61, AX // 1/720
+	VMOVD        AX, X9
+	VBROADCASTSS X9, Y9
+	MOVL         $0x3c088889, AX // 1/120
+	VMOVD        AX, X8
+	VBROADCASTSS X8, Y8
+	MOVL         $0x3d2aaaab, AX // 1/24
+	VMOVD        AX, X7
+	VBROADCASTSS X7, Y7
+	MOVL         $0x3e2aaaab, AX // 1/6
+	VMOVD        AX, X6
+	VBROADCASTSS X6, Y6
+	MOVL         $0x3f000000, AX // 1/2
+	VMOVD        AX, X5
+	VBROADCASTSS X5, Y5
+	MOVL         $0x3f800000, AX // 1
+	VMOVD        AX, X4
+	VBROADCASTSS X4, Y4
+	XORQ         DX, DX
+
+exploop:
+	CMPQ         DX, CX
+	JGE          expdone
+	VMOVUPS      (SI)(DX*4), Y0
+	VSUBPS       Y15, Y0, Y0
+	VMAXPS       Y11, Y0, Y0
+	VMULPS       Y14, Y0, Y1
+	VROUNDPS     $0, Y1, Y1
+	VFNMADD231PS Y13, Y1, Y0
+	VFNMADD231PS Y12, Y1, Y0
+	VMOVAPS      Y10, Y2
+	VFMADD213PS  Y9, Y0, Y2
+	VFMADD213PS  Y8, Y0, Y2
+	VFMADD213PS  Y7, Y0, Y2
+	VFMADD213PS  Y6, Y0, Y2
+	VFMADD213PS  Y5, Y0, Y2
+	VFMADD213PS  Y4, Y0, Y2
+	VFMADD213PS  Y4, Y0, Y2
+	VCVTPS2DQ    Y1, Y1
+	VPSLLD       $23, Y1, Y1
+	VPADDD       Y1, Y2, Y2
+	VMOVUPS      Y2, (SI)(DX*4)
+	ADDQ         $8, DX
+	JMP          exploop
+
+expdone:
 	VZEROUPPER
 	RET

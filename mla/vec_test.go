@@ -201,12 +201,13 @@ func TestScore3Axpy3Rows(t *testing.T) {
 				accStride := w + guard
 				accBuf := randVec(rng, 3*accStride+2*guard, 1)
 				accOrig := append([]float32(nil), accBuf...)
-				p := randVec(rng, 3*nr, 1)
-				axpy3Rows(accBuf[guard:], w, accStride, p, rows, stride)
+				pStride := nr + 2
+				p := randVec(rng, 3*pStride, 1)
+				axpy3Rows(accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
 				for a := range 3 {
 					seq := append([]float32(nil), accOrig[guard+a*accStride:guard+a*accStride+w]...)
 					for r := range nr {
-						axpy(seq, p[3*r+a], rows[r*stride:])
+						axpy(seq, p[a*pStride+r], rows[r*stride:])
 					}
 					for j := range w {
 						if got := accBuf[guard+a*accStride+j]; math.Float32bits(got) != math.Float32bits(seq[j]) {

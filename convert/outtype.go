@@ -98,7 +98,7 @@ func tensorType(out OutType, name string, dims []uint64) (OutType, string) {
 		return F32, ""
 	}
 	if out == Q8_0 && (len(dims) == 0 || dims[0]%32 != 0) {
-		return F16, fmt.Sprintf("%s: row length %d is not a multiple of 32, written F16 instead of Q8_0", name, dims[0])
+		return F16, fmt.Sprintf("%s: row length %d is not a multiple of 32", name, dims[0])
 	}
 	return out, ""
 }

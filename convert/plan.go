@@ -222,6 +222,12 @@ func checkVocab(dir string, vocab int64, ro *roster, tok *tokenizerInfo, tokDir 
 // addTensors turns the expanded rules into planned tensors with producers.
 func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archSpec) error {
 	readSrc := map[string]bool{}
+	var fallback []string
+	defer func() {
+		if len(fallback) > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("%d tensor(s) written F16 instead of Q8_0 because their row length is not a multiple of 32: %s", len(fallback), strings.Join(fallback, ", ")))
+		}
+	}()
 	for _, e := range exp {
 		if e.dst == "" {
 			for _, s := range e.srcs {
@@ -233,7 +239,7 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		var note string
 		t.Type, note = tensorType(p.OutType, e.dst, e.dims)
 		if note != "" {
-			p.Notes = append(p.Notes, note)
+			fallback = append(fallback, e.dst)
 		}
 		prod := &producer{xform: e.rule.Xform, nope: e.dimEnv["nope"], v: e.dimEnv["v"], rkv: e.dimEnv["r_kv"], h: e.dimEnv["heads"]}
 		for _, s := range e.srcs {

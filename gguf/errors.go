@@ -26,6 +26,7 @@ type FormatError struct {
 	Msg    string
 }
 
+// Error formats the error as "gguf: PATH: offset N: FIELD: MSG".
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("gguf: %s: offset %d: %s: %s", e.Path, e.Offset, e.Field, e.Msg)
 }
@@ -42,6 +43,7 @@ type UnsupportedError struct {
 	Msg    string
 }
 
+// Error formats the error as "gguf: PATH: offset N: FIELD: unsupported: MSG".
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("gguf: %s: offset %d: %s: unsupported: %s", e.Path, e.Offset, e.Field, e.Msg)
 }
@@ -57,6 +59,7 @@ type TypeError struct {
 	Want string
 }
 
+// Error names the key, its type and the type asked for.
 func (e *TypeError) Error() string {
 	return fmt.Sprintf("gguf: %s: key %q has type %s, want %s", e.Path, e.Key, e.Got, e.Want)
 }

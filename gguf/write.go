@@ -36,6 +36,7 @@ type exactWriter struct {
 	name  string
 }
 
+// Write passes p on unless it would exceed the tensor's size.
 func (e *exactWriter) Write(p []byte) (int, error) {
 	if uint64(len(p)) > e.limit-e.n {
 		return 0, fmt.Errorf("gguf: write: tensor %q: data callback wrote more than the tensor's %d bytes", e.name, e.limit)

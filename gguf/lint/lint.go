@@ -24,6 +24,7 @@ type Problem struct {
 	Msg     string
 }
 
+// String formats the problem as "subject: message".
 func (p Problem) String() string {
 	if p.Subject == "" {
 		return p.Msg

@@ -293,6 +293,7 @@ type errWriter struct {
 	err error
 }
 
+// Write writes p unless an earlier write failed.
 func (e *errWriter) Write(p []byte) (int, error) {
 	if e.err != nil {
 		return 0, e.err

@@ -47,7 +47,7 @@ func (v Value) loadArray() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{path: v.arr.path, buf: raw, size: int64(len(raw)), be: v.arr.be, v1: v.arr.v1, field: "array"}
+	d := &decoder{path: v.arr.path, buf: raw, size: int64(len(raw)), be: v.arr.be, v1: v.arr.v1, field: simpleField("array")}
 	return d.decodeArray(v.elem, int(v.num))
 }
 

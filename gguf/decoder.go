@@ -22,8 +22,8 @@ type decoder struct {
 	step  int // next read size for growing sources
 	be    bool
 	v1    bool
-	field string // current field, for errors
-	err   error  // sticky I/O error from fill
+	field field // current field, for errors (formatted only when an error occurs)
+	err   error // sticky I/O error from fill
 
 	elemType ValueType // element type during decodeArray
 }
@@ -36,7 +36,7 @@ const (
 )
 
 func (d *decoder) errorf(off int, format string, args ...any) error {
-	return &FormatError{Path: d.path, Offset: int64(off), Field: d.field, Msg: fmt.Sprintf(format, args...)}
+	return &FormatError{Path: d.path, Offset: int64(off), Field: d.field.String(), Msg: fmt.Sprintf(format, args...)}
 }
 
 // remaining returns how many more bytes the source holds past pos, or -1 if unknown.
@@ -61,7 +61,7 @@ func (d *decoder) grow(n uint64) error {
 	}
 	if d.fill == nil || d.err != nil {
 		if d.err != nil {
-			return fmt.Errorf("gguf: %s: offset %d: %s: %w", d.path, d.pos, d.field, d.err)
+			return fmt.Errorf("gguf: %s: offset %d: %s: %w", d.path, d.pos, d.field.String(), d.err)
 		}
 		return d.errorf(d.pos, "needs %d bytes, only %d remain", n, len(d.buf)-d.pos)
 	}
@@ -109,7 +109,7 @@ func (d *decoder) grow(n uint64) error {
 				return d.errorf(d.pos, "needs %d bytes, only %d remain (end of input)", n, len(d.buf)-d.pos)
 			}
 			d.err = err
-			return fmt.Errorf("gguf: %s: offset %d: %s: %w", d.path, d.pos, d.field, err)
+			return fmt.Errorf("gguf: %s: offset %d: %s: %w", d.path, d.pos, d.field.String(), err)
 		}
 	}
 	return nil
@@ -332,4 +332,39 @@ func (d *decoder) walkStrings(n, lw uint64) error {
 		}
 	}
 	return nil
+}
+
+// field names the part of the file being read. It is kept unformatted while parsing so
+// that a clean header costs no string building; String formats it for an error.
+type field struct {
+	what  string // "magic", "version", "kv", "tensor", ...
+	index uint64 // record index for "kv" and "tensor"
+	name  string // key or tensor name, once read
+	named bool
+	part  string // "key", "type", "name", "n_dims", "dims", "offset", or ""
+	dim   int    // index for part "dims", or -1 for all of them
+}
+
+func simpleField(what string) field { return field{what: what, dim: -1} }
+
+// String gives e.g. `kv[3] "general.alignment"`, `tensor[5] "fc.weight" dims[0]`.
+func (f field) String() string {
+	if f.what != "kv" && f.what != "tensor" {
+		return f.what
+	}
+	s := fmt.Sprintf("%s[%d]", f.what, f.index)
+	if f.named {
+		limit := -1
+		if f.what == "kv" {
+			limit = 64
+		}
+		s += " " + QuoteCut(f.name, limit)
+	}
+	if f.part != "" {
+		s += " " + f.part
+		if f.part == "dims" && f.dim >= 0 {
+			s += fmt.Sprintf("[%d]", f.dim)
+		}
+	}
+	return s
 }

@@ -18,7 +18,7 @@ var magic = [4]byte{'G', 'G', 'U', 'F'}
 // parse reads the header from d (positioned at 0) into a new File.
 func parse(d *decoder, o options) (*File, error) {
 	f := &File{Path: d.path, Size: d.size, Alignment: DefaultAlignment}
-	d.field = "magic"
+	d.field = simpleField("magic")
 	if err := d.need(4); err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func parse(d *decoder, o options) (*File, error) {
 		return nil, d.errorf(0, "not a GGUF file (starts with %q, want \"GGUF\")", d.buf[:4])
 	}
 	d.pos = 4
-	d.field = "version"
+	d.field = simpleField("version")
 	v, err := d.u32()
 	if err != nil {
 		return nil, err
@@ -44,12 +44,12 @@ func parse(d *decoder, o options) (*File, error) {
 	f.Version = v
 	d.v1 = v == 1
 
-	d.field = "tensor_count"
+	d.field = simpleField("tensor_count")
 	nt, err := d.count()
 	if err != nil {
 		return nil, err
 	}
-	d.field = "kv_count"
+	d.field = simpleField("kv_count")
 	nkv, err := d.count()
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func parse(d *decoder, o options) (*File, error) {
 			return nil, d.errorf(8+int(lw), "%d key/value pairs cannot fit in the %d bytes of the file", nkv, r)
 		}
 		if nt > (uint64(r)-nkv*minKV)/minT {
-			d.field = "tensor_count"
+			d.field = simpleField("tensor_count")
 			return nil, d.errorf(8, "%d tensor infos cannot fit in the %d bytes of the file", nt, r)
 		}
 	}
@@ -103,7 +103,7 @@ func alignUp(x, a uint64) uint64 { return (x + a - 1) &^ (a - 1) }
 
 func readKV(d *decoder, f *File, i uint64, o options) error {
 	start := d.pos
-	d.field = fmt.Sprintf("kv[%d] key", i)
+	d.field = field{what: "kv", index: i, part: "key", dim: -1}
 	kb, err := d.strBytes()
 	if err != nil {
 		return err
@@ -112,16 +112,16 @@ func readKV(d *decoder, f *File, i uint64, o options) error {
 		return d.errorf(start, "empty key")
 	}
 	key := string(kb)
-	d.field = fmt.Sprintf("kv[%d] %s", i, QuoteCut(key, 64))
+	d.field.name, d.field.named, d.field.part = key, true, ""
 	if j, dup := f.keys[key]; dup {
 		return d.errorf(start, "duplicate key (first at kv[%d])", j)
 	}
-	d.field += " type"
+	d.field.part = "type"
 	t, err := d.u32()
 	if err != nil {
 		return err
 	}
-	d.field = d.field[:len(d.field)-len(" type")]
+	d.field.part = ""
 	vpos := d.pos
 	val, err := d.value(ValueType(t), 0)
 	if err != nil {
@@ -144,7 +144,7 @@ func readKV(d *decoder, f *File, i uint64, o options) error {
 
 func readTensorInfo(d *decoder, f *File, i uint64, o options) error {
 	start := d.pos
-	d.field = fmt.Sprintf("tensor[%d] name", i)
+	d.field = field{what: "tensor", index: i, part: "name", dim: -1}
 	nb, err := d.strBytes()
 	if err != nil {
 		return err
@@ -153,12 +153,11 @@ func readTensorInfo(d *decoder, f *File, i uint64, o options) error {
 		return d.errorf(start, "tensor name of %d bytes, at most %d allowed", len(nb), MaxNameLen)
 	}
 	t := TensorInfo{Name: string(nb), InfoOffset: int64(start), Shard: 0}
-	d.field = fmt.Sprintf("tensor[%d] %s", i, QuoteCut(t.Name, -1))
+	d.field.name, d.field.named, d.field.part = t.Name, true, ""
 	if j, dup := f.names[t.Name]; dup {
 		return d.errorf(start, "duplicate tensor name (first at tensor[%d])", j)
 	}
-	base := d.field
-	d.field = base + " n_dims"
+	d.field.part = "n_dims"
 	nd, err := d.u32()
 	if err != nil {
 		return err
@@ -169,7 +168,7 @@ func readTensorInfo(d *decoder, f *File, i uint64, o options) error {
 	t.Dims = make([]uint64, nd)
 	dimsPos := d.pos
 	for k := range t.Dims {
-		d.field = fmt.Sprintf("%s dims[%d]", base, k)
+		d.field.part, d.field.dim = "dims", k
 		x, err := d.count()
 		if err != nil {
 			return err
@@ -179,13 +178,13 @@ func readTensorInfo(d *decoder, f *File, i uint64, o options) error {
 		}
 		t.Dims[k] = x
 	}
-	d.field = base + " type"
+	d.field.part, d.field.dim = "type", -1
 	tp, err := d.u32()
 	if err != nil {
 		return err
 	}
 	t.Type = GGMLType(tp)
-	d.field = base + " offset"
+	d.field.part = "offset"
 	off, err := d.u64()
 	if err != nil {
 		return err
@@ -195,13 +194,14 @@ func readTensorInfo(d *decoder, f *File, i uint64, o options) error {
 		return d.errorf(d.pos-8, "data offset %d is not a multiple of the alignment %d", off, f.Alignment)
 	}
 	if !t.Type.Known() {
-		ue := &UnsupportedError{Path: d.path, Offset: int64(d.pos - 12), Field: base + " type", Msg: fmt.Sprintf("ggml type %s", t.Type)}
+		d.field.part = "type"
+		ue := &UnsupportedError{Path: d.path, Offset: int64(d.pos - 12), Field: d.field.String(), Msg: fmt.Sprintf("ggml type %s", t.Type)}
 		if !o.allowUnsupported {
 			return ue
 		}
 		f.Unsupported = append(f.Unsupported, ue)
 	} else {
-		d.field = base + " dims"
+		d.field.part = "dims"
 		size, err := TensorBytes(t.Type, t.Dims)
 		if err != nil {
 			return d.errorf(dimsPos, "%v", err)

@@ -289,7 +289,7 @@ func (v Value) Head(n int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{path: v.arr.path, buf: raw, size: int64(len(raw)), be: v.arr.be, v1: v.arr.v1, field: "array"}
+	d := &decoder{path: v.arr.path, buf: raw, size: int64(len(raw)), be: v.arr.be, v1: v.arr.v1, field: simpleField("array")}
 	if v.elem == ValueString {
 		out := make([]string, n)
 		for i := range out {

@@ -166,16 +166,24 @@ func BenchmarkDecodeF8E4M3(b *testing.B) {
 	benchConvert(b, len(src), 4*len(dst), func() { DecodeF8E4M3(dst, src) })
 }
 
+// weights returns n values distributed like model weights: N(0, 0.02).
+func weights(n int) []float32 {
+	r := rand.New(rand.NewPCG(5, 5))
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float32(r.NormFloat64() * 0.02)
+	}
+	return w
+}
+
 func BenchmarkEncodeBF16(b *testing.B) {
-	src := make([]float32, 1<<20)
-	DecodeF32(src, randomBytes(4<<20, 2))
+	src := weights(1 << 20)
 	dst := make([]byte, 2<<20)
 	benchConvert(b, 4*len(src), len(dst), func() { EncodeBF16(dst, src) })
 }
 
 func BenchmarkEncodeF16(b *testing.B) {
-	src := make([]float32, 1<<20)
-	DecodeF32(src, randomBytes(4<<20, 2))
+	src := weights(1 << 20)
 	dst := make([]byte, 2<<20)
 	benchConvert(b, 4*len(src), len(dst), func() { EncodeF16(dst, src) })
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/x448/float16"
 )
 
 func f16Ref(f float32) uint16 {
@@ -57,5 +59,34 @@ func TestF32ToF16Rounding(t *testing.T) {
 		if got, want := F32ToF16(f), f16Ref(f); got != want {
 			t.Fatalf("F32ToF16(%v = %#08x) = %#04x, want %#04x", f, math.Float32bits(f), got, want)
 		}
+	}
+}
+
+// TestF32ToF16MatchesX448 compares the fast conversion with x448/float16 around every half:
+// each value's float32 neighbours, and each midpoint between neighbouring halves with its
+// float32 neighbours (where round-to-even decides), plus random bit patterns.
+func TestF32ToF16MatchesX448(t *testing.T) {
+	check := func(f float32) {
+		if got, want := F32ToF16(f), float16.Fromfloat32(f).Bits(); got != want {
+			t.Fatalf("F32ToF16(%#08x) = %#04x, x448 gives %#04x", math.Float32bits(f), got, want)
+		}
+	}
+	for h := 0; h < 0x7c00; h++ {
+		for _, s := range []float32{1, -1} {
+			v := s * F16ToF32(uint16(h))
+			mid := s * float32((float64(F16ToF32(uint16(h)))+float64(F16ToF32(uint16(h+1))))/2)
+			for _, f := range []float32{v, mid} {
+				check(f)
+				check(math.Nextafter32(f, float32(math.Inf(1))))
+				check(math.Nextafter32(f, float32(math.Inf(-1))))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(8, 9))
+	for range 200000 {
+		check(math.Float32frombits(r.Uint32()))
+	}
+	for _, b := range []uint32{0x7f800000, 0xff800000, 0x7f800001, 0x7fc00000, 0xffffffff, 0x7fbfffff, 0x477ff000, 0x477fefff, 0x33000000, 0x33000001, 0x38800000, 0x387fffff} {
+		check(math.Float32frombits(b))
 	}
 }

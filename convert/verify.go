@@ -30,7 +30,12 @@ func (r *VerifyReport) Verdict() string {
 	if r.OK() {
 		return fmt.Sprintf("verify: OK: %s: %d tensors match their sources (sha256 of bytes re-derived from the checkpoint), %d keys match the plan, lint clean", r.Path, r.Tensors, r.Keys)
 	}
-	return fmt.Sprintf("verify: FAILED: %s: %d problem(s): %s", r.Path, len(r.Problems), strings.Join(r.Problems, "; "))
+	const show = 5
+	list := strings.Join(r.Problems[:min(show, len(r.Problems))], "; ")
+	if len(r.Problems) > show {
+		list += fmt.Sprintf("; and %d more", len(r.Problems)-show)
+	}
+	return fmt.Sprintf("verify: FAILED: %s: %d problem(s): %s", r.Path, len(r.Problems), list)
 }
 
 // LintFunc checks an opened GGUF file and returns one line per problem.

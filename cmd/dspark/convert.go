@@ -151,6 +151,11 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	if err != nil {
 		return err
 	}
+	if !rep.OK() {
+		for _, pr := range rep.Problems {
+			fmt.Fprintln(stderr, "convert: verify: "+pr)
+		}
+	}
 	fmt.Fprintln(stdout, rep.Verdict())
 	if !rep.OK() {
 		return exitCodeError{exitFailure, fmt.Errorf("verification of %s failed", paths[0])}

@@ -181,7 +181,7 @@ func testBatchDeterminism(t *testing.T) {
 		if err := s.att[1].Forward(batch, s.h, n, s.pos, s.cache, 1, Causal); err != nil {
 			t.Fatal(err)
 		}
-		for _, procs := range []int{1, 2, 3} {
+		for _, procs := range []int{1, 2, 3, 5} {
 			s.att[1].s = newScratch(&s.att[1].cfg, 8, procs)
 			c := cloneCache(start)
 			single = make([]float32, n*cfg.NEmbd)

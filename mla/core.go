@@ -17,15 +17,16 @@ const parallelWork = 1 << 17
 type scratch struct {
 	nHead, kvl, width, mb int
 
-	qa, q, c, cs []float32 // projections of the batch
-	qn, qabs     []float32 // one head's q_nope rows and absorbed queries
-	qfull        []float32 // [head][row] x width: [q_abs | roped q_pe]
-	acc          []float32 // [head][row] x kv_lora: running sum, then o_lat
-	mx           []float32 // [head][row]: running maximum score
-	sum          []float64 // [head][row]: running softmax denominator
-	ov, concat   []float32 // one head's W_UV outputs; all heads' outputs per row
-	ends         []int     // per row: cache rows [0, end) are visible
-	tiles        [][]float32
+	qa, q, c, cs []float32   // projections of the batch
+	qn, qabs     []float32   // one head's q_nope rows and absorbed queries
+	qfull        []float32   // [head][row] x width: [q_abs | roped q_pe]
+	acc          []float32   // [head][row] x kv_lora: running sum, then o_lat
+	mx           []float32   // [head][row]: running maximum score
+	sum          []float64   // [head][row]: running softmax denominator
+	ov, concat   []float32   // one head's W_UV outputs; all heads' outputs per row
+	ends         []int       // per row: cache rows [0, end) are visible
+	tiles        [][]float32 // per worker: score buffer of 3*tileRows
+	bounds       []int       // worker w runs heads [bounds[w], bounds[w+1])
 	jobs         []func()
 	wg           sync.WaitGroup
 	job          attendJob
@@ -58,18 +59,33 @@ func newScratch(cfg *Config, mb, procs int) *scratch {
 		concat: make([]float32, mb*cfg.NHead*cfg.DV),
 		ends:   make([]int, mb),
 	}
-	workers := min(max(procs, 1), cfg.NHead)
+	s.split(max(procs, 1))
+	return s
+}
+
+// split divides the heads among up to procs workers at multiples of three nearest to an even
+// split, so that the three-head kernels serve as many heads as possible (any split gives the
+// same bits; this one is only faster).
+func (s *scratch) split(procs int) {
+	h := s.nHead
+	workers := min(procs, h)
+	bounds := make([]int, workers+1)
+	for w := range workers {
+		// w*h/workers rounded to the nearest multiple of three.
+		bounds[w] = (2*w*h + 3*workers) / (6 * workers) * 3
+	}
+	bounds[workers] = h
 	s.tiles = make([][]float32, workers)
 	s.jobs = make([]func(), workers)
+	s.bounds = bounds
 	for w := range workers {
-		s.tiles[w] = make([]float32, 6*tileRows)
-		lo, hi := w*cfg.NHead/workers, (w+1)*cfg.NHead/workers
+		s.tiles[w] = make([]float32, 3*tileRows)
+		lo, hi := bounds[w], bounds[w+1]
 		s.jobs[w] = func() {
 			defer s.wg.Done()
 			s.attendHeads(lo, hi, s.tiles[w])
 		}
 	}
-	return s
 }
 
 // attend fills acc with o_lat[head][row] = softmax_t(scale * [q_abs|q_pe]·row_t) weighted sum
@@ -91,8 +107,7 @@ func (s *scratch) attend(cache *LatentCache, layer, n int, scale float32) {
 	for _, j := range s.jobs[1:] {
 		go j()
 	}
-	lo, hi := 0, s.nHead/workers // worker 0's share, run here
-	s.attendHeads(lo, hi, s.tiles[0])
+	s.attendHeads(s.bounds[0], s.bounds[1], s.tiles[0]) // worker 0's share, run here
 	s.wg.Wait()
 }
 

@@ -1,0 +1,23 @@
+package mla
+
+import "testing"
+
+// TestSplit checks that the worker ranges cover every head once, in order, and start at
+// multiples of three.
+func TestSplit(t *testing.T) {
+	for h := 1; h <= 70; h++ {
+		for procs := 1; procs <= 6; procs++ {
+			s := &scratch{nHead: h}
+			s.split(procs)
+			b := s.bounds
+			if len(b) != min(procs, h)+1 || b[0] != 0 || b[len(b)-1] != h {
+				t.Fatalf("heads %d procs %d: bounds %v", h, procs, b)
+			}
+			for w := 1; w < len(b); w++ {
+				if b[w] < b[w-1] || (w < len(b)-1 && b[w]%3 != 0) {
+					t.Fatalf("heads %d procs %d: bounds %v", h, procs, b)
+				}
+			}
+		}
+	}
+}

@@ -7528,6 +7528,54 @@ readBytes_done:
 	VZEROUPPER
 	RET
 
+// func readStreams(p *byte, stride int, n int) uint64
+TEXT ·readStreams(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ n+16(FP), CX
+	LEAQ (SI)(R8*2), R9
+	ADDQ R8, R9
+	SHRQ $6, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	TESTQ CX, CX
+	JZ readStreams_done
+readStreams_loop:
+	VPADDQ 0(SI), Y0, Y0
+	VPADDQ 32(SI), Y0, Y0
+	VPADDQ 0(SI)(R8*1), Y1, Y1
+	VPADDQ 32(SI)(R8*1), Y1, Y1
+	VPADDQ 0(SI)(R8*2), Y2, Y2
+	VPADDQ 32(SI)(R8*2), Y2, Y2
+	VPADDQ 0(R9), Y3, Y3
+	VPADDQ 32(R9), Y3, Y3
+	VPADDQ 0(R9)(R8*1), Y4, Y4
+	VPADDQ 32(R9)(R8*1), Y4, Y4
+	VPADDQ 0(R9)(R8*2), Y5, Y5
+	VPADDQ 32(R9)(R8*2), Y5, Y5
+	ADDQ $64, SI
+	ADDQ $64, R9
+	DECQ CX
+	JNZ readStreams_loop
+readStreams_done:
+	VPADDQ Y1, Y0, Y0
+	VPADDQ Y2, Y0, Y0
+	VPADDQ Y3, Y0, Y0
+	VPADDQ Y4, Y0, Y0
+	VPADDQ Y5, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDQ X1, X0, X0
+	VMOVQ X0, AX
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func fmaLoop(n int)
 TEXT ·fmaLoop(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX

@@ -178,6 +178,13 @@ func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *fl
 //go:noescape
 func readBytes(p *byte, n int) uint64
 
+// readStreams reads six streams of n bytes (n a multiple of 64) at p, p+stride, ...,
+// p+5*stride, interleaved, and returns their sum as 64-bit words: a read with as many
+// streams as the one-row kernels, whose memory system may serve it faster than one stream.
+//
+//go:noescape
+func readStreams(p *byte, stride int, n int) uint64
+
 // fmaLoop runs n iterations of 12 independent 8-wide FMAs (192 flops each): the
 // arithmetic limit the benchmarks compare with.
 func fmaLoop(n int)

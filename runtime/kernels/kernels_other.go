@@ -29,6 +29,16 @@ func readBytes(p *byte, n int) uint64 {
 	return s0 + s1 + s2 + s3
 }
 
+// readStreams reads six streams of n bytes at p, p+stride, ..., p+5*stride.
+func readStreams(p *byte, stride int, n int) uint64 {
+	b := unsafe.Slice(p, 5*stride+n)
+	var s uint64
+	for i := 0; i < 6; i++ {
+		s += readBytes(&b[i*stride], n)
+	}
+	return s
+}
+
 // fmaLoop runs n iterations of 12 independent 8-wide multiply-adds (192 flops each) in
 // portable Go: the arithmetic reference of the benchmarks in this build.
 func fmaLoop(n int) {

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unicode/utf8"
 )
@@ -35,7 +36,11 @@ type InvalidString struct {
 // InvalidUTF8 lists the keys, string values, string array elements and tensor names that
 // are not valid UTF-8. They are kept byte-exact; this only reports them. Checking a
 // vocabulary costs about as much as reading it (utf8.Valid over every byte).
-func (f *File) InvalidUTF8() []InvalidString { return f.InvalidUTF8Within(-1) }
+// The result is computed once and shared: it must not be modified.
+func (f *File) InvalidUTF8() []InvalidString {
+	f.invalidOnce.Do(func() { f.invalidAll = f.InvalidUTF8Within(-1) })
+	return f.invalidAll
+}
 
 // InvalidUTF8Within is InvalidUTF8 looking only at the first maxElems elements of each
 // string array (<0: all), for callers that show only those.
@@ -75,9 +80,10 @@ type badElem struct {
 
 // invalidElems returns the elements of a string array that are not valid UTF-8. For an
 // array read from a file it works on the encoded bytes without decoding the array: one
-// utf8.Valid pass over all of them, then a walk over the lengths that re-checks a string
-// only where that pass could have been fooled (a string ending in an incomplete
-// sequence that the next length's bytes appear to complete).
+// utf8.Valid pass over all of them, then a walk over the lengths. If the whole encoding
+// is valid, a string whose neighbouring bytes (the end of its length field, the start of
+// the next one) are ASCII is made of complete, valid runes; only strings next to a
+// non-ASCII length byte are checked again on their own.
 func invalidElems(v Value, maxElems int) []badElem {
 	var out []badElem
 	if v.arr == nil {
@@ -108,31 +114,38 @@ func invalidElems(v Value, maxElems int) []badElem {
 		return nil
 	}
 	allValid := utf8.Valid(raw)
-	d := &decoder{buf: raw, size: int64(len(raw)), be: v.arr.be, v1: v.arr.v1}
+	lw := 8
+	if v.arr.v1 {
+		lw = 4
+	}
+	pos := 0
 	for i := 0; i < int(v.num); i++ {
-		b, err := d.strBytes()
-		if err != nil {
+		if len(raw)-pos < lw {
+			return out // cannot happen for a walked array
+		}
+		var l uint64
+		switch {
+		case v.arr.v1 && v.arr.be:
+			l = uint64(binary.BigEndian.Uint32(raw[pos:]))
+		case v.arr.v1:
+			l = uint64(binary.LittleEndian.Uint32(raw[pos:]))
+		case v.arr.be:
+			l = binary.BigEndian.Uint64(raw[pos:])
+		default:
+			l = binary.LittleEndian.Uint64(raw[pos:])
+		}
+		start := pos + lw
+		if l > uint64(len(raw)-start) {
 			return out
 		}
-		if allValid && (len(b) == 0 || !endsIncomplete(b)) {
+		end := start + int(l)
+		pos = end
+		if allValid && raw[start-1] < utf8.RuneSelf && (end == len(raw) || raw[end] < utf8.RuneSelf) {
 			continue
 		}
-		if !utf8.Valid(b) {
+		if b := raw[start:end]; !utf8.Valid(b) {
 			out = append(out, badElem{i, string(b)})
 		}
 	}
 	return out
-}
-
-// endsIncomplete reports whether b ends inside a multi-byte sequence.
-func endsIncomplete(b []byte) bool {
-	last := b[len(b)-1]
-	if last < utf8.RuneSelf {
-		return false
-	}
-	start := len(b) - 1
-	for start > 0 && start > len(b)-utf8.UTFMax && !utf8.RuneStart(b[start]) {
-		start--
-	}
-	return !utf8.FullRune(b[start:])
 }

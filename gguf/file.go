@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/dspark-dev/dspark/internal/mmap"
 )
@@ -56,6 +57,9 @@ type File struct {
 	keys    map[string]int
 	names   map[string]int
 	sources []source
+
+	invalidOnce sync.Once // InvalidUTF8, computed once
+	invalidAll  []InvalidString
 }
 
 // source is where a shard's bytes come from.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -286,5 +287,21 @@ func TestInvalidUTF8Elems(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: InvalidUTF8 = %q, want %q", elems, got, want)
 		}
+	}
+}
+
+// TestInvalidUTF8BigEndian: in a big-endian array the last byte of a length can be a
+// lead byte that the string's first bytes appear to complete.
+func TestInvalidUTF8BigEndian(t *testing.T) {
+	s := "\xbd\xa0" + strings.Repeat("a", 0xe4-2) // length 0xe4: "\xe4\xbd\xa0" is 你
+	r := &rb{be: true}
+	r.header(3, 0, 1).key("a", ValueArray).u32(uint32(ValueString)).u64(2).str("ok").str(s)
+	f, err := NewReader(bytes.NewReader(r.b), int64(len(r.b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.InvalidUTF8()
+	if len(got) != 1 || got[0].Where != `key "a"[1]` || got[0].Bytes != s {
+		t.Errorf("InvalidUTF8 = %q", got)
 	}
 }

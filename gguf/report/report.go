@@ -202,7 +202,11 @@ func Build(f *gguf.File, opt Options) (*Report, error) {
 	if opt.FullArrays || opt.Check {
 		within = -1
 	}
-	for _, bad := range f.InvalidUTF8Within(within) {
+	bads := f.InvalidUTF8Within(within)
+	if within < 0 {
+		bads = f.InvalidUTF8() // shared with lint
+	}
+	for _, bad := range bads {
 		r.InvalidUTF8 = append(r.InvalidUTF8, BadString{Where: bad.Where, Hex: fmt.Sprintf("%x", bad.Bytes)})
 	}
 	for _, u := range f.Unsupported {

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -17,12 +18,16 @@ type array struct {
 	size    int64  // read: encoded size in bytes
 	be, v1  bool   // read: byte order and v1 lengths
 	skipped bool
+	closed  bool        // raw was a view of a mapping that is gone
 	src     io.ReaderAt // skipped: where to load the elements from
 	path    string
 }
 
 // encoded returns the encoded elements of a read array, loading a skipped one.
 func (a *array) encoded() ([]byte, error) {
+	if a.closed {
+		return nil, ErrClosed
+	}
 	if !a.skipped {
 		return a.raw, nil
 	}
@@ -139,7 +144,8 @@ func (d *decoder) decodeArray(elem ValueType, n int) (any, error) {
 			return nil, err
 		}
 		if v.arr != nil {
-			v.arr.raw = d.buf[v.arr.off : v.arr.off+v.arr.size]
+			// A copy: the outer bytes may be a mapping that Close removes.
+			v.arr.raw = bytes.Clone(d.buf[v.arr.off : v.arr.off+v.arr.size])
 			v.arr.off = 0
 			v.arr.path = d.path
 		}

@@ -18,6 +18,9 @@ var ErrNoKey = errors.New("key not found")
 // for and the file they came from can no longer be read.
 var ErrSkipped = errors.New("gguf: array was skipped while reading the header")
 
+// ErrClosed is returned when an array of a memory-mapped File is loaded after Close.
+var ErrClosed = errors.New("gguf: file closed (arrays of a mapped file are views of the mapping)")
+
 // FormatError reports malformed GGUF input: where (file, byte offset, field) and what.
 type FormatError struct {
 	Path   string // the file (or URL, or "<stream>")

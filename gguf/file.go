@@ -183,7 +183,17 @@ func (s *source) close() error {
 
 // Close releases the files opened by Open (nothing for NewReader and ReadHeader). Slices
 // returned by TensorData must not be used afterwards. Close is idempotent.
+//
+// Arrays that were not decoded yet are views of the mapping too: loading them after Close
+// fails with ErrClosed (values already returned by Any, Strings, ... stay valid).
 func (f *File) Close() error {
+	if len(f.sources) > 0 && f.sources[0].mapped != nil {
+		for i := range f.KVs {
+			if a := f.KVs[i].Value.arr; a != nil && a.goVal == nil && !a.skipped {
+				a.raw, a.closed = nil, true
+			}
+		}
+	}
 	var err error
 	for i := range f.sources {
 		err = errors.Join(err, f.sources[i].close())

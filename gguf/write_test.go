@@ -199,3 +199,30 @@ func TestSkipArrays(t *testing.T) {
 		t.Errorf("skipped array of a stream: %v, want ErrSkipped", err)
 	}
 }
+
+// TestUseAfterClose: arrays of a mapped file fail cleanly after Close instead of touching
+// the unmapped memory; values decoded before stay valid.
+func TestUseAfterClose(t *testing.T) {
+	b := encode(t, sampleKVs(), nil, 0)
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	os.WriteFile(p, b, 0o644)
+	f, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := f.Strings("a.str")
+	v, _ := f.Lookup("a.u32")
+	f.Close()
+	if _, err := f.Strings("a.str"); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+	if _, err := v.Load(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Value kept across Close: %v", err)
+	}
+	if before[2] != "hello world" {
+		t.Errorf("decoded strings changed: %q", before)
+	}
+	if s, _ := f.String("general.architecture"); s != "test" {
+		t.Errorf("scalar after Close: %q", s)
+	}
+}

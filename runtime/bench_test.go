@@ -34,6 +34,9 @@ import (
 //	Speculative:  plain and speculative greedy tokens/s in the same process, tau, acceptance
 //	              per position, the draft/verify split, speedup and speedup / tau (goal >= 0.6)
 //
+// Each runs on one thread (GOMAXPROCS=1, timed on the process CPU clock; see useThreads) and
+// on GOMAXPROCS threads (wall clock).
+//
 // Weight bytes of a step (the accounting behind GB/s): every tensor of every layer (attention,
 // norms, dense FFN, router, shared experts), the routed experts the step's rows actually
 // selected (one copy per distinct expert and layer), the lm_head (the embedding when tied) and
@@ -47,7 +50,7 @@ const (
 	envBenchDraft  = "DSPARK_BENCH_DRAFT"
 
 	benchPromptLen = 64  // context before the timed steps
-	benchGenTokens = 64  // tokens generated per Speculative iteration
+	benchGenTokens = 32  // tokens generated per Speculative iteration
 	benchContext   = 512 // KV cache capacity
 	benchVerifyLen = 8   // rows of a verify forward
 )
@@ -422,27 +425,57 @@ func BenchmarkVerify8(b *testing.B) {
 // BenchmarkSpeculative runs plain and speculative greedy decoding of the same prompt in each
 // iteration and reports both speeds, their ratio, and the speculative statistics. The two
 // outputs must match token for token (greedy speculative decoding is lossless).
+//
+// With several threads the speeds are the generator's own (wall-clock decode time after the
+// prompt). On one thread they are taken on the process CPU clock like the other benchmarks:
+// the cost of generate(prompt, n) minus that of generate(prompt, 1), which is the prompt
+// processing alone. The draft/verify split always comes from the generator's wall clocks.
 func BenchmarkSpeculative(b *testing.B) {
-	t, d := benchDraft(b)
-	g := &Generator{Target: t, Draft: d}
-	prompt := benchTokens(benchPromptLen, t.Config.NVocab, 1)
+	for _, par := range benchThreads() {
+		b.Run(fmt.Sprintf("threads=%d", par), func(b *testing.B) {
+			t, d := benchDraft(b)
+			clock, restore := useThreads(b, par)
+			defer restore()
+			benchSpeculative(b, &Generator{Target: t, Draft: d}, par, clock)
+		})
+	}
+}
+
+func benchSpeculative(b *testing.B, g *Generator, par int, clock func() time.Duration) {
+	prompt := benchTokens(benchPromptLen, g.Target.Config.NVocab, 1)
+	// timed returns gen's result for benchGenTokens tokens and its decode speed.
+	timed := func(gen func([]int, int) (*Result, error)) (*Result, float64) {
+		if par > 1 {
+			r, err := gen(prompt, benchGenTokens)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r, r.TokensPerSecond()
+		}
+		t0 := clock()
+		base, err := gen(prompt, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := clock()
+		r, err := gen(prompt, benchGenTokens)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := clock()
+		return r, float64(len(r.Tokens)-len(base.Tokens)) / ((t2 - t1) - (t1 - t0)).Seconds()
+	}
 	var stats speculative.Stats
 	var plainTPS, specTPS, speedup []float64
 	run := func() {
-		pr, err := g.Plain(prompt, benchGenTokens)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sr, err := g.Speculative(prompt, benchGenTokens)
-		if err != nil {
-			b.Fatal(err)
-		}
+		pr, ps := timed(g.Plain)
+		sr, ss := timed(g.Speculative)
 		if !slices.Equal(pr.Tokens, sr.Tokens) {
 			b.Fatalf("speculative greedy output differs from plain greedy:\nplain %v\nspec  %v", pr.Tokens, sr.Tokens)
 		}
-		plainTPS = append(plainTPS, pr.TokensPerSecond())
-		specTPS = append(specTPS, sr.TokensPerSecond())
-		speedup = append(speedup, sr.TokensPerSecond()/pr.TokensPerSecond())
+		plainTPS = append(plainTPS, ps)
+		specTPS = append(specTPS, ss)
+		speedup = append(speedup, ss/ps)
 		stats.Add(&sr.Stats)
 	}
 	run() // warm-up, not reported

@@ -81,19 +81,21 @@ END {
     if ((r, "bytes-vs-1-row") in v)
       row("  weight bytes 8 rows / 1 row (MoE union)", f(v[r, "bytes-vs-1-row"], "%.2f"), "-", "-", "-")
   }
-  s = "Speculative"
-  if ((s, "speedup") in v) {
-    row("speculative vs plain tok/s (greedy)", f(v[s, "spec-tok/s"], "%.1f"), f(v[s, "plain-tok/s"], "%.1f"), f(v[s, "speedup"], "%.2f"), "-")
+  for (t = 1; t <= 8; t++) {
+    s = "Speculative/threads=" t
+    if (!((s, "speedup") in v)) continue
+    row("speculative vs plain tok/s, " t " thread(s)", f(v[s, "spec-tok/s"], "%.1f"), f(v[s, "plain-tok/s"], "%.1f"), f(v[s, "speedup"], "%.2f"), "-")
     row("  speedup vs tau", f(v[s, "speedup"], "%.2f"), f(v[s, "tau"], "%.2f"), f(v[s, "speedup/tau"], "%.2f"), ">= 0.6")
     row("  acceptance rate", f(v[s, "accept-rate"], "%.3f"), "-", "-", "-")
     acc = ""
     for (p = 1; (s, "accept-p" p) in v; p++) acc = acc (p > 1 ? " " : "") sprintf("%.2f", v[s, "accept-p" p])
     row("  acceptance per position", acc, "-", "-", "-")
-    row("  draft / verify ms per round", f(v[s, "draft-ms/round"], "%.1f"), f(v[s, "verify-ms/round"], "%.1f"), f(v[s, "draft-share"], "%.2f"), "-")
+    row("  draft / verify ms per round (wall)", f(v[s, "draft-ms/round"], "%.1f"), f(v[s, "verify-ms/round"], "%.1f"), f(v[s, "draft-share"], "%.2f"), "-")
   }
 }' "$raw"
 echo
-echo "clocks: 1 thread = process CPU time under GOMAXPROCS=1; more threads and speculative = wall clock"
+echo "clocks: 1 thread = process CPU time under GOMAXPROCS=1; more threads = wall clock"
+echo "limits: decode = streaming read of the step's weight bytes; verify = the 1-row step; speculative = plain decoding"
 if [ -n "${DSPARK_BENCH_DIR:-}" ]; then
   echo "raw output: $raw"
 fi

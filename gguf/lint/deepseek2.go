@@ -32,8 +32,12 @@ func checkDeepseek2(c *checker) {
 	Fe := c.u32(p+"expert_feed_forward_length", true)
 	c.f32(p+"expert_weights_scale", true)
 	c.boolKey(p+"expert_weights_norm", false)
-	if g := c.u32(p+"expert_gating_func", false); g >= 0 && g != 1 && g != 2 {
+	g := c.u32(p+"expert_gating_func", false)
+	if g >= 0 && g != 1 && g != 2 {
 		c.add(p+"expert_gating_func", "is %d; llama.cpp knows 1 (softmax) and 2 (sigmoid)", g)
+	}
+	if _, ok := c.f.Lookup(p + "expert_gating_func"); !ok && c.hasTensorSuffix(".exp_probs_b.bias") {
+		c.add(p+"expert_gating_func", "missing: llama.cpp then routes with softmax, but the file has exp_probs_b (DeepSeek-V3/Kimi sigmoid routing, 2)")
 	}
 	c.u32(p+"expert_group_count", false)
 	c.u32(p+"expert_group_used_count", false)

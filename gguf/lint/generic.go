@@ -58,6 +58,14 @@ func (c *checker) tokenizer() {
 		}
 	}
 	sameLen("tokenizer.ggml.token_type", gguf.ValueInt32)
+	if types, err := c.f.Int32s("tokenizer.ggml.token_type"); err == nil {
+		for i, t := range types {
+			if t < 0 || t > 6 {
+				c.add("tokenizer.ggml.token_type", "entry %d is %d; llama.cpp knows 0..6 (undefined, normal, unknown, control, user-defined, unused, byte)", i, t)
+				break
+			}
+		}
+	}
 	sameLen("tokenizer.ggml.scores", gguf.ValueFloat32)
 	c.key("tokenizer.ggml.merges", gguf.ValueArray, gguf.ValueString, model == "gpt2") // gpt2 BPE needs merges
 	for _, k := range []string{"bos", "eos", "eot", "eom", "padding", "unknown", "separator", "mask", "cls"} {

@@ -243,6 +243,16 @@ func (c *checker) str(key string, required bool) (string, bool) {
 	return v.Any().(string), true
 }
 
+// hasTensorSuffix reports whether some tensor name ends with suffix.
+func (c *checker) hasTensorSuffix(suffix string) bool {
+	for i := range c.f.Tensors {
+		if strings.HasSuffix(c.f.Tensors[i].Name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // mul multiplies dims, unknown if any is unknown.
 func mul(ds ...dim) dim {
 	p := dim(1)

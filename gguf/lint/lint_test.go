@@ -100,6 +100,14 @@ func TestMutations(t *testing.T) {
 		{"head_count_kv", dflashFixture, func(fx *fixture) { fx.set("dflash.attention.head_count_kv", gguf.U32(fxHeads)) }, "dflash.attention.head_count_kv", "must be 1"},
 		{"bf16 norm", dflashFixture, func(fx *fixture) { fx.tensors[1].Type = gguf.TypeBF16 }, "enc.output_norm.weight", "1-D tensors"},
 		{"gpt2 without merges", dflashFixture, func(fx *fixture) { fx.del("tokenizer.ggml.merges") }, "tokenizer.ggml.merges", "missing"},
+		{"yarn without log multiplier", dflashFixture, func(fx *fixture) { fx.del("dflash.rope.scaling.yarn_log_multiplier") }, "dflash.rope.scaling.yarn_log_multiplier", "no attention mscale"},
+		{"yarn without factor", dflashFixture, func(fx *fixture) { fx.del("dflash.rope.scaling.factor") }, "dflash.rope.scaling.factor", "missing"},
+		{"token type out of range", dflashFixture, func(fx *fixture) {
+			types := make([]int32, fxV)
+			types[7] = 9
+			fx.set("tokenizer.ggml.token_type", gguf.I32s(types))
+		}, "tokenizer.ggml.token_type", "entry 7 is 9"},
+		{"ds2 gating absent with exp_probs_b", deepseek2Fixture, func(fx *fixture) { fx.del("deepseek2.expert_gating_func") }, "deepseek2.expert_gating_func", "routes with softmax"},
 		{"ds2 missing shared count", deepseek2Fixture, func(fx *fixture) { fx.del("deepseek2.expert_shared_count") }, "deepseek2.expert_shared_count", "missing"},
 		{"ds2 missing key_length", deepseek2Fixture, func(fx *fixture) { fx.del("deepseek2.attention.key_length") }, "deepseek2.attention.key_length", "missing"},
 		{"ds2 gating i32", deepseek2Fixture, func(fx *fixture) { fx.set("deepseek2.expert_gating_func", gguf.I32(2)) }, "deepseek2.expert_gating_func", "has type i32"},

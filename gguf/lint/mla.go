@@ -53,13 +53,19 @@ func (c *checker) readMLA(p string, strict bool) mlaDims {
 	return m
 }
 
-// ropeScaling checks the optional YaRN keys' types.
+// ropeScaling checks the optional YaRN keys' types, and that a YaRN file carries what
+// the runtime needs: without yarn_log_multiplier llama.cpp silently drops the attention
+// mscale (a known field bug when the YaRN block sat under rope_parameters).
 func (c *checker) ropeScaling(p string) {
-	c.str(p+"rope.scaling.type", false)
-	c.f32(p+"rope.scaling.factor", false)
-	c.u32(p+"rope.scaling.original_context_length", false)
+	typ, _ := c.str(p+"rope.scaling.type", false)
+	yarn := typ == "yarn"
+	c.f32(p+"rope.scaling.factor", yarn)
+	c.u32(p+"rope.scaling.original_context_length", yarn)
 	c.f32(p+"rope.scaling.yarn_beta_fast", false)
 	c.f32(p+"rope.scaling.yarn_beta_slow", false)
+	if _, ok := c.f.Lookup(p + "rope.scaling.yarn_log_multiplier"); !ok && yarn {
+		c.add(p+"rope.scaling.yarn_log_multiplier", "missing while rope.scaling.type is yarn: llama.cpp would then apply no attention mscale (write 0.1 x mscale_all_dim)")
+	}
 	c.f32(p+"rope.scaling.yarn_log_multiplier", false)
 }
 

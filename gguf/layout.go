@@ -19,7 +19,7 @@ type TensorSpec struct {
 // Layout is the exact byte layout of a GGUF file to be written: the encoded header
 // (including the zero padding up to the data section) and where each tensor goes. A
 // converter can write the header and then each tensor with WriteAt, in parallel, and the
-// zero padding in between (WritePadding).
+// zero padding after each (Padding).
 type Layout struct {
 	Header     []byte
 	DataOffset int64

@@ -14,6 +14,9 @@ import (
 var fixtureRoot string
 
 func TestMain(m *testing.M) {
+	if out := os.Getenv(sigintHelperEnv); out != "" {
+		os.Exit(sigintHelper(out))
+	}
 	dir, err := os.MkdirTemp("", "convert-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

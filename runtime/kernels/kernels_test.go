@@ -128,7 +128,7 @@ func TestBatchBitIdentity(t *testing.T) {
 	withPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 4))
 		for _, dt := range allTypes {
-			tm := randMat(r, dt, 16*13+5, 32) // packed: 3 shares of 6, 6 and 2 panels
+			tm := randMat(r, dt, 16*13+5, 32) // 14 panels: shares of 4 or 5 panels on 3 goroutines
 			x := randVec(r, MaxBatch*tm.cols)
 			for name, m := range matsOf(t, tm) {
 				SetParallelism(1)
@@ -322,7 +322,7 @@ func TestNoAllocs(t *testing.T) {
 	minPartWork = 1
 	withPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(11, 12))
-		tm := randMat(r, BF16, 200, 40) // 3 shares when packed, 13 when not
+		tm := randMat(r, BF16, 200, 40) // 13 panels, split in two
 		x := randVec(r, 8*tm.cols)
 		dst := make([]float32, 8*tm.rows)
 		for name, m := range matsOf(t, tm) {

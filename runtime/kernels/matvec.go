@@ -3,17 +3,8 @@ package kernels
 // MaxBatch is the largest number of batch rows MatMul accepts.
 const MaxBatch = 64
 
-// groupPanels is the number of panels a share of work on a packed Mat is made of: the
-// assembly kernels for one batch row stream up to 6 panels at once.
-const groupPanels = 6
-
-// unitRows is the number of rows a share of work is made of.
-func (m *Mat) unitRows() int {
-	if m.pk != nil {
-		return groupPanels * panelRows
-	}
-	return panelRows
-}
+// Work is split across goroutines in units of one panel (16 rows), packed or not; since every
+// output has its own accumulation chain, the split cannot change a bit.
 
 // MatVec computes dst[i] = sum_k M[i,k] * x[k] for every row i, accumulating in float32 in
 // the fixed order described in the package documentation. len(x) must be at least Cols and
@@ -35,21 +26,18 @@ func (m *Mat) MatMul(dst, x []float32, n int) {
 	if len(dst) < n*m.rows {
 		panic("kernels: MatMul destination shorter than n*Rows")
 	}
-	u := m.unitRows()
-	m.run(dst[:n*m.rows], x[:n*m.cols], n, (m.rows+u-1)/u)
+	m.run(dst[:n*m.rows], x[:n*m.cols], n, (m.rows+panelRows-1)/panelRows)
 }
 
-// compute fills the rows of units [u0, u1) for all n batch rows.
+// compute fills the rows of units (panels of 16 rows) [u0, u1) for all n batch rows.
 func (m *Mat) compute(dst, x []float32, n, u0, u1 int) {
-	u := m.unitRows()
 	if m.pk == nil {
-		m.rawRows(dst, x, n, u0*u, min(u1*u, m.rows))
+		m.rawRows(dst, x, n, u0*panelRows, min(u1*panelRows, m.rows))
 		return
 	}
-	p0, p1 := u0*groupPanels, min(u1*groupPanels, m.pk.panels)
 	if useAsm {
-		m.panelsAsm(dst, x, n, p0, p1)
+		m.panelsAsm(dst, x, n, u0, u1)
 		return
 	}
-	m.panelsGeneric(dst, x, n, p0, p1)
+	m.panelsGeneric(dst, x, n, u0, u1)
 }

@@ -256,6 +256,9 @@ func (f *File) TensorData(t *TensorInfo) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.Size == 0 {
+		return []byte{}, nil // an empty tensor may sit at the very end, past the last byte
+	}
 	if s.mapped != nil {
 		return s.mapped[t.AbsOffset : t.AbsOffset+int64(t.Size) : t.AbsOffset+int64(t.Size)], nil
 	}

@@ -226,3 +226,21 @@ func TestUseAfterClose(t *testing.T) {
 		t.Errorf("scalar after Close: %q", s)
 	}
 }
+
+// TestEmptyTensorAtEnd: a zero-element tensor whose offset is the end of a file that
+// stops before its data section (found by FuzzReader) has empty data in every mode.
+func TestEmptyTensorAtEnd(t *testing.T) {
+	b := (&rb{}).header(3, 1, 0).info("e", TypeF32, 0, 1<<50, 0).b // ends before the data offset (64)
+	p := filepath.Join(t.TempDir(), "e.gguf")
+	os.WriteFile(p, b, 0o644)
+	for _, opts := range [][]Option{nil, {NoMmap()}} {
+		f, err := Open(p, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := f.TensorData(&f.Tensors[0]); err != nil || len(d) != 0 {
+			t.Errorf("TensorData = %v, %v", d, err)
+		}
+		f.Close()
+	}
+}

@@ -35,7 +35,11 @@ func checkDFlash(c *checker) {
 	// The tapped target layers: their count sets fc's input width.
 	Tn := unknown
 	if v, ok := c.key(p+"target_layers", gguf.ValueArray, gguf.ValueInt32, true); ok {
-		ids := v.Any().([]int32)
+		x, err := v.Load()
+		ids, _ := x.([]int32)
+		if err != nil {
+			c.add(p+"target_layers", "cannot be read: %v", err)
+		}
 		Tn = dim(len(ids))
 		if len(ids) == 0 {
 			c.add(p+"target_layers", "is empty; the draft needs at least one tapped target layer")

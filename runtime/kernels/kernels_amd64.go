@@ -16,6 +16,14 @@ var useAsm = hasAsm()
 // hasAsm reports whether the CPU can run the assembly kernels (AVX2, FMA, F16C).
 func hasAsm() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C }
 
+// implementation names the path MatVec and MatMul take for packed matrices.
+func implementation() string {
+	if useAsm {
+		return "avx2+fma"
+	}
+	return "portable"
+}
+
 // maxAsmRows is the largest batch chunk of the assembly kernels (register limit).
 const maxAsmRows = 6
 

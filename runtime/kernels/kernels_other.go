@@ -16,6 +16,9 @@ func hasAsm() bool { return false }
 // panelsAsm is never called without assembly.
 func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) { m.panelsGeneric(dst, x, n, p0, p1) }
 
+// implementation names the path MatVec and MatMul take for packed matrices.
+func implementation() string { return "portable" }
+
 // readBytes sums n bytes of p as 64-bit words (the benchmarks' bandwidth reference).
 func readBytes(p *byte, n int) uint64 {
 	b := unsafe.Slice(p, n)

@@ -6,6 +6,11 @@ const MaxBatch = 64
 // Work is split across goroutines in units of one panel (16 rows), packed or not; since every
 // output has its own accumulation chain, the split cannot change a bit.
 
+// Implementation names the code that multiplies packed matrices in this process:
+// "avx2+fma" (assembly) or "portable" (Go; always the case for unpacked matrices). Both give
+// the same bits; the name is for logs and benchmark reports.
+func Implementation() string { return implementation() }
+
 // MatVec computes dst[i] = sum_k M[i,k] * x[k] for every row i, accumulating in float32 in
 // the fixed order described in the package documentation. len(x) must be at least Cols and
 // len(dst) at least Rows; only dst[:Rows] is written. It panics on shorter slices.

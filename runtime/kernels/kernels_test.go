@@ -334,3 +334,44 @@ func TestNoAllocs(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentCalls runs calls on one Mat from several goroutines at once, each split
+// across the worker pool, and checks every result (run it with -race).
+func TestConcurrentCalls(t *testing.T) {
+	defer SetParallelism(0)
+	SetParallelism(3)
+	defer func(w int) { minPartWork = w }(minPartWork)
+	minPartWork = 1
+	r := rand.New(rand.NewPCG(13, 14))
+	tm := randMat(r, BF16, 100, 64)
+	m := matsOf(t, tm)["packed"]
+	const callers = 4
+	xs := make([][]float32, callers)
+	want := make([][]float32, callers)
+	for c := range xs {
+		xs[c] = randVec(r, 3*tm.cols)
+		want[c] = make([]float32, 3*tm.rows)
+		m.MatMul(want[c], xs[c], 3)
+	}
+	errs := make(chan string, callers)
+	for c := 0; c < callers; c++ {
+		go func(c int) {
+			dst := make([]float32, 3*tm.rows)
+			for it := 0; it < 20; it++ {
+				m.MatMul(dst, xs[c], 3)
+				for o := range dst {
+					if math.Float32bits(dst[o]) != math.Float32bits(want[c][o]) {
+						errs <- fmt.Sprintf("caller %d iteration %d: output %d is %v, want %v", c, it, o, dst[o], want[c][o])
+						return
+					}
+				}
+			}
+			errs <- ""
+		}(c)
+	}
+	for c := 0; c < callers; c++ {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -71,6 +72,10 @@ func init() {
 		return out
 	}
 }
+
+// httpClient bounds each request (a range request or a streamed header), so a stalled
+// server fails instead of hanging.
+var httpClient = &http.Client{Timeout: 2 * time.Minute}
 
 // inspectInput is an opened file: the parsed header, how it was read, and what to close.
 type inspectInput struct {
@@ -170,7 +175,7 @@ func openInspectInput(ctx context.Context, name string) (*inspectInput, error) {
 	in := &inspectInput{source: "http range requests", close: func() error { return nil }}
 	var shards []*gguf.File
 	for _, u := range names {
-		rf, err := remote.Open(ctx, nil, u)
+		rf, err := remote.Open(ctx, httpClient, u)
 		if errors.Is(err, remote.ErrNoRanges) && !split {
 			return openStream(ctx, name, nil, opts)
 		}
@@ -205,7 +210,7 @@ func openStream(ctx context.Context, name string, dec func(io.Reader) (io.ReadCl
 		if err != nil {
 			return nil, err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := httpClient.Do(req)
 		if err != nil {
 			return nil, err
 		}

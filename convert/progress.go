@@ -23,6 +23,7 @@ func (b *barProgress) Start(total int64, tensors int) {
 		progressbar.OptionSetWriter(b.w),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionThrottle(100*time.Millisecond),

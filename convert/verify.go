@@ -19,6 +19,7 @@ type VerifyReport struct {
 	Tensors  int      // tensors whose bytes matched the re-derived source bytes
 	Keys     int      // keys that matched the plan
 	Lint     int      // lint problems (when a lint function was given)
+	LintRun  bool     // a lint function was given
 	Problems []string // every mismatch
 }
 
@@ -28,7 +29,11 @@ func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 // Verdict is the one-line summary.
 func (r *VerifyReport) Verdict() string {
 	if r.OK() {
-		return fmt.Sprintf("verify: OK: %s: %d tensors match their sources (sha256 of bytes re-derived from the checkpoint), %d keys match the plan, lint clean", r.Path, r.Tensors, r.Keys)
+		lint := "lint clean"
+		if !r.LintRun {
+			lint = "lint not run"
+		}
+		return fmt.Sprintf("verify: OK: %s: %d tensors match their sources (sha256 of bytes re-derived from the checkpoint), %d keys match the plan, %s", r.Path, r.Tensors, r.Keys, lint)
 	}
 	const show = 5
 	list := strings.Join(r.Problems[:min(show, len(r.Problems))], "; ")
@@ -120,6 +125,7 @@ func (p *Plan) Verify(path string, lint LintFunc) (*VerifyReport, error) {
 	close(next)
 	wg.Wait()
 	if lint != nil {
+		rep.LintRun = true
 		probs := lint(f)
 		rep.Lint = len(probs)
 		for _, pr := range probs {

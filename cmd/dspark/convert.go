@@ -10,6 +10,7 @@ import (
 
 	"github.com/dspark-dev/dspark/convert"
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/lint"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -67,9 +68,14 @@ partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.
 
 func init() { rootCmd.AddCommand(newConvertCmd()) }
 
-// lintProblems is the architecture-aware lint run by `convert --verify` (nil until the
-// gguf/lint package is available).
-var lintProblems func(f *gguf.File) []string
+// lintProblems is the architecture-aware lint of `inspect --check`, run by `convert --verify`.
+var lintProblems = func(f *gguf.File) []string {
+	var out []string
+	for _, p := range lint.Check(f) {
+		out = append(out, p.String())
+	}
+	return out
+}
 
 // parseSplitSize parses a --split-max-size value: bytes, or a number with K, M or G (powers of
 // 1000, as llama.cpp's converter reads them).

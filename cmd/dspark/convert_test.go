@@ -78,8 +78,8 @@ func TestConvertWriteVerifyForce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "verify: OK") {
-		t.Errorf("no OK verdict:\n%s", out)
+	if !strings.Contains(out, "verify: OK") || !strings.Contains(out, "lint clean") {
+		t.Errorf("no OK verdict with lint:\n%s", out)
 	}
 	_, err = runConvertArgs(t, drf, "--target", tgt, "-o", outFile, "--quiet")
 	if err == nil || !strings.Contains(err.Error(), "--force") {

@@ -144,6 +144,21 @@ var fileCases = []fileCase{
 			t.Errorf("value after the nested array = %d", x)
 		}
 	}},
+	{name: "nested_arrays_big_endian_v1", build: func() []byte {
+		r := &rb{be: true, v1: true}
+		r.header(1, 0, 1)
+		r.key("nn", ValueArray).u32(uint32(ValueArray)).cnt(2)
+		r.u32(uint32(ValueInt32)).cnt(1).u32(0xfffffffe)
+		r.u32(uint32(ValueString)).cnt(2).str("").str("be")
+		return r.b
+	}, check: func(t *testing.T, f *File) {
+		v, _ := f.Lookup("nn")
+		outer, ok := v.Any().([]Value)
+		if !f.BigEndian || f.Version != 1 || !ok || len(outer) != 2 ||
+			!reflect.DeepEqual(outer[0].Any(), []int32{-2}) || !reflect.DeepEqual(outer[1].Any(), []string{"", "be"}) {
+			t.Errorf("nested = %#v", v.Any())
+		}
+	}},
 
 	// Malformed files.
 	{name: "err_magic", build: func() []byte { return []byte("GGUX\x03\x00\x00\x00") }, field: "magic", offset: 0},

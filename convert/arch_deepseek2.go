@@ -130,6 +130,9 @@ func readDeepseek2(c *Config, ro *roster, opt Options) (*archSpec, error) {
 	d["shexp"] = shared * ffnExp
 
 	dropped := func(name string) bool {
+		if name == "lm_head.weight" && tied {
+			return true // some tied checkpoints still store the (identical) head
+		}
 		var l int64
 		var rest string
 		if n, _ := fmt.Sscanf(name, "layers.%d.%s", &l, &rest); n == 2 {

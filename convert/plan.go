@@ -267,14 +267,27 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		p.Tensors = append(p.Tensors, t)
 	}
 	if spec.dropped != nil {
-		var mtp []string
+		var skipped []string
 		for n, st := range ro.byName {
-			if spec.dropped(n) {
-				mtp = append(mtp, st.Name+" (MTP layer)")
+			switch {
+			case !spec.dropped(n):
+			case n == "lm_head.weight":
+				skipped = append(skipped, st.Name+" (tie_word_embeddings: the output is token_embd)")
+			default:
+				skipped = append(skipped, st.Name+" (MTP layer)")
 			}
 		}
-		sort.Strings(mtp)
-		p.Dropped = append(p.Dropped, mtp...)
+		sort.Strings(skipped)
+		p.Dropped = append(p.Dropped, skipped...)
+	}
+	scales := 0
+	for n := range ro.byName {
+		if strings.HasSuffix(n, "_scale_inv") && readSrc[ro.byName[strings.TrimSuffix(n, "_scale_inv")].Name] {
+			scales++
+		}
+	}
+	if scales > 0 {
+		p.Dropped = append(p.Dropped, fmt.Sprintf("%d FP8 block-scale tensors (*.weight_scale_inv): applied while dequantizing their weights", scales))
 	}
 	return nil
 }

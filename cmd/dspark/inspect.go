@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dspark-dev/dspark/gguf"
-	"github.com/dspark-dev/dspark/gguf/lint"
 	"github.com/dspark-dev/dspark/gguf/remote"
 	"github.com/dspark-dev/dspark/gguf/report"
 )
@@ -62,16 +61,7 @@ and exits with status 1 if it finds any problem.`,
 	return cmd
 }
 
-func init() {
-	rootCmd.AddCommand(newInspectCmd())
-	lintProblems = func(f *gguf.File) []string {
-		var out []string
-		for _, p := range lint.Check(f) {
-			out = append(out, p.String())
-		}
-		return out
-	}
-}
+func init() { rootCmd.AddCommand(newInspectCmd()) }
 
 // httpClient bounds each request (a range request or a streamed header), so a stalled
 // server fails instead of hanging.

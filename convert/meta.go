@@ -27,6 +27,7 @@ const (
 
 var kindNames = [...]string{"u32", "i32", "f32", "bool", "str", "u16", "i32[]", "f32[]", "str[]"}
 
+// String returns the GGUF type name ("u32", "i32[]", ...).
 func (k MetaKind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]

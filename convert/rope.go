@@ -97,6 +97,7 @@ func ropeMeta(arch string, rp Rope, dim int64) []Meta {
 	return m
 }
 
+// String summarizes the configuration for messages.
 func (rp Rope) String() string {
 	if rp.Scaling == "" {
 		return fmt.Sprintf("theta %v, no scaling", rp.Theta)

@@ -23,6 +23,7 @@ const (
 	Stack
 )
 
+// String names the transform as the plan printer shows it.
 func (t Transform) String() string {
 	switch t {
 	case Copy:

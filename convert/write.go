@@ -34,9 +34,13 @@ type WriteOptions struct {
 
 // Progress receives the writer's progress; methods may be called from several goroutines.
 type Progress interface {
+	// Start is called once with the tensor data bytes to write and the tensor count.
 	Start(totalBytes int64, tensors int)
+	// Tensor is called when the conversion of tensor index (plan order) begins.
 	Tensor(index int, name string)
+	// Add reports bytes written.
 	Add(bytes int64)
+	// Done is called once at the end, also after an error.
 	Done()
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -150,4 +151,25 @@ func TestParseSplitSize(t *testing.T) {
 			t.Errorf("parseSplitSize(%q) accepted", in)
 		}
 	}
+}
+
+// FuzzParseSplitSize: any string either parses to a positive size that round-trips through
+// its decimal form, or is rejected; nothing panics.
+func FuzzParseSplitSize(f *testing.F) {
+	for _, s := range []string{"", "1", "5K", "2M", "3G", "9999999999G", "-1", "K", "1.5G", "0x10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseSplitSize(s)
+		if err != nil || s == "" {
+			return
+		}
+		if n <= 0 {
+			t.Fatalf("parseSplitSize(%q) = %d", s, n)
+		}
+		again, err := parseSplitSize(strconv.FormatInt(n, 10))
+		if err != nil || again != n {
+			t.Fatalf("%q -> %d does not round-trip: %d %v", s, n, again, err)
+		}
+	})
 }

@@ -42,8 +42,8 @@ import (
 // selected (one copy per distinct expert and layer), the lm_head (the embedding when tied) and
 // one embedding row per token. The latent KV cache is not counted (at the benchmark context it
 // is ~1 MB against ~200 MB of weights). The runtime reads its repacked copy of the weights
-// (TargetOptions.Pack), held in anonymous huge-page memory; the reference reads a copy of the
-// same tensors' GGUF bytes held in the same kind of memory.
+// (TargetOptions.Pack), held in anonymous memory advised to use huge pages; the reference reads
+// a copy of the same tensors' GGUF bytes held in the same kind of memory.
 
 const (
 	envBenchTarget = "DSPARK_BENCH_TARGET"
@@ -138,7 +138,7 @@ func benchPrefill(b *testing.B, t *Target, st *Step) int {
 // run at the current context (nil for dense layers). It runs the real forward on the first
 // li+1 layers and reads the last layer's selection from the MoE scratch, then truncates the
 // cache back; it is accounting, outside any timing.
-func selectedExperts(b *testing.B, t *Target, rows []int) [][]int {
+func selectedExperts(b testing.TB, t *Target, rows []int) [][]int {
 	b.Helper()
 	c := &t.Config
 	L := t.Len()
@@ -180,7 +180,7 @@ func (p *readPlan) add(s []byte) {
 }
 
 // stepPlan lists the weight bytes of a forward over rows whose experts per layer are sel.
-func stepPlan(b *testing.B, t *Target, rows []int, sel [][]int) *readPlan {
+func stepPlan(b testing.TB, t *Target, rows []int, sel [][]int) *readPlan {
 	b.Helper()
 	f := t.File
 	p := &readPlan{}
@@ -230,10 +230,10 @@ func stepPlan(b *testing.B, t *Target, rows []int, sel [][]int) *readPlan {
 	return p
 }
 
-// reference copies the plan's bytes, in order, into anonymous huge-page memory (the kind the
-// packed weights live in) and cuts that copy into parts contiguous shares of equal size, one
+// reference copies the plan's bytes, in order, into anonymous memory advised to use huge
+// pages (the kind the packed weights live in) and cuts that copy into parts contiguous shares of equal size, one
 // per reading goroutine. Free it with release.
-func (p *readPlan) reference(b *testing.B, parts int) {
+func (p *readPlan) reference(b testing.TB, parts int) {
 	b.Helper()
 	buf, err := mmap.Anon(int(p.total))
 	if err != nil {
@@ -259,9 +259,10 @@ func (p *readPlan) release() {
 var readSink int
 
 // read streams every byte of the reference copy once, each share on its own goroutine (the
-// caller takes the first). bytes.Count is the standard library's vectorized scan (AVX2 on
-// amd64), fast enough to be bound by memory bandwidth.
-func (p *readPlan) read() {
+// caller takes the first), and returns the number of bytes equal to 0x5a. bytes.Count is the
+// standard library's vectorized scan (AVX2 on amd64), fast enough to be bound by memory
+// bandwidth.
+func (p *readPlan) read() int {
 	var wg sync.WaitGroup
 	counts := make([]int, len(p.share))
 	for k := 1; k < len(p.share); k++ {
@@ -273,9 +274,11 @@ func (p *readPlan) read() {
 	}
 	counts[0] = bytes.Count(p.share[0], []byte{0x5a})
 	wg.Wait()
+	n := 0
 	for _, c := range counts {
-		readSink += c
+		n += c
 	}
+	return n
 }
 
 // interleave runs ref and kern alternately b.N times after one warm-up call each (kern
@@ -375,7 +378,7 @@ func BenchmarkTargetDecode(b *testing.B) {
 				}
 			}
 			b.SetBytes(plan.total)
-			kern, read, ratio, _ := interleave(b, clock, plan.read, step)
+			kern, read, ratio, _ := interleave(b, clock, func() { readSink += plan.read() }, step)
 			wb := float64(plan.total)
 			b.ReportMetric(1/kern.Seconds(), "tok/s")
 			b.ReportMetric(1/read.Seconds(), "read-limit-tok/s")
@@ -504,4 +507,97 @@ func benchSpeculative(b *testing.B, g *Generator, par int, clock func() time.Dur
 	b.ReportMetric(stats.DraftTime.Seconds()*1e3/rounds, "draft-ms/round")
 	b.ReportMetric(stats.VerifyTime.Seconds()*1e3/rounds, "verify-ms/round")
 	b.ReportMetric(stats.DraftTime.Seconds()/(stats.DraftTime+stats.VerifyTime).Seconds(), "draft-share")
+}
+
+// TestBenchAccounting checks the byte accounting behind the benchmarks' GB/s on a tiny MoE
+// target: the experts found per layer, the plan's total against the tensor table, and the
+// reference copy and its read.
+func TestBenchAccounting(t *testing.T) {
+	spec := defaultTiny()
+	tg := openTarget(t, buildTarget(spec, 11), TargetOptions{Context: 32})
+	var st Step
+	if err := tg.Forward([]int{3, 1, 4, 1, 5}, 0, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	L := tg.Len()
+	one := []int{9}
+	batch := []int{9, 2, 6, 5, 3, 5, 8, 9}
+	sel1 := selectedExperts(t, tg, one)
+	sel8 := selectedExperts(t, tg, batch)
+	if tg.Len() != L || len(tg.layers) != spec.layers {
+		t.Fatalf("selectedExperts left %d cached tokens and %d layers, want %d and %d", tg.Len(), len(tg.layers), L, spec.layers)
+	}
+	for li := range spec.layers {
+		if li < spec.dense {
+			if sel1[li] != nil || sel8[li] != nil {
+				t.Errorf("dense layer %d: experts %v / %v", li, sel1[li], sel8[li])
+			}
+			continue
+		}
+		if len(sel1[li]) != spec.used {
+			t.Errorf("layer %d: one row selected %v, want %d distinct experts", li, sel1[li], spec.used)
+		}
+		for _, e := range sel1[li] {
+			// the batch's first row sees the same context as the single row
+			if !slices.Contains(sel8[li], e) {
+				t.Errorf("layer %d: batch experts %v miss %d chosen by its first row alone", li, sel8[li], e)
+			}
+		}
+		if !slices.IsSorted(sel8[li]) || len(slices.Compact(slices.Clone(sel8[li]))) != len(sel8[li]) || sel8[li][len(sel8[li])-1] >= spec.experts {
+			t.Errorf("layer %d: batch experts %v are not distinct sorted ids below %d", li, sel8[li], spec.experts)
+		}
+	}
+
+	// The plan's total from the tensor table: everything, less the unselected experts and
+	// the embedding rows of tokens not in the step.
+	for _, c := range []struct {
+		rows []int
+		sel  [][]int
+	}{{one, sel1}, {batch, sel8}} {
+		var want int64
+		for i := range tg.File.Tensors {
+			want += int64(tg.File.Tensors[i].Size)
+		}
+		perExpert := int64(2 * spec.embd * spec.ffExp) // BF16 or F16: 2 bytes per weight
+		if !spec.bf16 {
+			perExpert *= 2 // F32
+		}
+		for li := spec.dense; li < spec.layers; li++ {
+			want -= 3 * perExpert * int64(spec.experts-len(c.sel[li]))
+		}
+		rowBytes := int64(tg.File.Tensors[0].Size) / int64(spec.vocab)
+		if tg.File.Tensors[0].Name != "token_embd.weight" {
+			t.Fatalf("first tensor is %s", tg.File.Tensors[0].Name)
+		}
+		distinct := len(slices.Compact(slices.Sorted(slices.Values(c.rows))))
+		want -= rowBytes * int64(spec.vocab-distinct)
+		p := stepPlan(t, tg, c.rows, c.sel)
+		if p.total != want {
+			t.Errorf("%d rows: plan of %d bytes, want %d", len(c.rows), p.total, want)
+		}
+
+		for _, parts := range []int{1, 3} {
+			p.reference(t, parts)
+			var cat, shares []byte
+			for _, s := range p.spans {
+				cat = append(cat, s...)
+			}
+			for _, s := range p.share {
+				shares = append(shares, s...)
+			}
+			if len(p.share) != parts || !bytes.Equal(p.buf, cat) || !bytes.Equal(shares, cat) {
+				t.Errorf("%d rows, %d parts: the reference copy or its shares differ from the plan's spans", len(c.rows), parts)
+			}
+			n := 0
+			for _, v := range cat {
+				if v == 0x5a {
+					n++
+				}
+			}
+			if got := p.read(); got != n {
+				t.Errorf("%d rows, %d parts: read counted %d bytes 0x5a, want %d", len(c.rows), parts, got, n)
+			}
+			p.release()
+		}
+	}
 }

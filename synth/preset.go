@@ -8,12 +8,13 @@ import (
 // Preset names.
 const (
 	Tiny   = "tiny"
+	Demo   = "demo"
 	Small  = "small"
 	K3Full = "k3-full"
 )
 
 // Presets lists the preset names in size order.
-var Presets = []string{Tiny, Small, K3Full}
+var Presets = []string{Tiny, Demo, Small, K3Full}
 
 // TargetDims are the shape parameters of a synthetic target.
 type TargetDims struct {
@@ -47,6 +48,13 @@ func presetDims(preset string) (TargetDims, DraftDims, error) {
 				Experts: 8, ExpertsPerTok: 2, Shared: 1, Groups: 4, TopkGroup: 2},
 			DraftDims{Layers: 2, FFN: 128, Heads: 4, QLoRA: 40, KVLoRA: 24, Nope: 16, Rope: 8, V: 12,
 				Taps: 3, MarkovRank: 16, BlockSize: 4}, nil
+	case Demo:
+		// The embedded demo pair (internal/demo): the tiny target's shape, and a draft with
+		// the real block size 7 and a Markov rank equal to the target width, so the head can
+		// hold the target's whole next-token table (rank <= hidden + 1).
+		t, d, _ := presetDims(Tiny)
+		d.BlockSize, d.MarkovRank = 7, t.Hidden
+		return t, d, nil
 	case Small:
 		// ~232M parameters in BF16 (see docs/synth.md for the count).
 		return TargetDims{Vocab: 32000, Reserved: 256, Hidden: 1024, FFN: 2816, MoeFFN: 150, Layers: 16,

@@ -4,14 +4,101 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strconv"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/runtime/speculative"
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
 )
 
-// runDemo runs the embedded demo pair.
+// runDemo runs the embedded demo pair: each demo prompt (or the user's --prompt/--tokens) is
+// decoded greedily by the target alone and with the draft, in the same process, and the
+// acceptance, tau and measured speedup are printed.
 func runDemo(w io.Writer, f *runFlags) error {
-	return fmt.Errorf("no --target given and the embedded demo pair is not built into this binary yet")
+	dir, err := os.MkdirTemp("", "dspark-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	tp, dp, err := demo.Extract(dir)
+	if err != nil {
+		return err
+	}
+	if f.prompt != "" || f.tokens != "" || f.json || f.temp != 0 {
+		f.target, f.draft = tp, dp
+		return runRun(w, f)
+	}
+	tf, err := gguf.Open(tp)
+	if err != nil {
+		return err
+	}
+	defer tf.Close()
+	df, err := gguf.Open(dp)
+	if err != nil {
+		return err
+	}
+	defer df.Close()
+	target, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	draft, err := runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	if err != nil {
+		return err
+	}
+	defer draft.Close()
+	tok, err := runtime.LoadTokenizer(tf)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "dspark demo: embedded pair (target: deepseek2, %d layers, hidden %d, vocab %d; draft: dflash/MLA, %d layers, block %d, Markov rank %d)\n",
+		target.Config.NLayer, target.Config.NEmbd, target.Config.NVocab, draft.Config.NLayer, draft.Config.BlockSize, draft.Config.MarkovRank)
+	fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
+	g := &runtime.Generator{Target: target, Draft: draft, EOS: runtime.EOS(tf), MaxDraft: f.block, Threshold: f.threshold}
+	var all speculative.Stats
+	var plainTime, specTime float64
+	var plainN, specN int
+	t := tablewriter.NewTable(w)
+	t.Header("prompt", "tokens", "plain tok/s", "speculative tok/s", "tau", "identical")
+	for _, p := range demo.Prompts {
+		ids := tok.Encode(p)
+		plain, err := g.Plain(ids, f.n)
+		if err != nil {
+			return err
+		}
+		spec, err := g.Speculative(ids, f.n)
+		if err != nil {
+			return err
+		}
+		same := slices.Equal(plain.Tokens, spec.Tokens)
+		if !same {
+			return exitCodeError{exitFailure, fmt.Errorf("prompt %q: greedy speculative output differs from plain greedy output", p)}
+		}
+		all.Add(&spec.Stats)
+		plainTime += plain.Elapsed.Seconds()
+		specTime += spec.Elapsed.Seconds()
+		plainN += len(plain.Tokens)
+		specN += len(spec.Tokens)
+		t.Append(strconv.Quote(p), len(spec.Tokens), fmt.Sprintf("%.0f", plain.TokensPerSecond()),
+			fmt.Sprintf("%.0f", spec.TokensPerSecond()), fmt.Sprintf("%.2f", spec.Stats.Tau()), same)
+		fmt.Fprintf(w, "%s -> %s\n", strconv.Quote(p), strconv.Quote(tok.Decode(spec.Tokens)))
+	}
+	t.Render()
+	rep := &runReport{Stats: &all, Tau: all.Tau(), Acceptance: all.AcceptanceRate(), PerPosition: all.PerPositionRates(),
+		PlainTPS: float64(plainN) / plainTime, SpecTPS: float64(specN) / specTime}
+	rep.Speedup = rep.SpecTPS / rep.PlainTPS
+	fmt.Fprintf(w, "all prompts: greedy tau %.2f at block size %d, acceptance %.3f; plain %.0f tok/s, speculative %.0f tok/s, measured speedup %.2fx\n",
+		rep.Tau, draft.Config.BlockSize, rep.Acceptance, rep.PlainTPS, rep.SpecTPS, rep.Speedup)
+	fmt.Fprintln(w, "(this toy pair is compute-bound and tiny; see docs/benchmarks.md for the memory-bound small pair)")
+	printStatsTables(w, rep)
+	return nil
 }
 
 // runDraftOnly loads a draft without its target (a seeded stand-in embedding/lm_head of the

@@ -196,7 +196,6 @@ func printReport(w io.Writer, r *runReport) {
 	if r.Stats == nil {
 		return
 	}
-	s := r.Stats
 	fmt.Fprintf(w, "speculative decoding:  %.1f tokens/s", r.SpecTPS)
 	if r.Speedup > 0 {
 		fmt.Fprintf(w, "  (speedup %.2fx over plain, tau %.2f)", r.Speedup, r.Tau)
@@ -205,6 +204,12 @@ func printReport(w io.Writer, r *runReport) {
 	if r.MatchesPlain != nil {
 		fmt.Fprintf(w, "greedy output identical to plain decoding: %v\n", *r.MatchesPlain)
 	}
+	printStatsTables(w, r)
+}
+
+// printStatsTables prints the acceptance statistics and the per-position table.
+func printStatsTables(w io.Writer, r *runReport) {
+	s := r.Stats
 	t := tablewriter.NewTable(w)
 	t.Header("rounds", "drafted", "accepted", "acceptance", "tau", "draft time", "verify time")
 	t.Append(s.Rounds, s.Drafted, s.Accepted, fmt.Sprintf("%.3f", r.Acceptance), fmt.Sprintf("%.2f", r.Tau),

@@ -5,29 +5,37 @@ FUZZTIME  ?= 3s
 LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
-.PHONY: all build demo test vet race test-purego fuzz-short fuzz lint bench bench-convert bench-run k3-full clean
+.PHONY: all build demo test vet race test-purego test-demo fuzz-short fuzz lint bench \
+	bench-convert bench-synth bench-run k3-full demo-assets clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/dspark
 
-## demo: the main job — runs the embedded demo pair (or, before the runtime exists, a small GGUF round trip).
+## demo: the main job — runs the embedded demo pair (target + DSpark draft, greedy speculative
+## decoding against plain decoding, acceptance and measured speedup).
 demo: build
-	./scripts/demo.sh $(BIN)
+	./$(BIN) run
 
-## test: vet, the race-enabled test suite (both kernel paths), and a short run of every fuzz target.
-test: vet race test-purego fuzz-short
+## test: vet, the race-enabled test suite, the portable kernel path, the demo-asset rebuild,
+## and a short run of every fuzz target.
+test: vet race test-purego test-demo fuzz-short
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags purego ./runtime/... ./mla/...
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
 
-# The portable (non-assembly) kernel path, forced by the purego build tag.
+# The portable (non-assembly) kernels, forced by the purego build tag.
 test-purego:
-	$(GO) test -count=1 -tags purego ./runtime/...
+	$(GO) test -count=1 -tags purego ./runtime/... ./mla/...
+
+# Rebuilding the embedded demo pair is too slow under -race; it runs here without it.
+test-demo:
+	$(GO) test -count=1 -run 'TestAssetsReproducible' ./internal/demo
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
@@ -40,9 +48,29 @@ fuzz:
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-## bench: every Go benchmark once (headline figures with their limits; see docs/benchmarks.md).
+## bench: every Go benchmark once (headline figures with their same-run limits; see docs/benchmarks.md).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x -count 1 $(PKGS)
+
+## bench-convert: convert of the full-size synthetic K3 draft vs cp of the same bytes, peak RSS.
+bench-convert: build
+	./scripts/bench-convert.sh $(BIN)
+
+## bench-synth: synth of the full-size K3 draft vs cp of the same size (same run), peak RSS.
+bench-synth: build
+	./scripts/bench-synth.sh $(BIN)
+
+## bench-run: target decode and speculative figures on the small preset pair.
+bench-run: build
+	./scripts/bench-run.sh $(BIN)
+
+## k3-full: full-size synthetic K3 DSpark draft -> GGUF -> inspect --check (72 tensors).
+k3-full: build
+	./scripts/k3-full.sh $(BIN)
+
+## demo-assets: rebuild the embedded demo pair (internal/demo/assets) from its recipe.
+demo-assets:
+	$(GO) run ./internal/demo/gendemo
 
 clean:
 	rm -rf bin

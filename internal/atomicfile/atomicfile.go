@@ -41,18 +41,23 @@ func Create(dest string, overwrite bool) (*File, error) {
 	if dir == "" {
 		dir = "."
 	}
+	sigOnce.Do(watchSignals)
+	// Create and register under the lock the signal handler takes, so a SIGINT arriving
+	// between the two still finds (and removes) the new file.
+	mu.Lock()
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("create temporary file for %s: %w", dest, err)
-	}
-	// CreateTemp makes the file 0600; a finished output should be readable like any other file.
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		mu.Unlock()
 		return nil, fmt.Errorf("create temporary file for %s: %w", dest, err)
 	}
 	af := &File{File: f, dest: dest}
-	register(af)
+	pending[af] = struct{}{}
+	mu.Unlock()
+	// CreateTemp makes the file 0600; a finished output should be readable like any other file.
+	if err := f.Chmod(0o644); err != nil {
+		af.Abort()
+		return nil, fmt.Errorf("create temporary file for %s: %w", dest, err)
+	}
 	return af, nil
 }
 
@@ -120,29 +125,26 @@ var (
 	sigOnce sync.Once
 )
 
-func register(f *File) {
-	mu.Lock()
-	pending[f] = struct{}{}
-	mu.Unlock()
-	sigOnce.Do(func() {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		go func() {
-			s := <-ch
-			mu.Lock()
-			for p := range pending {
-				p.File.Close()
-				os.Remove(p.File.Name())
-			}
-			mu.Unlock()
-			signal.Reset(os.Interrupt, syscall.SIGTERM)
-			code := 130
-			if s == syscall.SIGTERM {
-				code = 143
-			}
-			os.Exit(code)
-		}()
-	})
+// watchSignals removes every pending temporary file on SIGINT or SIGTERM, then exits with
+// the conventional status (130 or 143).
+func watchSignals() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-ch
+		mu.Lock()
+		for p := range pending {
+			p.File.Close()
+			os.Remove(p.File.Name())
+		}
+		mu.Unlock()
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		code := 130
+		if s == syscall.SIGTERM {
+			code = 143
+		}
+		os.Exit(code)
+	}()
 }
 
 func unregister(f *File) {

@@ -3,8 +3,8 @@ package demo
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 

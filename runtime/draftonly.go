@@ -18,7 +18,9 @@ import (
 
 // StandInHead allocates a vocab x embd BF16 matrix of pseudo-random values (seeded) in
 // anonymous huge-page memory, to stand in for a target's embedding and lm_head when a draft
-// is timed without its target. Call release when done.
+// is timed without its target. The returned matrix is packed for the fast kernels; data is
+// the row-major bytes it was packed from (same size, for a streaming-read baseline). Call
+// release when done.
 func StandInHead(vocab, embd int, seed uint64) (head *kernels.Mat, data []byte, release func(), err error) {
 	buf, err := mmap.Anon(vocab * embd * 2)
 	if err != nil {
@@ -48,7 +50,12 @@ func StandInHead(vocab, embd int, seed uint64) (head *kernels.Mat, data []byte, 
 		mmap.FreeAnon(buf)
 		return nil, nil, nil, err
 	}
-	return m, buf, func() { mmap.FreeAnon(buf) }, nil
+	p, err := m.Pack()
+	if err != nil {
+		mmap.FreeAnon(buf)
+		return nil, nil, nil, err
+	}
+	return p, buf, func() { p.Release(); mmap.FreeAnon(buf) }, nil
 }
 
 // DraftTiming is the result of TimeDraftBlock.

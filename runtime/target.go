@@ -85,26 +85,12 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 		t.output = t.tokEmbd
 	}
 	a := cfg.Attn
-	qk := a.DNope + a.DRope
 	for i := 0; i < cfg.NLayer; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
 		var l targetLayer
 		l.attnNorm = b.vec(p+"attn_norm.weight", E)
 		l.ffnNorm = b.vec(p+"ffn_norm.weight", E)
-		w := mla.Weights{
-			KVA:     b.mat(p+"attn_kv_a_mqa.weight", E, a.KVLoraRank+a.DRope),
-			KVANorm: b.vec(p+"attn_kv_a_norm.weight", a.KVLoraRank),
-			KB:      heads(b.stack(p+"attn_k_b.weight", a.DNope, a.KVLoraRank, a.NHead)),
-			VB:      heads(b.stack(p+"attn_v_b.weight", a.KVLoraRank, a.DV, a.NHead)),
-			O:       b.mat(p+"attn_output.weight", a.NHead*a.DV, E),
-		}
-		if a.QLoraRank > 0 {
-			w.QA = b.mat(p+"attn_q_a.weight", E, a.QLoraRank)
-			w.QANorm = b.vec(p+"attn_q_a_norm.weight", a.QLoraRank)
-			w.QB = b.mat(p+"attn_q_b.weight", a.QLoraRank, a.NHead*qk)
-		} else {
-			w.Q = b.mat(p+"attn_q.weight", E, a.NHead*qk)
-		}
+		w := b.attention(p, a)
 		if i < cfg.NDense {
 			l.gate = b.mat(p+"ffn_gate.weight", E, cfg.NFF)
 			l.up = b.mat(p+"ffn_up.weight", E, cfg.NFF)

@@ -174,3 +174,25 @@ func heads(ms []*kernels.Mat) []mla.Linear {
 	}
 	return out
 }
+
+// attention binds the MLA tensors of the layer with name prefix p (deepseek2 names, shared
+// by the target and the dflash draft): q-LoRA or a full Q, kv_a with its norm, the per-head
+// k_b / v_b halves of kv_b, and the output projection.
+func (b *binder) attention(p string, a mla.Config) mla.Weights {
+	E, qk := a.NEmbd, a.DNope+a.DRope
+	w := mla.Weights{
+		KVA:     b.mat(p+"attn_kv_a_mqa.weight", E, a.KVLoraRank+a.DRope),
+		KVANorm: b.vec(p+"attn_kv_a_norm.weight", a.KVLoraRank),
+		KB:      heads(b.stack(p+"attn_k_b.weight", a.DNope, a.KVLoraRank, a.NHead)),
+		VB:      heads(b.stack(p+"attn_v_b.weight", a.KVLoraRank, a.DV, a.NHead)),
+		O:       b.mat(p+"attn_output.weight", a.NHead*a.DV, E),
+	}
+	if a.QLoraRank > 0 {
+		w.QA = b.mat(p+"attn_q_a.weight", E, a.QLoraRank)
+		w.QANorm = b.vec(p+"attn_q_a_norm.weight", a.QLoraRank)
+		w.QB = b.mat(p+"attn_q_b.weight", a.QLoraRank, a.NHead*qk)
+	} else {
+		w.Q = b.mat(p+"attn_q.weight", E, a.NHead*qk)
+	}
+	return w
+}

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
@@ -12,31 +14,45 @@ type moeScratch struct {
 	sel                  []int     // n x NExpertUsed chosen experts, in selection order
 	w                    []float32 // n x NExpertUsed weights
 	slotOut              []float32 // n x NExpertUsed x NEmbd expert outputs
-	rows                 []int     // rows routed to one expert
-	slots                []int     // their slot indices
-	in, out              []float32 // gathered rows (n x NEmbd)
-	a, b                 []float32 // n x NFFExp
 	shared               []float32 // n x NEmbd
 	groupScore           []float32
 	groupKeep            []bool
+	first, count         []int // per expert: its assignments in byExpert
+	byExpert             []int // (row*K + slot) indices grouped by expert (a counting sort)
+	tasks                []int // experts with rows, then -1 for the shared experts
+	workers              []moeWorker
+	loads                []int // rows dealt to each worker
+}
+
+// moeWorker is the private scratch of one goroutine running experts.
+type moeWorker struct {
+	in, out, a, b []float32
+	tasks         []int
 }
 
 func newMoEScratch(n int, c TargetConfig) moeScratch {
 	E, X, K := c.NEmbd, c.NExpert, c.NExpertUsed
-	return moeScratch{
+	ff := c.NFFExp * max(1, c.NShared)
+	s := moeScratch{
 		logits: make([]float32, n*X), probs: make([]float32, n*X), score: make([]float32, n*X),
 		sel: make([]int, n*K), w: make([]float32, n*K), slotOut: make([]float32, n*K*E),
-		rows: make([]int, 0, n), slots: make([]int, 0, n),
-		in: make([]float32, n*E), out: make([]float32, n*E),
-		a: make([]float32, n*c.NFFExp), b: make([]float32, n*c.NFFExp),
 		shared: make([]float32, n*E), groupScore: make([]float32, c.NGroup), groupKeep: make([]bool, c.NGroup),
+		first: make([]int, X+1), count: make([]int, X), byExpert: make([]int, n*K), tasks: make([]int, 0, X+1),
 	}
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		s.workers = append(s.workers, moeWorker{in: make([]float32, n*E), out: make([]float32, n*E),
+			a: make([]float32, n*ff), b: make([]float32, n*ff), tasks: make([]int, 0, X+1)})
+	}
+	s.loads = make([]int, len(s.workers))
+	return s
 }
 
 // moe computes the MoE feed-forward of n rows of h into dst (section 4 of
 // target-deepseek2.md): gating probabilities, biased selection with group limiting, top-k,
 // optional normalization, routed scaling, experts batched over the rows that chose them,
-// plus the shared experts. Each row's result depends only on that row.
+// plus the shared experts. Experts run on several goroutines; each (row, slot) output is
+// computed by one expert call and the weighted sum is taken in selection order, so a row's
+// result depends only on that row, whatever the batch or the schedule.
 func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 	c := &t.Config
 	s := &t.s.moe
@@ -45,33 +61,65 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 	for i := 0; i < n; i++ {
 		t.route(l, s.logits[i*X:(i+1)*X], s.probs[i*X:(i+1)*X], s.score[i*X:(i+1)*X], s.sel[i*K:(i+1)*K], s.w[i*K:(i+1)*K])
 	}
-	ff := c.NFFExp
+	// Group the (row, slot) assignments by expert.
+	clear(s.count)
+	for _, e := range s.sel[:n*K] {
+		s.count[e]++
+	}
+	s.first[0] = 0
 	for e := 0; e < X; e++ {
-		s.rows, s.slots = s.rows[:0], s.slots[:0]
-		for i := 0; i < n; i++ {
-			for k := 0; k < K; k++ {
-				if s.sel[i*K+k] == e {
-					s.rows = append(s.rows, i)
-					s.slots = append(s.slots, k)
-				}
-			}
-		}
-		m := len(s.rows)
-		if m == 0 {
-			continue
-		}
-		for j, r := range s.rows {
-			copy(s.in[j*E:(j+1)*E], h[r*E:(r+1)*E])
-		}
-		expert(s.out[:m*E], s.in[:m*E], m, l.gateExp[e], l.upExp[e], l.downExp[e], s.a[:m*ff], s.b[:m*ff])
-		for j, r := range s.rows {
-			copy(s.slotOut[(r*K+s.slots[j])*E:], s.out[j*E:(j+1)*E])
+		s.first[e+1] = s.first[e] + s.count[e]
+	}
+	clear(s.count)
+	for j, e := range s.sel[:n*K] {
+		s.byExpert[s.first[e]+s.count[e]] = j
+		s.count[e]++
+	}
+	// Deal the experts (and the shared experts, task -1) to the workers, largest first.
+	s.tasks = s.tasks[:0]
+	for e := 0; e < X; e++ {
+		if s.count[e] > 0 {
+			s.tasks = append(s.tasks, e)
 		}
 	}
 	if l.gateShexp != nil {
-		sh := l.gateShexp.Rows()
-		a, b := t.s.ffA[:n*sh], t.s.ffB[:n*sh]
-		expert(s.shared[:n*E], h, n, l.gateShexp, l.upShexp, l.downShex, a, b)
+		s.tasks = append(s.tasks, -1)
+	}
+	load := func(e int) int {
+		if e < 0 {
+			return n * max(1, c.NShared)
+		}
+		return s.count[e]
+	}
+	nw := min(len(s.workers), len(s.tasks))
+	for w := range s.workers {
+		s.workers[w].tasks = s.workers[w].tasks[:0]
+	}
+	loads := s.loads[:nw]
+	clear(loads)
+	for _, e := range s.tasks { // tasks are few; a linear scan for the least-loaded worker
+		best := 0
+		for w := 1; w < nw; w++ {
+			if loads[w] < loads[best] {
+				best = w
+			}
+		}
+		s.workers[best].tasks = append(s.workers[best].tasks, e)
+		loads[best] += load(e)
+	}
+	if nw <= 1 {
+		t.runExperts(l, &s.workers[0], h, n)
+	} else {
+		var wg sync.WaitGroup
+		for w := 1; w < nw; w++ {
+			wg.Add(1)
+			go func(w *moeWorker) {
+				defer wg.Done()
+				t.runExperts(l, w, h, n)
+			}(&s.workers[w])
+		}
+		t.runExperts(l, &s.workers[0], h, n)
+		wg.Wait()
 	}
 	for i := 0; i < n; i++ {
 		d := dst[i*E : (i+1)*E]
@@ -85,6 +133,31 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 		}
 		if l.gateShexp != nil {
 			addTo(d, s.shared[i*E:(i+1)*E])
+		}
+	}
+}
+
+// runExperts computes the worker's experts: each expert over the rows that chose it, the
+// shared experts (task -1) over all n rows; outputs go to disjoint parts of the scratch.
+func (t *Target) runExperts(l *targetLayer, w *moeWorker, h []float32, n int) {
+	c := &t.Config
+	s := &t.s.moe
+	E, K, ff := c.NEmbd, c.NExpertUsed, c.NFFExp
+	for _, e := range w.tasks {
+		if e < 0 {
+			sh := l.gateShexp.Rows()
+			expert(s.shared[:n*E], h, n, l.gateShexp, l.upShexp, l.downShex, w.a[:n*sh], w.b[:n*sh])
+			continue
+		}
+		js := s.byExpert[s.first[e]:s.first[e+1]]
+		m := len(js)
+		for q, j := range js {
+			r := j / K
+			copy(w.in[q*E:(q+1)*E], h[r*E:(r+1)*E])
+		}
+		expert(w.out[:m*E], w.in[:m*E], m, l.gateExp[e], l.upExp[e], l.downExp[e], w.a[:m*ff], w.b[:m*ff])
+		for q, j := range js {
+			copy(s.slotOut[j*E:(j+1)*E], w.out[q*E:(q+1)*E])
 		}
 	}
 }

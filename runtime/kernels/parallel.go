@@ -7,7 +7,7 @@ import (
 )
 
 // minPartWork is the least number of multiply-adds worth handing to another goroutine.
-var minPartWork = 1 << 16 // a variable so that tests can force splitting
+var minPartWork = 1 << 20 // a variable so that tests can force splitting
 
 // parallelism is the number of goroutines a call may use (0: GOMAXPROCS).
 var parallelism atomic.Int64

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -259,26 +260,25 @@ func (p *readPlan) release() {
 var readSink int
 
 // read streams every byte of the reference copy once, each share on its own goroutine (the
-// caller takes the first), and returns the number of bytes equal to 0x5a. bytes.Count is the
-// standard library's vectorized scan (AVX2 on amd64), fast enough to be bound by memory
-// bandwidth.
+// caller takes the first), with kernels.StreamRead (six interleaved AVX2 streams, the way the
+// kernels read packed weights), and returns the sum of the words read.
 func (p *readPlan) read() int {
 	var wg sync.WaitGroup
-	counts := make([]int, len(p.share))
+	sums := make([]uint64, len(p.share))
 	for k := 1; k < len(p.share); k++ {
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
-			counts[k] = bytes.Count(p.share[k], []byte{0x5a})
+			sums[k] = kernels.StreamRead(p.share[k])
 		}(k)
 	}
-	counts[0] = bytes.Count(p.share[0], []byte{0x5a})
+	sums[0] = kernels.StreamRead(p.share[0])
 	wg.Wait()
-	n := 0
-	for _, c := range counts {
+	var n uint64
+	for _, c := range sums {
 		n += c
 	}
-	return n
+	return int(n)
 }
 
 // interleave runs ref and kern alternately b.N times after one warm-up call each (kern
@@ -588,14 +588,16 @@ func TestBenchAccounting(t *testing.T) {
 			if len(p.share) != parts || !bytes.Equal(p.buf, cat) || !bytes.Equal(shares, cat) {
 				t.Errorf("%d rows, %d parts: the reference copy or its shares differ from the plan's spans", len(c.rows), parts)
 			}
-			n := 0
-			for _, v := range cat {
-				if v == 0x5a {
-					n++
+			var want uint64 // every share's little-endian words (a partial last word zero-extended)
+			for _, sh := range p.share {
+				for i := 0; i < len(sh); i += 8 {
+					var w [8]byte
+					copy(w[:], sh[i:])
+					want += binary.LittleEndian.Uint64(w[:])
 				}
 			}
-			if got := p.read(); got != n {
-				t.Errorf("%d rows, %d parts: read counted %d bytes 0x5a, want %d", len(c.rows), parts, got, n)
+			if got := p.read(); got != int(want) {
+				t.Errorf("%d rows, %d parts: read summed %x, want %x", len(c.rows), parts, got, want)
 			}
 			p.release()
 		}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -165,12 +164,7 @@ func streamRead(regions [][]byte) {
 				if w == workers-1 {
 					hi = len(b)
 				}
-				p := b[lo:hi]
-				for len(p) >= 32 {
-					s += binary.LittleEndian.Uint64(p) ^ binary.LittleEndian.Uint64(p[8:]) ^
-						binary.LittleEndian.Uint64(p[16:]) ^ binary.LittleEndian.Uint64(p[24:])
-					p = p[32:]
-				}
+				s += kernels.StreamRead(b[lo:hi])
 			}
 			sums[w] = s
 		}(w)

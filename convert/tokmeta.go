@@ -50,7 +50,10 @@ func loadTokenizer(dir string, vocabSize int64) (*tokenizerInfo, error) {
 	if int64(info.maxID) >= vocabSize {
 		return info, nil // the caller reports the vocabulary mismatch
 	}
-	specials := tokenizer.ReservedSpecials(added, len(ranks), int(vocabSize)-len(ranks))
+	// Kimi reserves exactly KimiReservedTokens ids after the ranks (named by
+	// added_tokens_decoder or <|reserved_token_{id}|>); any id beyond them that no added token
+	// names is a hole, written [PAD{id}] with type unused.
+	specials := tokenizer.ReservedSpecials(added, len(ranks), min(tokenizer.KimiReservedTokens, int(vocabSize)-len(ranks)))
 	info.vocab, err = tokenizer.GGUFVocab(ranks, specials, int(vocabSize))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -12,21 +11,12 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/synth"
-	"github.com/spf13/cobra"
 )
 
 // runConvertArgs runs a fresh convert command and returns its stdout+stderr and error.
 func runConvertArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newConvertCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	err := cmd.Execute()
-	return out.String(), err
+	return execFresh(t, newConvertCmd(), args...)
 }
 
 func synthPair(t *testing.T) (tgt, drf string) {

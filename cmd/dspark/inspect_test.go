@@ -16,7 +16,6 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-	"github.com/spf13/cobra"
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/report"
@@ -25,15 +24,7 @@ import (
 // runInspectArgs runs a fresh inspect command (flags do not leak between runs).
 func runInspectArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newInspectCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	err := cmd.Execute()
-	return out.String(), err
+	return execFresh(t, newInspectCmd(), args...)
 }
 
 // smallDraft returns the metadata and tensors of a small dflash (MLA DSpark) draft:

@@ -1,32 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 )
 
 // runCLI runs a fresh run command with args (args[0] is "run") and returns its output
 // (errors included) and exit code.
 func runCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cmd := newRunCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args[1:])
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	err := cmd.Execute()
+	out, err := execFresh(t, newRunCmd(), args[1:]...)
 	if err != nil {
-		out.WriteString("error: " + err.Error())
+		out += "error: " + err.Error()
 	}
-	return out.String(), exitCode(err)
+	return out, exitCode(err)
 }
 
 // convertedPair synthesizes and converts the tiny target/draft pair.

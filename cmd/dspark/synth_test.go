@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/dspark-dev/dspark/safetensors"
 )
@@ -17,15 +14,7 @@ import (
 // error and stdout.
 func runSynthArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newSynthCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	err := cmd.Execute()
-	return out.String(), err
+	return execFresh(t, newSynthCmd(), args...)
 }
 
 func TestSynthRegistered(t *testing.T) {

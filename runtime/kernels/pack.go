@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/dspark-dev/dspark/internal/mmap"
 )
 
 // panelRows is the height of a packed panel: 16 consecutive rows stored column by column,
@@ -29,6 +27,7 @@ type packed struct {
 	panels     int
 	panelBytes int
 	mem        []byte
+	chunk      *chunk // the shared arena chunk holding mem, or nil for a mapping of its own
 }
 
 // panelBytesFor returns the size of one packed panel of cols columns.
@@ -54,11 +53,11 @@ func (m *Mat) Pack() (*Mat, error) {
 	if pb > math.MaxInt/panels {
 		return nil, fmt.Errorf("kernels: packing %v matrix %d x %d: size overflows int", m.t, m.rows, m.cols)
 	}
-	mem, err := mmap.Anon(panels * pb)
+	mem, ch, err := allocPacked(panels * pb)
 	if err != nil {
 		return nil, fmt.Errorf("kernels: packing %v matrix %d x %d: %w", m.t, m.rows, m.cols, err)
 	}
-	pk := &packed{t: m.t, cols: m.cols, panels: panels, panelBytes: pb, mem: mem}
+	pk := &packed{t: m.t, cols: m.cols, panels: panels, panelBytes: pb, mem: mem, chunk: ch}
 	if m.pk != nil {
 		copy(pk.mem, m.pk.mem)
 	} else {
@@ -76,7 +75,7 @@ func (m *Mat) Release() error {
 	if m.pk == nil {
 		return nil
 	}
-	err := mmap.FreeAnon(m.pk.mem)
+	err := freePacked(m.pk.mem, m.pk.chunk)
 	m.pk = nil
 	return err
 }

@@ -57,7 +57,7 @@ type Pair struct {
 //     by the fit, its final norm scaled by BackboneOut (the backbone's logits only break
 //     ties), its confidence head set to a constant. convert writes the GGUF.
 func Build(dir string, r Recipe) (*Pair, error) {
-	tgtDir, drfDir := filepath.Join(dir, "target-hf"), filepath.Join(dir, "draft-hf")
+	tgtDir, drfDir := filepath.Join(dir, "dspark-demo-target"), filepath.Join(dir, "dspark-demo-draft")
 	if _, err := synth.Target(tgtDir, synth.TargetOptions{Preset: r.Preset, Seed: r.TargetSeed}, synth.WriteOptions{Overwrite: true}); err != nil {
 		return nil, err
 	}

@@ -256,9 +256,6 @@ func (d *Draft) Len() int { return d.cache.Len() }
 // Reset forgets all context.
 func (d *Draft) Reset() { d.cache.Reset() }
 
-// Truncate forgets context positions beyond n.
-func (d *Draft) Truncate(n int) error { return d.cache.Truncate(n) }
-
 // Taps returns the target layers whose outputs the draft reads (HF convention).
 func (d *Draft) Taps() []int { return d.Config.TargetLayers }
 

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -182,9 +181,4 @@ func median(xs []time.Duration) time.Duration {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// String summarizes the timing.
-func (t *DraftTiming) String() string {
-	return fmt.Sprintf("block %v vs streaming %.2f GB once %v: ratio %.2f", t.BlockTime, float64(t.BlockBytes)/1e9, t.StreamTime, t.Ratio)
 }

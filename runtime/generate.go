@@ -241,8 +241,3 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	res.Elapsed = time.Since(t0)
 	return res, nil
 }
-
-// String summarizes a result in one line.
-func (r *Result) String() string {
-	return fmt.Sprintf("%d tokens in %v (%.1f tok/s)", len(r.Tokens), r.Elapsed, r.TokensPerSecond())
-}

@@ -149,9 +149,6 @@ func (t *Target) allocScratch() {
 // Close frees the repacked weights (with TargetOptions.Pack); the GGUF file stays open.
 func (t *Target) Close() { t.weights.release() }
 
-// Cache returns the target's latent KV cache (Len() = committed tokens).
-func (t *Target) Cache() *mla.LatentCache { return t.cache }
-
 // Len returns the number of tokens in the KV cache.
 func (t *Target) Len() int { return t.cache.Len() }
 
@@ -163,9 +160,6 @@ func (t *Target) Reset() { t.cache.Reset() }
 
 // Embed writes the embedding of token id into dst (NEmbd values).
 func (t *Target) Embed(id int, dst []float32) { t.tokEmbd.Row(id, dst) }
-
-// LMHead returns the target's output matrix (vocab x NEmbd), shared with the draft.
-func (t *Target) LMHead() *kernels.Mat { return t.output }
 
 // Step is the result of one Forward.
 type Step struct {

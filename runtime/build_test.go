@@ -88,6 +88,46 @@ func (m *model) write(t testing.TB, path string) {
 
 func (m *model) kv(key string, v gguf.Value) { m.kvs = append(m.kvs, gguf.KV{Key: key, Value: v}) }
 
+// mlaDims are the attention widths shared by the deepseek2 target and the dflash draft.
+type mlaDims struct{ embd, heads, qLora, kvLora, nope, rope, v int }
+
+// mlaKVs writes the {arch}.attention.* keys of an MLA model with head_count_kv 1.
+func (m *model) mlaKVs(arch string, d mlaDims) {
+	a := arch + ".attention."
+	m.kv(a+"head_count", gguf.U32(uint32(d.heads)))
+	m.kv(a+"head_count_kv", gguf.U32(1))
+	m.kv(a+"q_lora_rank", gguf.U32(uint32(d.qLora)))
+	m.kv(a+"kv_lora_rank", gguf.U32(uint32(d.kvLora)))
+	m.kv(a+"key_length", gguf.U32(uint32(d.kvLora+d.rope)))
+	m.kv(a+"value_length", gguf.U32(uint32(d.kvLora)))
+	m.kv(a+"key_length_mla", gguf.U32(uint32(d.nope+d.rope)))
+	m.kv(a+"value_length_mla", gguf.U32(uint32(d.v)))
+	m.kv(a+"layer_norm_rms_epsilon", gguf.F32(1e-5))
+}
+
+// addMLA adds one layer's attention tensors (prefix p, e.g. "blk.0.") with weights scaled by
+// 1/sqrt(fan-in) and norms near one: attn_norm, q-LoRA (or a full Q), kv_a and its norm, the
+// per-head k_b / v_b halves of kv_b, and the output projection.
+func (m *model) addMLA(rng *rand.Rand, p string, d mlaDims) {
+	E, H, qk := uint64(d.embd), uint64(d.heads), uint64(d.nope+d.rope)
+	w := func(name string, fanIn uint64, dims ...uint64) {
+		m.add(p+name, rng, 1/math.Sqrt(float64(fanIn)), 0, dims...)
+	}
+	m.add(p+"attn_norm.weight", rng, 0.1, 1, E)
+	if d.qLora > 0 {
+		w("attn_q_a.weight", E, E, uint64(d.qLora))
+		m.add(p+"attn_q_a_norm.weight", rng, 0.1, 1, uint64(d.qLora))
+		w("attn_q_b.weight", uint64(d.qLora), uint64(d.qLora), H*qk)
+	} else {
+		w("attn_q.weight", E, E, H*qk)
+	}
+	w("attn_kv_a_mqa.weight", E, E, uint64(d.kvLora+d.rope))
+	m.add(p+"attn_kv_a_norm.weight", rng, 0.1, 1, uint64(d.kvLora))
+	w("attn_k_b.weight", uint64(d.kvLora), uint64(d.nope), uint64(d.kvLora), H)
+	w("attn_v_b.weight", uint64(d.kvLora), uint64(d.kvLora), uint64(d.v), H)
+	w("attn_output.weight", H*uint64(d.v), H*uint64(d.v), E)
+}
+
 // buildTarget makes a deepseek2 model from s with weights drawn from seed.
 func buildTarget(s tinySpec, seed uint64) *model {
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -99,15 +139,8 @@ func buildTarget(s tinySpec, seed uint64) *model {
 	m.kv(a+"embedding_length", gguf.U32(uint32(s.embd)))
 	m.kv(a+"feed_forward_length", gguf.U32(uint32(s.ff)))
 	m.kv(a+"vocab_size", gguf.U32(uint32(s.vocab)))
-	m.kv(a+"attention.head_count", gguf.U32(uint32(s.heads)))
-	m.kv(a+"attention.head_count_kv", gguf.U32(1))
-	m.kv(a+"attention.q_lora_rank", gguf.U32(uint32(s.qLora)))
-	m.kv(a+"attention.kv_lora_rank", gguf.U32(uint32(s.kvLora)))
-	m.kv(a+"attention.key_length", gguf.U32(uint32(s.kvLora+s.rope)))
-	m.kv(a+"attention.value_length", gguf.U32(uint32(s.kvLora)))
-	m.kv(a+"attention.key_length_mla", gguf.U32(uint32(s.nope+s.rope)))
-	m.kv(a+"attention.value_length_mla", gguf.U32(uint32(s.v)))
-	m.kv(a+"attention.layer_norm_rms_epsilon", gguf.F32(1e-5))
+	att := mlaDims{s.embd, s.heads, s.qLora, s.kvLora, s.nope, s.rope, s.v}
+	m.mlaKVs("deepseek2", att)
 	m.kv(a+"rope.dimension_count", gguf.U32(uint32(s.rope)))
 	m.kv(a+"rope.freq_base", gguf.F32(10000))
 	if s.yarn {
@@ -136,26 +169,12 @@ func buildTarget(s tinySpec, seed uint64) *model {
 	if !s.tied {
 		m.add("output.weight", rng, 1/math.Sqrt(float64(E)), 0, E, V)
 	}
-	qk := uint64(s.nope + s.rope)
-	H := uint64(s.heads)
 	for i := 0; i < s.layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
 		w := func(name string, fanIn uint64, dims ...uint64) {
 			m.add(p+name, rng, 1/math.Sqrt(float64(fanIn)), 0, dims...)
 		}
-		m.add(p+"attn_norm.weight", rng, 0.1, 1, E)
-		if s.qLora > 0 {
-			w("attn_q_a.weight", E, E, uint64(s.qLora))
-			m.add(p+"attn_q_a_norm.weight", rng, 0.1, 1, uint64(s.qLora))
-			w("attn_q_b.weight", uint64(s.qLora), uint64(s.qLora), H*qk)
-		} else {
-			w("attn_q.weight", E, E, H*qk)
-		}
-		w("attn_kv_a_mqa.weight", E, E, uint64(s.kvLora+s.rope))
-		m.add(p+"attn_kv_a_norm.weight", rng, 0.1, 1, uint64(s.kvLora))
-		w("attn_k_b.weight", uint64(s.kvLora), uint64(s.nope), uint64(s.kvLora), H)
-		w("attn_v_b.weight", uint64(s.kvLora), uint64(s.kvLora), uint64(s.v), H)
-		w("attn_output.weight", H*uint64(s.v), H*uint64(s.v), E)
+		m.addMLA(rng, p, att)
 		m.add(p+"ffn_norm.weight", rng, 0.1, 1, E)
 		if i < s.dense {
 			w("ffn_gate.weight", E, E, uint64(s.ff))

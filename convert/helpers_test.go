@@ -33,42 +33,44 @@ var (
 	fixCache = map[string]string{}
 )
 
-// targetFixture writes (once per name) a tiny synthetic target checkpoint.
-func targetFixture(t testing.TB, name string, opts synth.TargetOptions, brk string) string {
+// fixture writes (once per name) a synthetic checkpoint with write and returns its directory.
+func fixture(t testing.TB, name string, write func(dir string) error) string {
 	t.Helper()
 	fixMu.Lock()
 	defer fixMu.Unlock()
 	if d, ok := fixCache[name]; ok {
 		return d
 	}
-	if opts.Preset == "" {
-		opts.Preset = "tiny"
-	}
 	dir := filepath.Join(fixtureRoot, name)
-	if _, err := synth.Target(dir, opts, synth.WriteOptions{Break: brk}); err != nil {
-		t.Fatalf("synth target %s: %v", name, err)
+	if err := write(dir); err != nil {
+		t.Fatalf("synth %s: %v", name, err)
 	}
 	fixCache[name] = dir
 	return dir
 }
 
-// draftFixture writes (once per name) a tiny synthetic draft paired with target dir tgt.
-func draftFixture(t testing.TB, name string, opts synth.DraftOptions, brk string) string {
+// targetFixture writes (once per name) a synthetic target checkpoint (tiny by default).
+func targetFixture(t testing.TB, name string, opts synth.TargetOptions, brk string) string {
 	t.Helper()
-	fixMu.Lock()
-	defer fixMu.Unlock()
-	if d, ok := fixCache[name]; ok {
-		return d
-	}
 	if opts.Preset == "" {
 		opts.Preset = "tiny"
 	}
-	dir := filepath.Join(fixtureRoot, name)
-	if _, err := synth.Draft(dir, opts, synth.WriteOptions{Break: brk}); err != nil {
-		t.Fatalf("synth draft %s: %v", name, err)
+	return fixture(t, name, func(dir string) error {
+		_, err := synth.Target(dir, opts, synth.WriteOptions{Break: brk})
+		return err
+	})
+}
+
+// draftFixture writes (once per name) a synthetic draft checkpoint (tiny by default).
+func draftFixture(t testing.TB, name string, opts synth.DraftOptions, brk string) string {
+	t.Helper()
+	if opts.Preset == "" {
+		opts.Preset = "tiny"
 	}
-	fixCache[name] = dir
-	return dir
+	return fixture(t, name, func(dir string) error {
+		_, err := synth.Draft(dir, opts, synth.WriteOptions{Break: brk})
+		return err
+	})
 }
 
 // baseTarget is the default tiny Kimi-K2-style target (seed 1).

@@ -11,8 +11,8 @@ DATA bf16hi<>+16(SB)/8, $0xffff0000ffff0000
 DATA bf16hi<>+24(SB)/8, $0xffff0000ffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $32
 
-// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P1(SB), NOSPLIT, $0-64
+// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21,8 +21,16 @@ TEXT ·f32M1P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M1P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	JMP f32M1P1_start
+f32M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+f32M1P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -76,18 +84,28 @@ f32M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P2(SB), NOSPLIT, $0-64
+// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M1P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP f32M1P2_start
+f32M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+f32M1P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -158,20 +176,32 @@ f32M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P3(SB), NOSPLIT, $0-64
+// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M1P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP f32M1P3_start
+f32M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+f32M1P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -264,8 +294,8 @@ f32M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P4(SB), NOSPLIT, $0-64
+// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -274,6 +304,19 @@ TEXT ·f32M1P4(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M1P4_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP f32M1P4_start
+f32M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -282,6 +325,7 @@ TEXT ·f32M1P4(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+f32M1P4_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -398,8 +442,8 @@ f32M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P5(SB), NOSPLIT, $0-64
+// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -408,6 +452,21 @@ TEXT ·f32M1P5(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M1P5_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP f32M1P5_start
+f32M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -418,6 +477,7 @@ TEXT ·f32M1P5(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+f32M1P5_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -556,8 +616,8 @@ f32M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P6(SB), NOSPLIT, $0-64
+// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -566,6 +626,23 @@ TEXT ·f32M1P6(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M1P6_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f32M1P6_start
+f32M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -578,6 +655,7 @@ TEXT ·f32M1P6(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f32M1P6_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -738,8 +816,8 @@ f32M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P1(SB), NOSPLIT, $0-64
+// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -748,10 +826,20 @@ TEXT ·f32M2P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M2P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP f32M2P1_start
+f32M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+f32M2P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -822,14 +910,27 @@ f32M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P2(SB), NOSPLIT, $0-64
+// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M2P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP f32M2P2_start
+f32M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -838,6 +939,7 @@ TEXT ·f32M2P2(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+f32M2P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -937,14 +1039,31 @@ f32M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P3(SB), NOSPLIT, $0-64
+// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M2P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f32M2P3_start
+f32M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -957,6 +1076,7 @@ TEXT ·f32M2P3(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f32M2P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1090,8 +1210,8 @@ f32M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P1(SB), NOSPLIT, $0-64
+// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1100,12 +1220,24 @@ TEXT ·f32M3P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M3P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP f32M3P1_start
+f32M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+f32M3P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1193,14 +1325,31 @@ f32M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P2(SB), NOSPLIT, $0-64
+// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M3P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f32M3P2_start
+f32M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1213,6 +1362,7 @@ TEXT ·f32M3P2(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f32M3P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1356,8 +1506,8 @@ f32M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M4P1(SB), NOSPLIT, $0-64
+// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1368,6 +1518,19 @@ TEXT ·f32M4P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M4P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP f32M4P1_start
+f32M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1376,6 +1539,7 @@ TEXT ·f32M4P1(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+f32M4P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1482,8 +1646,8 @@ f32M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M5P1(SB), NOSPLIT, $0-64
+// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1494,6 +1658,21 @@ TEXT ·f32M5P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M5P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP f32M5P1_start
+f32M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1504,6 +1683,7 @@ TEXT ·f32M5P1(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+f32M5P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1627,8 +1807,8 @@ f32M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M6P1(SB), NOSPLIT, $0-64
+// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f32M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1639,6 +1819,23 @@ TEXT ·f32M6P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f32M6P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f32M6P1_start
+f32M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1651,6 +1848,7 @@ TEXT ·f32M6P1(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f32M6P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1791,8 +1989,8 @@ f32M6P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P1(SB), NOSPLIT, $0-64
+// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1801,8 +1999,16 @@ TEXT ·f16M1P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M1P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	JMP f16M1P1_start
+f16M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+f16M1P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1854,18 +2060,28 @@ f16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P2(SB), NOSPLIT, $0-64
+// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M1P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP f16M1P2_start
+f16M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+f16M1P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1936,20 +2152,32 @@ f16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P3(SB), NOSPLIT, $0-64
+// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M1P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP f16M1P3_start
+f16M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+f16M1P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2042,8 +2270,8 @@ f16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P4(SB), NOSPLIT, $0-64
+// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2052,6 +2280,19 @@ TEXT ·f16M1P4(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M1P4_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP f16M1P4_start
+f16M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2060,6 +2301,7 @@ TEXT ·f16M1P4(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+f16M1P4_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2176,8 +2418,8 @@ f16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P5(SB), NOSPLIT, $0-64
+// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2186,6 +2428,21 @@ TEXT ·f16M1P5(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M1P5_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP f16M1P5_start
+f16M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2196,6 +2453,7 @@ TEXT ·f16M1P5(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+f16M1P5_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2334,8 +2592,8 @@ f16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P6(SB), NOSPLIT, $0-64
+// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2344,6 +2602,23 @@ TEXT ·f16M1P6(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M1P6_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f16M1P6_start
+f16M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2356,6 +2631,7 @@ TEXT ·f16M1P6(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f16M1P6_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2516,8 +2792,8 @@ f16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P1(SB), NOSPLIT, $0-64
+// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2526,10 +2802,20 @@ TEXT ·f16M2P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M2P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP f16M2P1_start
+f16M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+f16M2P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2598,14 +2884,27 @@ f16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P2(SB), NOSPLIT, $0-64
+// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M2P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP f16M2P2_start
+f16M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2614,6 +2913,7 @@ TEXT ·f16M2P2(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+f16M2P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2713,14 +3013,31 @@ f16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P3(SB), NOSPLIT, $0-64
+// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M2P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f16M2P3_start
+f16M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2733,6 +3050,7 @@ TEXT ·f16M2P3(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f16M2P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2866,8 +3184,8 @@ f16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P1(SB), NOSPLIT, $0-64
+// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2876,12 +3194,24 @@ TEXT ·f16M3P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M3P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP f16M3P1_start
+f16M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+f16M3P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2967,14 +3297,31 @@ f16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P2(SB), NOSPLIT, $0-64
+// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M3P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f16M3P2_start
+f16M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2987,6 +3334,7 @@ TEXT ·f16M3P2(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f16M3P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3130,8 +3478,8 @@ f16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M4P1(SB), NOSPLIT, $0-64
+// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3142,6 +3490,19 @@ TEXT ·f16M4P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M4P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP f16M4P1_start
+f16M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3150,6 +3511,7 @@ TEXT ·f16M4P1(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+f16M4P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3254,8 +3616,8 @@ f16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M5P1(SB), NOSPLIT, $0-64
+// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3266,6 +3628,21 @@ TEXT ·f16M5P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M5P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP f16M5P1_start
+f16M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3276,6 +3653,7 @@ TEXT ·f16M5P1(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+f16M5P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3397,8 +3775,8 @@ f16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M6P1(SB), NOSPLIT, $0-64
+// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·f16M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3409,6 +3787,23 @@ TEXT ·f16M6P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ f16M6P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP f16M6P1_start
+f16M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3421,6 +3816,7 @@ TEXT ·f16M6P1(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+f16M6P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3559,8 +3955,8 @@ f16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P1(SB), NOSPLIT, $0-64
+// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3569,8 +3965,16 @@ TEXT ·bf16M1P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M1P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	JMP bf16M1P1_start
+bf16M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+bf16M1P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3627,18 +4031,28 @@ bf16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P2(SB), NOSPLIT, $0-64
+// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M1P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP bf16M1P2_start
+bf16M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+bf16M1P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3719,20 +4133,32 @@ bf16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P3(SB), NOSPLIT, $0-64
+// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M1P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP bf16M1P3_start
+bf16M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+bf16M1P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3840,8 +4266,8 @@ bf16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P4(SB), NOSPLIT, $0-64
+// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3850,6 +4276,19 @@ TEXT ·bf16M1P4(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M1P4_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP bf16M1P4_start
+bf16M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3858,6 +4297,7 @@ TEXT ·bf16M1P4(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+bf16M1P4_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3994,8 +4434,8 @@ bf16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P5(SB), NOSPLIT, $0-64
+// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4004,6 +4444,21 @@ TEXT ·bf16M1P5(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M1P5_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP bf16M1P5_start
+bf16M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4014,6 +4469,7 @@ TEXT ·bf16M1P5(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+bf16M1P5_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4177,8 +4633,8 @@ bf16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P6(SB), NOSPLIT, $0-64
+// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4187,6 +4643,23 @@ TEXT ·bf16M1P6(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M1P6_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP bf16M1P6_start
+bf16M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4199,6 +4672,7 @@ TEXT ·bf16M1P6(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+bf16M1P6_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4389,8 +4863,8 @@ bf16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P1(SB), NOSPLIT, $0-64
+// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4399,10 +4873,20 @@ TEXT ·bf16M2P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M2P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP bf16M2P1_start
+bf16M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+bf16M2P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4476,14 +4960,27 @@ bf16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P2(SB), NOSPLIT, $0-64
+// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M2P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP bf16M2P2_start
+bf16M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4492,6 +4989,7 @@ TEXT ·bf16M2P2(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+bf16M2P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4601,14 +5099,31 @@ bf16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P3(SB), NOSPLIT, $0-64
+// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M2P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP bf16M2P3_start
+bf16M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4621,6 +5136,7 @@ TEXT ·bf16M2P3(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+bf16M2P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4769,8 +5285,8 @@ bf16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P1(SB), NOSPLIT, $0-64
+// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4779,12 +5295,24 @@ TEXT ·bf16M3P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M3P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP bf16M3P1_start
+bf16M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+bf16M3P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4875,14 +5403,31 @@ bf16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P2(SB), NOSPLIT, $0-64
+// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M3P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP bf16M3P2_start
+bf16M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4895,6 +5440,7 @@ TEXT ·bf16M3P2(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+bf16M3P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5048,8 +5594,8 @@ bf16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M4P1(SB), NOSPLIT, $0-64
+// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5060,6 +5606,19 @@ TEXT ·bf16M4P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M4P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP bf16M4P1_start
+bf16M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5068,6 +5627,7 @@ TEXT ·bf16M4P1(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+bf16M4P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5177,8 +5737,8 @@ bf16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M5P1(SB), NOSPLIT, $0-64
+// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5189,6 +5749,21 @@ TEXT ·bf16M5P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M5P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP bf16M5P1_start
+bf16M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5199,6 +5774,7 @@ TEXT ·bf16M5P1(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+bf16M5P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5325,8 +5901,8 @@ bf16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M6P1(SB), NOSPLIT, $0-64
+// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·bf16M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5337,6 +5913,23 @@ TEXT ·bf16M6P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ bf16M6P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP bf16M6P1_start
+bf16M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5349,6 +5942,7 @@ TEXT ·bf16M6P1(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+bf16M6P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5492,8 +6086,8 @@ bf16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P1(SB), NOSPLIT, $0-64
+// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5502,8 +6096,16 @@ TEXT ·q8M1P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M1P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	JMP q8M1P1_start
+q8M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+q8M1P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P1_block:
@@ -5560,18 +6162,28 @@ q8M1P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P2(SB), NOSPLIT, $0-64
+// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M1P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP q8M1P2_start
+q8M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+q8M1P2_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P2_block:
@@ -5660,20 +6272,32 @@ q8M1P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P3(SB), NOSPLIT, $0-64
+// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M1P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP q8M1P3_start
+q8M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+q8M1P3_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P3_block:
@@ -5796,8 +6420,8 @@ q8M1P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P4(SB), NOSPLIT, $0-64
+// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5806,6 +6430,19 @@ TEXT ·q8M1P4(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M1P4_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP q8M1P4_start
+q8M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5814,6 +6451,7 @@ TEXT ·q8M1P4(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+q8M1P4_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P4_block:
@@ -5973,8 +6611,8 @@ q8M1P4_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P5(SB), NOSPLIT, $0-64
+// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5983,6 +6621,21 @@ TEXT ·q8M1P5(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M1P5_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP q8M1P5_start
+q8M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5993,6 +6646,7 @@ TEXT ·q8M1P5(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+q8M1P5_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P5_block:
@@ -6186,8 +6840,8 @@ q8M1P5_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P6(SB), NOSPLIT, $0-64
+// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6196,6 +6850,23 @@ TEXT ·q8M1P6(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M1P6_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP q8M1P6_start
+q8M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6208,6 +6879,7 @@ TEXT ·q8M1P6(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+q8M1P6_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P6_block:
@@ -6435,8 +7107,8 @@ q8M1P6_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P1(SB), NOSPLIT, $0-64
+// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6445,10 +7117,20 @@ TEXT ·q8M2P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M2P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	JMP q8M2P1_start
+q8M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+q8M2P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M2P1_block:
@@ -6519,14 +7201,27 @@ q8M2P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P2(SB), NOSPLIT, $0-64
+// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M2P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP q8M2P2_start
+q8M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6535,6 +7230,7 @@ TEXT ·q8M2P2(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+q8M2P2_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M2P2_block:
@@ -6647,14 +7343,31 @@ q8M2P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P3(SB), NOSPLIT, $0-64
+// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M2P3_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP q8M2P3_start
+q8M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6667,6 +7380,7 @@ TEXT ·q8M2P3(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+q8M2P3_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M2P3_block:
@@ -6823,8 +7537,8 @@ q8M2P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P1(SB), NOSPLIT, $0-64
+// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6833,12 +7547,24 @@ TEXT ·q8M3P1(SB), NOSPLIT, $0-64
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M3P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	JMP q8M3P1_start
+q8M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+q8M3P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M3P1_block:
@@ -6923,14 +7649,31 @@ q8M3P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P2(SB), NOSPLIT, $0-64
+// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M3P2_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP q8M3P2_start
+q8M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6943,6 +7686,7 @@ TEXT ·q8M3P2(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+q8M3P2_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M3P2_block:
@@ -7091,8 +7835,8 @@ q8M3P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M4P1(SB), NOSPLIT, $0-64
+// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7103,6 +7847,19 @@ TEXT ·q8M4P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M4P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP q8M4P1_start
+q8M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -7111,6 +7868,7 @@ TEXT ·q8M4P1(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+q8M4P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M4P1_block:
@@ -7210,8 +7968,8 @@ q8M4P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M5P1(SB), NOSPLIT, $0-64
+// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7222,6 +7980,21 @@ TEXT ·q8M5P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M5P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	JMP q8M5P1_start
+q8M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -7232,6 +8005,7 @@ TEXT ·q8M5P1(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
+q8M5P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M5P1_block:
@@ -7345,8 +8119,8 @@ q8M5P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M6P1(SB), NOSPLIT, $0-64
+// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+TEXT ·q8M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7357,6 +8131,23 @@ TEXT ·q8M6P1(SB), NOSPLIT, $0-64
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
+	MOVQ acc+64(FP), BX
+	TESTQ BX, BX
+	JZ q8M6P1_zero
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	JMP q8M6P1_start
+q8M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -7369,6 +8160,7 @@ TEXT ·q8M6P1(SB), NOSPLIT, $0-64
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
+q8M6P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M6P1_block:

@@ -235,7 +235,8 @@ func TestDraftStandalone(t *testing.T) {
 			want += int64(f.Tensors[i].Size)
 		}
 	}
-	if len(tm.Drafts) != ds.block || len(tm.BlockTimes) != 3 || tm.BlockBytes != want || tm.Ratio <= 0 {
+	if len(tm.Drafts) != ds.block || len(tm.BlockTimes) != 3 || len(tm.StreamTimes) != 3 || len(tm.Ratios) != 3 ||
+		tm.BlockBytes != want || tm.Ratio <= 0 {
 		t.Fatalf("timing %+v (want %d drafts, %d bytes)", tm, ds.block, want)
 	}
 	if d.Len() != 8 {

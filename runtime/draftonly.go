@@ -63,15 +63,19 @@ type DraftTiming struct {
 	BlockTimes       []time.Duration `json:"block_ns"`         // each timed block (backbone + lm_head + Markov/confidence chain)
 	BlockTime        time.Duration   `json:"block_median_ns"`  // their median
 	BlockBytes       int64           `json:"block_bytes"`      // weight bytes one block reads at least once
-	StreamTime       time.Duration   `json:"stream_median_ns"` // median time to stream those bytes once
-	Ratio            float64         `json:"ratio"`            // BlockTime / StreamTime
+	StreamTimes      []time.Duration `json:"stream_ns"`        // the stream read run right after each block
+	StreamTime       time.Duration   `json:"stream_median_ns"` // their median
+	Ratios           []float64       `json:"ratios"`           // each block's time over its paired stream read's
+	Ratio            float64         `json:"ratio"`            // median of Ratios
 	Drafts           []int           `json:"drafts"`
 }
 
 // TimeDraftBlock feeds ctx positions of synthetic (seeded Gaussian) context features to d,
-// then drafts one block reps times (greedy, Markov head and confidence chain included) and
-// compares the median with streaming the same weight bytes once, measured in the same run.
-// head is the bytes of the lm_head the draft was loaded with (read by every block).
+// then drafts one block reps times (greedy, Markov head and confidence chain included), each
+// block followed by one streaming read of the same weight bytes, and reports the median of
+// the per-pair ratios: on a shared machine the memory bandwidth drifts by tens of percent
+// within minutes, and a block is only comparable with a read taken next to it. head is the
+// bytes of the lm_head the draft was loaded with (read by every block).
 func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTiming, error) {
 	c := &d.Config
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -95,6 +99,11 @@ func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTi
 		first = 1
 	}
 	rows := make([][]float32, 0, c.BlockSize)
+	regions := append(d.blockRegions(), head)
+	for _, b := range regions {
+		res.BlockBytes += int64(len(b))
+	}
+	streamRead(regions) // warm the page tables of the GGUF mapping
 	for r := 0; r < reps; r++ {
 		t0 := time.Now()
 		logits, hid, err := d.Block(1)
@@ -109,21 +118,21 @@ func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTi
 			dr.Confidence = func(k, prev int) float64 { return d.Confidence(hid, first+k, prev) }
 		}
 		drafts, _ := dr.Draft(1, rows, nil)
-		res.BlockTimes = append(res.BlockTimes, time.Since(t0))
+		bt := time.Since(t0)
 		res.Drafts = append(res.Drafts[:0], drafts...)
-	}
-	regions := append(d.blockRegions(), head)
-	var streams []time.Duration
-	for r := 0; r < max(reps, 3); r++ {
-		t0 := time.Now()
+		t0 = time.Now()
 		streamRead(regions)
-		streams = append(streams, time.Since(t0))
+		st := time.Since(t0)
+		res.BlockTimes = append(res.BlockTimes, bt)
+		res.StreamTimes = append(res.StreamTimes, st)
+		res.Ratios = append(res.Ratios, float64(bt)/float64(st))
 	}
-	for _, b := range regions {
-		res.BlockBytes += int64(len(b))
+	res.BlockTime, res.StreamTime = median(res.BlockTimes), median(res.StreamTimes)
+	if len(res.Ratios) > 0 {
+		s := slices.Clone(res.Ratios)
+		slices.Sort(s)
+		res.Ratio = s[len(s)/2]
 	}
-	res.BlockTime, res.StreamTime = median(res.BlockTimes), median(streams)
-	res.Ratio = float64(res.BlockTime) / float64(res.StreamTime)
 	return res, nil
 }
 

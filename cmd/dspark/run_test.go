@@ -83,7 +83,7 @@ func TestRunTargetOnlyAndDraftOnly(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	out, code = runCLI(t, "run", "--draft", draft, "--draft-only")
-	if code != 0 || !strings.Contains(out, "ratio") {
+	if code != 0 || !strings.Contains(out, "block / stream, median of the 7 pairs:") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

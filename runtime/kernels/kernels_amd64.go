@@ -42,123 +42,36 @@ func asmChunk(rem int) int {
 //
 // Up to maxAsmRows batch rows go in one pass over the weights, through kernels that stream
 // several panels at once (6 for one row, 3 for two, 2 for three: 12 independent FMA chains
-// and several memory streams). A larger batch goes through panelsBatched.
+// and several memory streams). A larger batch goes panel by panel: the first chunk of rows
+// reads the panel from memory and the following chunks find it in cache.
 func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) {
-	if n > maxAsmRows {
-		m.panelsBatched(dst, x, n, p0, p1)
-		return
-	}
 	var out [maxAsmRows * panelRows]float32 // M*P <= 6
 	pk := m.pk
 	cols := m.cols
 	base := uintptr(unsafe.Pointer(&pk.mem[0]))
 	// groupBytes is the average number of weight bytes per 4 columns.
 	groupBytes := pk.panelBytes / max(1, cols/4)
-	for p := p0; p < p1; {
-		np := min(maxPanels[n], p1-p)
-		own := base + uintptr(p*pk.panelBytes)
-		callKernel(m.t, n, np, &pk.mem[p*pk.panelBytes], pk.panelBytes, &x[0], 4*cols, cols, &out[0], own+prefetchAhead, groupBytes, 0)
-		m.storeAsm(dst, out[:], 0, n, np, p)
-		p += np
-	}
-}
-
-// batchPlan splits a batch of n > maxAsmRows rows into chunks that each make one kernel call
-// per panel group: wide chunks of 4 to 6 rows (one panel per call: 8 to 12 FMA chains) and
-// at most one narrow chunk of 2 or 3 rows, which runs over g panels at once (3 for two rows, 2
-// for three) so that it too has 12 chains. 7 rows become 5 + 2 and 8 rows 6 + 2, rather than
-// 4 + 3 and 4 + 4, whose 3- and 4-row calls leave the FMA units partly idle.
-func batchPlan(n int) (plan batchChunks) {
-	rest := n
-	narrow := 0
-	switch n % maxAsmRows {
-	case 1:
-		narrow = 2
-	case 2, 3:
-		narrow = n % maxAsmRows
-	}
-	rest -= narrow
-	for rest > 0 {
-		c := min(asmChunk(rest), rest)
-		plan.wide[plan.nwide] = c
-		plan.nwide++
-		rest -= c
-	}
-	plan.narrow, plan.g = narrow, 1
-	if narrow > 0 {
-		plan.g = maxPanels[narrow]
-	}
-	return plan
-}
-
-// batchChunks is a batchPlan: the sizes of the wide chunks, the narrow chunk's size (0 if
-// none) and the panel group size g.
-type batchChunks struct {
-	wide      [MaxBatch / 4]int
-	nwide     int
-	narrow, g int
-}
-
-// panelsBatched computes panels [p0, p1) for n > maxAsmRows batch rows, split by batchPlan.
-// It walks panel groups of g panels and, when g > 1, blocks of columns small enough to stay
-// in L2 (batchBlockBytes), so that every chunk after the first finds the block in cache.
-// Between column blocks each call's accumulators wait in out and the next call continues
-// them (acc = 1), so every output's FMA chain runs over k = 0, 1, ..., cols-1 in order,
-// exactly as in one call.
-func (m *Mat) panelsBatched(dst, x []float32, n, p0, p1 int) {
-	plan := batchPlan(n)
-	wide, narrow, g := plan.wide[:plan.nwide], plan.narrow, plan.g
-	var out [MaxBatch * 3 * panelRows]float32 // n rows x at most 3 panels of 16 outputs
-	pk := m.pk
-	cols := m.cols
-	colBytes := pk.panelBytes / cols // exact: Q8_0 has 18 bytes per column of a panel
-	kb := cols
-	if g > 1 && g*colBytes*cols > batchBlockBytes {
-		kb = max(q8Block, batchBlockBytes/(g*colBytes)&^(q8Block-1))
-	}
-	base := uintptr(unsafe.Pointer(&pk.mem[0]))
-	for q := p0; q < p1; q += g {
-		gp := min(g, p1-q)
-		for c0 := 0; c0 < cols; c0 += kb {
-			kc := min(kb, cols-c0)
-			acc := 0
-			if c0 > 0 {
-				acc = 1
-			}
-			woff := q*pk.panelBytes + c0*colBytes
-			// The wide calls on panel q+i prefetch the block they will read next (the next
-			// columns of the same panel, or the first ones of panel q+i+g), wide chunk c its
-			// c-th slice, so that the memory works while every wide chunk computes. The
-			// narrow chunk goes first: it reads the block from memory in g streams.
-			next := uintptr(woff + kc*colBytes)
-			if c0+kc >= cols {
-				next = uintptr((q + g) * pk.panelBytes)
-			}
-			if narrow > 0 {
-				jn := n - narrow
-				callKernel(m.t, narrow, gp, &pk.mem[woff], pk.panelBytes, &x[jn*cols+c0], 4*cols, kc,
-					&out[jn*gp*panelRows], 0, 0, acc)
-			}
-			j0 := 0
-			for c, mr := range wide {
-				for i := 0; i < gp; i++ {
-					w := woff + i*pk.panelBytes
-					pf := base + next + uintptr(i*pk.panelBytes+c*kc*colBytes/len(wide))
-					callKernel(m.t, mr, 1, &pk.mem[w], pk.panelBytes, &x[j0*cols+c0], 4*cols, kc,
-						&out[(j0*gp+i*mr)*panelRows], pf, (4*colBytes+len(wide)-1)/len(wide), acc)
-				}
-				j0 += mr
-			}
+	if n <= maxAsmRows {
+		for p := p0; p < p1; {
+			np := min(maxPanels[n], p1-p)
+			own := base + uintptr(p*pk.panelBytes)
+			callKernel(m.t, n, np, &pk.mem[p*pk.panelBytes], pk.panelBytes, &x[0], 4*cols, cols, &out[0], own+prefetchAhead, groupBytes)
+			m.storeAsm(dst, out[:], 0, n, np, p)
+			p += np
 		}
-		j0 := 0
-		for _, mr := range wide {
-			for i := 0; i < gp; i++ {
-				m.storeAsm(dst, out[(j0*gp+i*mr)*panelRows:], j0, mr, 1, q+i)
-			}
+		return
+	}
+	chunks := (n + maxAsmRows - 1) / maxAsmRows
+	for p := p0; p < p1; p++ {
+		// While chunk c rereads panel p from cache, it prefetches slice c of panel p+1, so
+		// that the next panel streams in during all the chunks, not just the first.
+		next := base + uintptr((p+1)*pk.panelBytes)
+		for j0, c := 0, 0; j0 < n; c++ {
+			mr := min(asmChunk(n-j0), n-j0)
+			pf := next + uintptr(c*pk.panelBytes/chunks)
+			callKernel(m.t, mr, 1, &pk.mem[p*pk.panelBytes], pk.panelBytes, &x[j0*cols], 4*cols, cols, &out[0], pf, (groupBytes+chunks-1)/chunks)
+			m.storeAsm(dst, out[:], j0, mr, 1, p)
 			j0 += mr
-		}
-		if narrow > 0 {
-			m.storeAsm(dst, out[j0*gp*panelRows:], j0, narrow, gp, q)
 		}
 	}
 }

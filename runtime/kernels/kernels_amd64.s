@@ -11,8 +11,8 @@ DATA bf16hi<>+16(SB)/8, $0xffff0000ffff0000
 DATA bf16hi<>+24(SB)/8, $0xffff0000ffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $32
 
-// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M1P1(SB), NOSPLIT, $0-72
+// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21,16 +21,8 @@ TEXT ·f32M1P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M1P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	JMP f32M1P1_start
-f32M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-f32M1P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -84,28 +76,18 @@ f32M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M1P2(SB), NOSPLIT, $0-72
+// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M1P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP f32M1P2_start
-f32M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-f32M1P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -176,32 +158,20 @@ f32M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M1P3(SB), NOSPLIT, $0-72
+// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M1P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP f32M1P3_start
-f32M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-f32M1P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -294,8 +264,8 @@ f32M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M1P4(SB), NOSPLIT, $0-72
+// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -304,19 +274,6 @@ TEXT ·f32M1P4(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M1P4_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP f32M1P4_start
-f32M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -325,7 +282,6 @@ f32M1P4_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-f32M1P4_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -442,8 +398,8 @@ f32M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M1P5(SB), NOSPLIT, $0-72
+// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -452,21 +408,6 @@ TEXT ·f32M1P5(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M1P5_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP f32M1P5_start
-f32M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -477,7 +418,6 @@ f32M1P5_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-f32M1P5_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -616,8 +556,8 @@ f32M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M1P6(SB), NOSPLIT, $0-72
+// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -626,23 +566,6 @@ TEXT ·f32M1P6(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M1P6_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f32M1P6_start
-f32M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -655,7 +578,6 @@ f32M1P6_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f32M1P6_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -816,8 +738,8 @@ f32M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M2P1(SB), NOSPLIT, $0-72
+// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -826,20 +748,10 @@ TEXT ·f32M2P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M2P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP f32M2P1_start
-f32M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-f32M2P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -910,27 +822,14 @@ f32M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M2P2(SB), NOSPLIT, $0-72
+// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M2P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP f32M2P2_start
-f32M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -939,7 +838,6 @@ f32M2P2_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-f32M2P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1039,31 +937,14 @@ f32M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M2P3(SB), NOSPLIT, $0-72
+// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M2P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f32M2P3_start
-f32M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1076,7 +957,6 @@ f32M2P3_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f32M2P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1210,8 +1090,8 @@ f32M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M3P1(SB), NOSPLIT, $0-72
+// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1220,24 +1100,12 @@ TEXT ·f32M3P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M3P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP f32M3P1_start
-f32M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-f32M3P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1325,31 +1193,14 @@ f32M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M3P2(SB), NOSPLIT, $0-72
+// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M3P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f32M3P2_start
-f32M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1362,7 +1213,6 @@ f32M3P2_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f32M3P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1506,8 +1356,8 @@ f32M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M4P1(SB), NOSPLIT, $0-72
+// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1518,19 +1368,6 @@ TEXT ·f32M4P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M4P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP f32M4P1_start
-f32M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1539,7 +1376,6 @@ f32M4P1_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-f32M4P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1646,8 +1482,8 @@ f32M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M5P1(SB), NOSPLIT, $0-72
+// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1658,21 +1494,6 @@ TEXT ·f32M5P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M5P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP f32M5P1_start
-f32M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1683,7 +1504,6 @@ f32M5P1_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-f32M5P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1807,8 +1627,8 @@ f32M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f32M6P1(SB), NOSPLIT, $0-72
+// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f32M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1819,23 +1639,6 @@ TEXT ·f32M6P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f32M6P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f32M6P1_start
-f32M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1848,7 +1651,6 @@ f32M6P1_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f32M6P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -1989,8 +1791,8 @@ f32M6P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M1P1(SB), NOSPLIT, $0-72
+// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1999,16 +1801,8 @@ TEXT ·f16M1P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M1P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	JMP f16M1P1_start
-f16M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-f16M1P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2060,28 +1854,18 @@ f16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M1P2(SB), NOSPLIT, $0-72
+// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M1P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP f16M1P2_start
-f16M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-f16M1P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2152,32 +1936,20 @@ f16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M1P3(SB), NOSPLIT, $0-72
+// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M1P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP f16M1P3_start
-f16M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-f16M1P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2270,8 +2042,8 @@ f16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M1P4(SB), NOSPLIT, $0-72
+// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2280,19 +2052,6 @@ TEXT ·f16M1P4(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M1P4_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP f16M1P4_start
-f16M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2301,7 +2060,6 @@ f16M1P4_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-f16M1P4_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2418,8 +2176,8 @@ f16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M1P5(SB), NOSPLIT, $0-72
+// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2428,21 +2186,6 @@ TEXT ·f16M1P5(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M1P5_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP f16M1P5_start
-f16M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2453,7 +2196,6 @@ f16M1P5_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-f16M1P5_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2592,8 +2334,8 @@ f16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M1P6(SB), NOSPLIT, $0-72
+// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2602,23 +2344,6 @@ TEXT ·f16M1P6(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M1P6_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f16M1P6_start
-f16M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2631,7 +2356,6 @@ f16M1P6_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f16M1P6_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2792,8 +2516,8 @@ f16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M2P1(SB), NOSPLIT, $0-72
+// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2802,20 +2526,10 @@ TEXT ·f16M2P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M2P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP f16M2P1_start
-f16M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-f16M2P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -2884,27 +2598,14 @@ f16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M2P2(SB), NOSPLIT, $0-72
+// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M2P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP f16M2P2_start
-f16M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2913,7 +2614,6 @@ f16M2P2_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-f16M2P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3013,31 +2713,14 @@ f16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M2P3(SB), NOSPLIT, $0-72
+// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M2P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f16M2P3_start
-f16M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3050,7 +2733,6 @@ f16M2P3_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f16M2P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3184,8 +2866,8 @@ f16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M3P1(SB), NOSPLIT, $0-72
+// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3194,24 +2876,12 @@ TEXT ·f16M3P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M3P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP f16M3P1_start
-f16M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-f16M3P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3297,31 +2967,14 @@ f16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M3P2(SB), NOSPLIT, $0-72
+// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M3P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f16M3P2_start
-f16M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3334,7 +2987,6 @@ f16M3P2_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f16M3P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3478,8 +3130,8 @@ f16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M4P1(SB), NOSPLIT, $0-72
+// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3490,19 +3142,6 @@ TEXT ·f16M4P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M4P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP f16M4P1_start
-f16M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3511,7 +3150,6 @@ f16M4P1_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-f16M4P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3616,8 +3254,8 @@ f16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M5P1(SB), NOSPLIT, $0-72
+// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3628,21 +3266,6 @@ TEXT ·f16M5P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M5P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP f16M5P1_start
-f16M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3653,7 +3276,6 @@ f16M5P1_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-f16M5P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3775,8 +3397,8 @@ f16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·f16M6P1(SB), NOSPLIT, $0-72
+// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·f16M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3787,23 +3409,6 @@ TEXT ·f16M6P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ f16M6P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP f16M6P1_start
-f16M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3816,7 +3421,6 @@ f16M6P1_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-f16M6P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -3955,8 +3559,8 @@ f16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M1P1(SB), NOSPLIT, $0-72
+// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3965,16 +3569,8 @@ TEXT ·bf16M1P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M1P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	JMP bf16M1P1_start
-bf16M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-bf16M1P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4031,28 +3627,18 @@ bf16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M1P2(SB), NOSPLIT, $0-72
+// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M1P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP bf16M1P2_start
-bf16M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-bf16M1P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4133,32 +3719,20 @@ bf16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M1P3(SB), NOSPLIT, $0-72
+// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M1P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP bf16M1P3_start
-bf16M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-bf16M1P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4266,8 +3840,8 @@ bf16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M1P4(SB), NOSPLIT, $0-72
+// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4276,19 +3850,6 @@ TEXT ·bf16M1P4(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M1P4_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP bf16M1P4_start
-bf16M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4297,7 +3858,6 @@ bf16M1P4_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-bf16M1P4_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4434,8 +3994,8 @@ bf16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M1P5(SB), NOSPLIT, $0-72
+// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4444,21 +4004,6 @@ TEXT ·bf16M1P5(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M1P5_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP bf16M1P5_start
-bf16M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4469,7 +4014,6 @@ bf16M1P5_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-bf16M1P5_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4633,8 +4177,8 @@ bf16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M1P6(SB), NOSPLIT, $0-72
+// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4643,23 +4187,6 @@ TEXT ·bf16M1P6(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M1P6_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP bf16M1P6_start
-bf16M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4672,7 +4199,6 @@ bf16M1P6_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-bf16M1P6_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4863,8 +4389,8 @@ bf16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M2P1(SB), NOSPLIT, $0-72
+// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4873,20 +4399,10 @@ TEXT ·bf16M2P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M2P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP bf16M2P1_start
-bf16M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-bf16M2P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -4960,27 +4476,14 @@ bf16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M2P2(SB), NOSPLIT, $0-72
+// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M2P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP bf16M2P2_start
-bf16M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -4989,7 +4492,6 @@ bf16M2P2_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-bf16M2P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5099,31 +4601,14 @@ bf16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M2P3(SB), NOSPLIT, $0-72
+// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M2P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP bf16M2P3_start
-bf16M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5136,7 +4621,6 @@ bf16M2P3_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-bf16M2P3_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5285,8 +4769,8 @@ bf16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M3P1(SB), NOSPLIT, $0-72
+// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5295,24 +4779,12 @@ TEXT ·bf16M3P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M3P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP bf16M3P1_start
-bf16M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-bf16M3P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5403,31 +4875,14 @@ bf16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M3P2(SB), NOSPLIT, $0-72
+// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M3P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP bf16M3P2_start
-bf16M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5440,7 +4895,6 @@ bf16M3P2_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-bf16M3P2_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5594,8 +5048,8 @@ bf16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M4P1(SB), NOSPLIT, $0-72
+// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5606,19 +5060,6 @@ TEXT ·bf16M4P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M4P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP bf16M4P1_start
-bf16M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5627,7 +5068,6 @@ bf16M4P1_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-bf16M4P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5737,8 +5177,8 @@ bf16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M5P1(SB), NOSPLIT, $0-72
+// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5749,21 +5189,6 @@ TEXT ·bf16M5P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M5P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP bf16M5P1_start
-bf16M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5774,7 +5199,6 @@ bf16M5P1_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-bf16M5P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -5901,8 +5325,8 @@ bf16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·bf16M6P1(SB), NOSPLIT, $0-72
+// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·bf16M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5913,23 +5337,6 @@ TEXT ·bf16M6P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ bf16M6P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP bf16M6P1_start
-bf16M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -5942,7 +5349,6 @@ bf16M6P1_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-bf16M6P1_start:
 	MOVQ CX, BX
 	ANDQ $3, BX
 	SHRQ $2, CX
@@ -6086,8 +5492,8 @@ bf16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M1P1(SB), NOSPLIT, $0-72
+// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6096,16 +5502,8 @@ TEXT ·q8M1P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M1P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	JMP q8M1P1_start
-q8M1P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-q8M1P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P1_block:
@@ -6162,28 +5560,18 @@ q8M1P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M1P2(SB), NOSPLIT, $0-72
+// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M1P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP q8M1P2_start
-q8M1P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-q8M1P2_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P2_block:
@@ -6272,32 +5660,20 @@ q8M1P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M1P3(SB), NOSPLIT, $0-72
+// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M1P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP q8M1P3_start
-q8M1P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-q8M1P3_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P3_block:
@@ -6420,8 +5796,8 @@ q8M1P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M1P4(SB), NOSPLIT, $0-72
+// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6430,19 +5806,6 @@ TEXT ·q8M1P4(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M1P4_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP q8M1P4_start
-q8M1P4_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6451,7 +5814,6 @@ q8M1P4_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-q8M1P4_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P4_block:
@@ -6611,8 +5973,8 @@ q8M1P4_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M1P5(SB), NOSPLIT, $0-72
+// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P5(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6621,21 +5983,6 @@ TEXT ·q8M1P5(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M1P5_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP q8M1P5_start
-q8M1P5_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6646,7 +5993,6 @@ q8M1P5_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-q8M1P5_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P5_block:
@@ -6840,8 +6186,8 @@ q8M1P5_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M1P6(SB), NOSPLIT, $0-72
+// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M1P6(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6850,23 +6196,6 @@ TEXT ·q8M1P6(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	LEAQ (SI)(R8*2), R12
 	ADDQ R8, R12
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M1P6_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP q8M1P6_start
-q8M1P6_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -6879,7 +6208,6 @@ q8M1P6_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-q8M1P6_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M1P6_block:
@@ -7107,8 +6435,8 @@ q8M1P6_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M2P1(SB), NOSPLIT, $0-72
+// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M2P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7117,20 +6445,10 @@ TEXT ·q8M2P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M2P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	JMP q8M2P1_start
-q8M2P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-q8M2P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M2P1_block:
@@ -7201,27 +6519,14 @@ q8M2P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M2P2(SB), NOSPLIT, $0-72
+// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M2P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M2P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP q8M2P2_start
-q8M2P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -7230,7 +6535,6 @@ q8M2P2_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-q8M2P2_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M2P2_block:
@@ -7343,31 +6647,14 @@ q8M2P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M2P3(SB), NOSPLIT, $0-72
+// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M2P3(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M2P3_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP q8M2P3_start
-q8M2P3_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -7380,7 +6667,6 @@ q8M2P3_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-q8M2P3_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M2P3_block:
@@ -7537,8 +6823,8 @@ q8M2P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M3P1(SB), NOSPLIT, $0-72
+// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M3P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7547,24 +6833,12 @@ TEXT ·q8M3P1(SB), NOSPLIT, $0-72
 	MOVQ out+40(FP), DI
 	MOVQ pf+48(FP), AX
 	MOVQ pfStep+56(FP), R13
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M3P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	JMP q8M3P1_start
-q8M3P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-q8M3P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M3P1_block:
@@ -7649,31 +6923,14 @@ q8M3P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M3P2(SB), NOSPLIT, $0-72
+// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M3P2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
 	MOVQ xStride+24(FP), R9
 	MOVQ cols+32(FP), CX
 	MOVQ out+40(FP), DI
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M3P2_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP q8M3P2_start
-q8M3P2_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -7686,7 +6943,6 @@ q8M3P2_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-q8M3P2_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M3P2_block:
@@ -7835,8 +7091,8 @@ q8M3P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M4P1(SB), NOSPLIT, $0-72
+// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M4P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7847,19 +7103,6 @@ TEXT ·q8M4P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M4P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	JMP q8M4P1_start
-q8M4P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -7868,7 +7111,6 @@ q8M4P1_zero:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-q8M4P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M4P1_block:
@@ -7968,8 +7210,8 @@ q8M4P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M5P1(SB), NOSPLIT, $0-72
+// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M5P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7980,21 +7222,6 @@ TEXT ·q8M5P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M5P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	JMP q8M5P1_start
-q8M5P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -8005,7 +7232,6 @@ q8M5P1_zero:
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-q8M5P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M5P1_block:
@@ -8119,8 +7345,8 @@ q8M5P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
-TEXT ·q8M6P1(SB), NOSPLIT, $0-72
+// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+TEXT ·q8M6P1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8131,23 +7357,6 @@ TEXT ·q8M6P1(SB), NOSPLIT, $0-72
 	MOVQ pfStep+56(FP), R13
 	LEAQ (DX)(R9*2), R10
 	ADDQ R9, R10
-	MOVQ acc+64(FP), BX
-	TESTQ BX, BX
-	JZ q8M6P1_zero
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	VMOVUPS 256(DI), Y8
-	VMOVUPS 288(DI), Y9
-	VMOVUPS 320(DI), Y10
-	VMOVUPS 352(DI), Y11
-	JMP q8M6P1_start
-q8M6P1_zero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -8160,7 +7369,6 @@ q8M6P1_zero:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-q8M6P1_start:
 	SHRQ $5, CX
 	MOVQ CX, BX
 q8M6P1_block:

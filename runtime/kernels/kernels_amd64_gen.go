@@ -5,172 +5,172 @@
 package kernels
 
 //go:noescape
-func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 //go:noescape
-func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)
+func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
 
 // readBytes reads n bytes from p (n a multiple of 128) as fast as the core can, and
 // returns their sum as 64-bit words: the bandwidth limit the benchmarks compare with.
@@ -193,188 +193,186 @@ func fmaLoop(n int)
 //
 // One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
 // (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
-// With acc != 0 the kernel continues the accumulators stored in out instead of starting
-// from zero (a later block of columns of the same outputs).
-func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int) {
+func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int) {
 	switch t {
 	case F32:
 		switch np*8 + mr {
 		case 9:
-			f32M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 17:
-			f32M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 25:
-			f32M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 33:
-			f32M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 41:
-			f32M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 49:
-			f32M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 10:
-			f32M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 18:
-			f32M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 26:
-			f32M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 11:
-			f32M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 19:
-			f32M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 12:
-			f32M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 13:
-			f32M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 14:
-			f32M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f32M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		}
 	case F16:
 		switch np*8 + mr {
 		case 9:
-			f16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 17:
-			f16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 25:
-			f16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 33:
-			f16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 41:
-			f16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 49:
-			f16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 10:
-			f16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 18:
-			f16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 26:
-			f16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 11:
-			f16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 19:
-			f16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 12:
-			f16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 13:
-			f16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 14:
-			f16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			f16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		}
 	case BF16:
 		switch np*8 + mr {
 		case 9:
-			bf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 17:
-			bf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 25:
-			bf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 33:
-			bf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 41:
-			bf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 49:
-			bf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 10:
-			bf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 18:
-			bf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 26:
-			bf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 11:
-			bf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 19:
-			bf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 12:
-			bf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 13:
-			bf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 14:
-			bf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			bf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		}
 	case Q8_0:
 		switch np*8 + mr {
 		case 9:
-			q8M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 17:
-			q8M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 25:
-			q8M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 33:
-			q8M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 41:
-			q8M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 49:
-			q8M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 10:
-			q8M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 18:
-			q8M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 26:
-			q8M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 11:
-			q8M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 19:
-			q8M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 12:
-			q8M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 13:
-			q8M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		case 14:
-			q8M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)
+			q8M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep)
 			return
 		}
 	}

@@ -30,7 +30,7 @@ func BenchmarkKernel(b *testing.B) {
 				for i := 0; i < b.N*50; i++ { // 50 short rounds per iteration: best of many
 					t0 := clock()
 					for j := 0; j < reps; j++ {
-						callKernel(dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, &x[0], 4*m.cols, m.cols, &out[0], pf, 128, 0)
+						callKernel(dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, &x[0], 4*m.cols, m.cols, &out[0], pf, 128)
 					}
 					t1 := clock()
 					fmaLoop(1 << 12)

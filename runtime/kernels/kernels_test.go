@@ -154,36 +154,6 @@ func TestBatchBitIdentity(t *testing.T) {
 	})
 }
 
-// TestBatchColumnBlocks checks batches larger than one kernel call takes (5+2, 6+2, 6+3, ...
-// chunks over panel groups), with the columns cut into many blocks whose calls continue each
-// other's accumulators: every row must equal MatVec of that row alone and the portable path.
-func TestBatchColumnBlocks(t *testing.T) {
-	defer func(b int) { batchBlockBytes = b }(batchBlockBytes)
-	batchBlockBytes = 1 // blocks of 32 columns
-	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range allTypes {
-		tm := randMat(r, dt, 16*7+3, colsFor(dt, 100)) // 8 panels: groups of 3, 3 and 2
-		x := randVec(r, MaxBatch*tm.cols)
-		m := matsOf(t, tm)["packed"]
-		single := make([]float32, MaxBatch*tm.rows)
-		for j := 0; j < MaxBatch; j++ {
-			m.MatVec(single[j*tm.rows:(j+1)*tm.rows], x[j*tm.cols:(j+1)*tm.cols])
-		}
-		withPath(t, func(t *testing.T) {
-			for _, n := range []int{7, 8, 9, 10, 11, 12, 13, 14, 15, 19, 20, 21, 64} {
-				dst, check := guarded(t, n*tm.rows)
-				m.MatMul(dst, x, n)
-				check()
-				for o := range dst {
-					if math.Float32bits(dst[o]) != math.Float32bits(single[o]) {
-						t.Fatalf("%v %dx%d n=%d: output %d is %v, alone %v", dt, tm.rows, tm.cols, n, o, dst[o], single[o])
-					}
-				}
-			}
-		})
-	}
-}
-
 // TestRow checks the decoded rows of unpacked and packed matrices.
 func TestRow(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))

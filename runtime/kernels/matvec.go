@@ -3,12 +3,6 @@ package kernels
 // MaxBatch is the largest number of batch rows MatMul accepts.
 const MaxBatch = 64
 
-// batchBlockBytes is, for batches of more rows than one assembly kernel takes, the size of
-// the slice of weights (a panel group's columns [c0, c0+kb)) that every chunk of the batch
-// reads before the next slice: small enough to stay in L2 with the matching slice of x. A
-// variable so that tests can make the blocks tiny.
-var batchBlockBytes = 96 << 10
-
 // Work is split across goroutines in units of one panel (16 rows), packed or not; since every
 // output has its own accumulation chain, the split cannot change a bit.
 

@@ -173,8 +173,8 @@ func (g *gen) advance(d dtype, s shape, n int) {
 
 func (g *gen) kernel(d dtype, s shape) {
 	name := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P)
-	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)", name)
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	g.f("\tMOVQ w+0(FP), SI")
 	g.f("\tMOVQ panelStride+8(FP), R8")
 	g.f("\tMOVQ x+16(FP), DX")
@@ -193,20 +193,6 @@ func (g *gen) kernel(d dtype, s shape) {
 		g.f("\tLEAQ (SI)(R8*2), R12")
 		g.f("\tADDQ R8, R12")
 	}
-	// acc != 0: the chains continue from the values in out (a column block after the
-	// first), which keeps every output's FMA sequence exactly that of one whole call.
-	g.f("\tMOVQ acc+64(FP), BX")
-	g.f("\tTESTQ BX, BX")
-	g.f("\tJZ %s_zero", name)
-	for m := 0; m < s.M; m++ {
-		for p := 0; p < s.P; p++ {
-			for h := 0; h < 2; h++ {
-				g.f("\tVMOVUPS %d(DI), %s", 4*(m*s.P*16+p*16+h*8), acc(s, m, p, h))
-			}
-		}
-	}
-	g.f("\tJMP %s_start", name)
-	g.f("%s_zero:", name)
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			for h := 0; h < 2; h++ {
@@ -215,7 +201,6 @@ func (g *gen) kernel(d dtype, s shape) {
 			}
 		}
 	}
-	g.f("%s_start:", name)
 	if d.name == "Q8_0" {
 		// cols is a multiple of 32: blocks of 64 bytes of scales then 32 columns of 16 bytes.
 		g.f("\tSHRQ $5, CX")
@@ -385,7 +370,7 @@ func main() {
 	for _, d := range dtypes {
 		for _, s := range shapes {
 			g.f("//go:noescape")
-			g.f("func %sM%dP%d(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int)\n", d.prefix, s.M, s.P)
+			g.f("func %sM%dP%d(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)\n", d.prefix, s.M, s.P)
 		}
 	}
 	g.f("// readBytes reads n bytes from p (n a multiple of 128) as fast as the core can, and")
@@ -406,16 +391,14 @@ func main() {
 	g.f("//")
 	g.f("// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns")
 	g.f("// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.")
-	g.f("// With acc != 0 the kernel continues the accumulators stored in out instead of starting")
-	g.f("// from zero (a later block of columns of the same outputs).")
-	g.f("func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int, acc int) {")
+	g.f("func callKernel(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int) {")
 	g.f("\tswitch t {")
 	for _, d := range dtypes {
 		g.f("\tcase %s:", d.name)
 		g.f("\t\tswitch np*8 + mr {")
 		for _, s := range shapes {
 			g.f("\t\tcase %d:", s.P*8+s.M)
-			g.f("\t\t\t%sM%dP%d(w, panelStride, x, xStride, cols, out, pf, pfStep, acc)", d.prefix, s.M, s.P)
+			g.f("\t\t\t%sM%dP%d(w, panelStride, x, xStride, cols, out, pf, pfStep)", d.prefix, s.M, s.P)
 			g.f("\t\t\treturn")
 		}
 		g.f("\t\t}")

@@ -49,10 +49,13 @@ func presetDims(preset string) (TargetDims, DraftDims, error) {
 			DraftDims{Layers: 2, FFN: 128, Heads: 4, QLoRA: 40, KVLoRA: 24, Nope: 16, Rope: 8, V: 12,
 				Taps: 3, MarkovRank: 16, BlockSize: 4}, nil
 	case Demo:
-		// The embedded demo pair (internal/demo): the tiny target's shape, and a draft with
-		// the real block size 7 and a Markov rank equal to the target width, so the head can
-		// hold the target's whole next-token table (rank <= hidden + 1).
+		// The embedded demo pair (internal/demo): the tiny target's width at 16 layers, and
+		// a draft with the real block size 7 and a Markov rank equal to the target width, so
+		// the head can hold the target's whole next-token table (rank <= hidden + 1). The
+		// depth gives the pair the ratio of real ones (a 2-layer draft for a 16-layer target;
+		// K3's is 5 for 61), so that drafting costs much less than a target step.
 		t, d, _ := presetDims(Tiny)
+		t.Layers = 16
 		d.BlockSize, d.MarkovRank = 7, t.Hidden
 		return t, d, nil
 	case Small:

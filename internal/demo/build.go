@@ -23,7 +23,7 @@ type Recipe struct {
 	TargetSeed  uint64  // synth seed of the target
 	DraftSeed   uint64  // synth seed of the draft
 	CorpusBytes int     // built-in corpus bytes the target's bigram "lexicon" is taken from
-	Lambda      float32 // scale of every residual-branch output projection of the target
+	Lambda      float32 // scale of every residual-branch output projection of the target (16 layers x 0.01)
 	Alpha       float64 // add-alpha smoothing of the corpus bigram counts
 	BackboneOut float32 // scale of the draft's final norm: how much the backbone adds to the Markov bias
 	ConfBias    float32 // the draft confidence head's constant logit (weights are zero)
@@ -34,7 +34,7 @@ type Recipe struct {
 
 // DefaultRecipe is the recipe of the embedded demo pair.
 var DefaultRecipe = Recipe{Preset: "demo", TargetSeed: 1, DraftSeed: 2, CorpusBytes: 1 << 20,
-	Lambda: 0.02, Alpha: 0.01, BackboneOut: 0.01, ConfBias: 3, FitPrompts: 96, FitTokens: 56, FitSeed: 7}
+	Lambda: 0.01, Alpha: 0.01, BackboneOut: 0.01, ConfBias: 3, FitPrompts: 96, FitTokens: 56, FitSeed: 7}
 
 // Pair is a built demo pair.
 type Pair struct {
@@ -80,7 +80,7 @@ func Build(dir string, r Recipe) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := runtime.LoadTarget(f, runtime.TargetOptions{Context: 128, MaxBatch: 64})
+	t, err := runtime.LoadTarget(f, runtime.TargetOptions{Context: 128, MaxBatch: 64, Pack: true})
 	if err != nil {
 		f.Close()
 		return nil, err

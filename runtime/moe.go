@@ -8,6 +8,10 @@ import (
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
+// moeParallelWork is the number of multiply-adds (an upper bound over the layer's experts)
+// below which a MoE layer runs its experts on the calling goroutine.
+const moeParallelWork = 1 << 20
+
 // moeScratch holds the buffers of one MoE layer call for up to maxBatch rows.
 type moeScratch struct {
 	logits, probs, score []float32 // n x NExpert
@@ -92,6 +96,9 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 		return s.count[e]
 	}
 	nw := min(len(s.workers), len(s.tasks))
+	if rows := n * (K + max(1, c.NShared)); rows*3*c.NFFExp*E < moeParallelWork {
+		nw = 1 // waking another goroutine would cost more than its share of the work
+	}
 	for w := range s.workers {
 		s.workers[w].tasks = s.workers[w].tasks[:0]
 	}

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/gguf"
 )
 
 // k3Config is the K3 DSpark config.json of dspark-k3.md section 2 (DSpark schema).
@@ -224,10 +226,10 @@ func TestNaming(t *testing.T) {
 	if got := SizeLabel(0, 11_000_000_000, 2_000_000_000, 384); got != "384x13B" {
 		t.Errorf("MoE label %q", got)
 	}
-	if got := DefaultOutName("Kimi K3/DSpark", "2.4B", BF16); got != "Kimi-K3-DSpark-2.4B-BF16.gguf" {
+	if got := DefaultOutName("Kimi K3/DSpark", "2.4B", gguf.TypeBF16); got != "Kimi-K3-DSpark-2.4B-BF16.gguf" {
 		t.Errorf("DefaultOutName = %q", got)
 	}
-	if got := DefaultOutName("", "1.0K", Q8_0); got != "ggml-model-1.0K-Q8_0.gguf" {
+	if got := DefaultOutName("", "1.0K", gguf.TypeQ8_0); got != "ggml-model-1.0K-Q8_0.gguf" {
 		t.Errorf("DefaultOutName = %q", got)
 	}
 	c, _ := ParseConfig("c", []byte(`{"_name_or_path": "Inferact/Kimi-K3-DSpark/"}`))

@@ -6,19 +6,6 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 )
 
-// GGML returns the ggml type of an output type.
-func (t OutType) GGML() gguf.GGMLType {
-	switch t {
-	case F32:
-		return gguf.TypeF32
-	case F16:
-		return gguf.TypeF16
-	case Q8_0:
-		return gguf.TypeQ8_0
-	}
-	return gguf.TypeBF16
-}
-
 // Value returns the metadata value with its exact GGUF type (Check must have passed).
 func (m Meta) Value() gguf.Value {
 	switch m.Kind {
@@ -63,7 +50,7 @@ func (p *Plan) specs(idx []int) []gguf.TensorSpec {
 	out := make([]gguf.TensorSpec, len(idx))
 	for i, k := range idx {
 		t := &p.Tensors[k]
-		out[i] = gguf.TensorSpec{Name: t.Name, Type: t.Type.GGML(), Dims: t.Dims}
+		out[i] = gguf.TensorSpec{Name: t.Name, Type: t.Type, Dims: t.Dims}
 	}
 	return out
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // Options configure a conversion.
@@ -23,13 +26,13 @@ type Options struct {
 // Plan is a validated conversion: every GGUF tensor with its source and type, and every
 // metadata key with its exact type. It owns open checkpoints; Close releases them.
 type Plan struct {
-	Dir      string // source checkpoint
-	HFArch   string // config.json architectures[0]
-	Arch     string // GGUF general.architecture
-	Family   string // tensor-name family seen in the checkpoint
-	OutType  OutType
-	Name     string // general.name
-	Size     string // llama.cpp size label
+	Dir      string        // source checkpoint
+	HFArch   string        // config.json architectures[0]
+	Arch     string        // GGUF general.architecture
+	Family   string        // tensor-name family seen in the checkpoint
+	OutType  gguf.GGMLType // the weight matrices' type (Auto resolved)
+	Name     string        // general.name
+	Size     string        // llama.cpp size label
 	Meta     []Meta
 	Tensors  []PlanTensor
 	Dropped  []string // source tensors deliberately not converted
@@ -44,11 +47,11 @@ type Plan struct {
 // PlanTensor is one GGUF tensor of a plan.
 type PlanTensor struct {
 	Name     string
-	Type     OutType
+	Type     gguf.GGMLType
 	Dims     []uint64
 	Bytes    int64
 	Sources  []string // original checkpoint names (several for stacked experts)
-	SrcDtype string
+	SrcDtype safetensors.Dtype
 	SrcShape []int64 // shape of one source
 	Xform    Transform
 	prod     *producer
@@ -166,7 +169,7 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 		str("general.type", "model"),
 		str("general.name", p.Name),
 		str("general.size_label", p.Size),
-		u32("general.file_type", p.OutType.FileType()),
+		u32("general.file_type", fileType(p.OutType)),
 		u32("general.quantization_version", 2),
 	}
 	var tokKeys []Meta
@@ -262,7 +265,7 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		prod.per = prod.srcs[0].t.Elements()
 		prod.n = t.Elements()
 		t.prod = prod
-		t.Bytes = t.Type.bytesFor(prod.n)
+		t.Bytes = typeBytes(t.Type, prod.n)
 		p.Params += uint64(prod.n)
 		p.Tensors = append(p.Tensors, t)
 	}
@@ -302,7 +305,7 @@ func loadSrc(ck checkpoint, ro *roster, st SrcTensor, blk fp8Block) (*srcData, e
 		return nil, fmt.Errorf("tensor %s: %d data bytes, %s %s needs %d", st.Name, len(data), st.Dtype, shapeStr(st.Shape), want)
 	}
 	sd := &srcData{t: st, data: data, blk: blk, mapped: ck.Mapped()}
-	if st.Dtype == "F8_E4M3" {
+	if st.Dtype == safetensors.F8_E4M3 {
 		sc := ro.byName[normalizeName(st.Name)+"_scale_inv"]
 		sdata, err := ck.Data(sc.Name)
 		if err != nil {

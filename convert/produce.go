@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // srcData is one source tensor with its bytes (a zero-copy view of the checkpoint's mmap)
@@ -32,7 +34,7 @@ func (s *srcData) release() {
 
 // releaseRange drops the pages of elements [start, start+n) of a non-FP8 source.
 func (s *srcData) releaseRange(start, n int64) {
-	if s.mapped && s.t.Dtype != "F8_E4M3" {
+	if s.mapped && s.t.Dtype != safetensors.F8_E4M3 {
 		es := elemSize(s.t.Dtype)
 		dropPages(s.data[start*es : (start+n)*es])
 	}
@@ -40,18 +42,18 @@ func (s *srcData) releaseRange(start, n int64) {
 
 // elemDtype is the dtype of the elements readRange yields: the source dtype, or F32 for a
 // dequantized FP8 weight.
-func (s *srcData) elemDtype() string {
-	if s.t.Dtype == "F8_E4M3" {
-		return "F32"
+func (s *srcData) elemDtype() safetensors.Dtype {
+	if s.t.Dtype == safetensors.F8_E4M3 {
+		return safetensors.F32
 	}
 	return s.t.Dtype
 }
 
-func elemSize(d string) int64 { return srcDtypes[d] }
+func elemSize(d safetensors.Dtype) int64 { return srcDtypes[d] }
 
 // readRange writes elements [start, start+n) (row-major) into dst in elemDtype.
 func (s *srcData) readRange(dst []byte, start, n int64) {
-	if s.t.Dtype != "F8_E4M3" {
+	if s.t.Dtype != safetensors.F8_E4M3 {
 		es := elemSize(s.t.Dtype)
 		copy(dst[:n*es], s.data[start*es:(start+n)*es])
 		return
@@ -79,7 +81,7 @@ func (s *srcData) dequantFP8(dst []byte, start, n int64) {
 
 // scaleAt reads element i of an F32 or BF16 scale tensor.
 func (s *srcData) scaleAt(i int64) float32 {
-	if s.t.Dtype == "BF16" {
+	if s.t.Dtype == safetensors.BF16 {
 		return dtype.BF16ToF32(binary.LittleEndian.Uint16(s.data[2*i:]))
 	}
 	return math.Float32frombits(binary.LittleEndian.Uint32(s.data[4*i:]))
@@ -95,12 +97,12 @@ type producer struct {
 }
 
 // dtype is the element dtype read yields.
-func (p *producer) dtype() string { return p.srcs[0].elemDtype() }
+func (p *producer) dtype() safetensors.Dtype { return p.srcs[0].elemDtype() }
 
 // view returns a zero-copy slice of the output elements [start, start+n) when they are
 // contiguous source bytes (Copy or Stack of a non-FP8 source within one expert).
 func (p *producer) view(start, n int64) ([]byte, bool) {
-	if p.srcs[0].t.Dtype == "F8_E4M3" {
+	if p.srcs[0].t.Dtype == safetensors.F8_E4M3 {
 		return nil, false
 	}
 	es := elemSize(p.srcs[0].t.Dtype)
@@ -159,7 +161,7 @@ func (p *producer) read(dst []byte, start, n int64) {
 		// Counters advance incrementally (no divisions per element).
 		s := p.srcs[0]
 		j, r, h := start%p.nope, (start/p.nope)%p.rkv, start/(p.nope*p.rkv)
-		if s.t.Dtype == "F8_E4M3" {
+		if s.t.Dtype == safetensors.F8_E4M3 {
 			for k := int64(0); k < n; k++ {
 				s.readRange(dst[k*es:], (h*(p.nope+p.v)+j)*p.rkv+r, 1)
 				if j++; j == p.nope {
@@ -208,12 +210,13 @@ type encoder struct {
 }
 
 // sameEncoding reports whether source elements of dtype d are already encoded as t.
-func sameEncoding(d string, t OutType) bool {
-	return (d == "BF16" && t == BF16) || (d == "F16" && t == F16) || (d == "F32" && t == F32)
+func sameEncoding(d safetensors.Dtype, t gguf.GGMLType) bool {
+	g, ok := storedAs[d]
+	return ok && g == t
 }
 
-// encode converts src (elements of dtype d) into dst (type t); len(dst) = t.bytesFor(n).
-func (e *encoder) encode(dst []byte, t OutType, src []byte, d string) {
+// encode converts src (elements of dtype d) into dst (type t); len(dst) = typeBytes(t, n).
+func (e *encoder) encode(dst []byte, t gguf.GGMLType, src []byte, d safetensors.Dtype) {
 	if sameEncoding(d, t) {
 		copy(dst, src)
 		return
@@ -224,23 +227,23 @@ func (e *encoder) encode(dst []byte, t OutType, src []byte, d string) {
 	}
 	f := e.f32[:n]
 	switch d {
-	case "BF16":
+	case safetensors.BF16:
 		dtype.DecodeBF16(f, src)
-	case "F16":
+	case safetensors.F16:
 		dtype.DecodeF16(f, src)
-	case "F32":
+	case safetensors.F32:
 		dtype.DecodeF32(f, src)
 	default:
-		panic("convert: encode from unsupported dtype " + d)
+		panic("convert: encode from unsupported dtype " + string(d))
 	}
 	switch t {
-	case BF16:
+	case gguf.TypeBF16:
 		dtype.EncodeBF16(dst, f)
-	case F16:
+	case gguf.TypeF16:
 		dtype.EncodeF16(dst, f)
-	case F32:
+	case gguf.TypeF32:
 		dtype.EncodeF32(dst, f)
-	case Q8_0:
+	case gguf.TypeQ8_0:
 		dtype.QuantizeQ8_0(dst, f)
 	default:
 		panic("convert: encode to unsupported type " + t.String())

@@ -31,7 +31,7 @@ func (s stCheckpoint) Tensors() []SrcTensor {
 	var out []SrcTensor
 	for _, n := range s.c.Names() {
 		t, _, _ := s.c.Tensor(n)
-		out = append(out, SrcTensor{Name: t.Name, Dtype: string(t.Dtype), Shape: t.Shape})
+		out = append(out, SrcTensor{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape})
 	}
 	return out
 }

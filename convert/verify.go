@@ -88,8 +88,8 @@ func (p *Plan) Verify(path string, lint LintFunc) (*VerifyReport, error) {
 		switch {
 		case !ok:
 			rep.Problems = append(rep.Problems, "tensor "+pt.Name+" missing")
-		case ft.Type != pt.Type.GGML() || !slices.Equal(ft.Dims, pt.Dims):
-			rep.Problems = append(rep.Problems, fmt.Sprintf("tensor %s is %s %s, planned %s %s", pt.Name, ft.Type, dimsStr(ft.Dims), pt.Type.GGML(), dimsStr(pt.Dims)))
+		case ft.Type != pt.Type || !slices.Equal(ft.Dims, pt.Dims):
+			rep.Problems = append(rep.Problems, fmt.Sprintf("tensor %s is %s %s, planned %s %s", pt.Name, ft.Type, dimsStr(ft.Dims), pt.Type, dimsStr(pt.Dims)))
 		default:
 			checks = append(checks, check{pt, ft})
 		}

@@ -186,11 +186,11 @@ func TestOutputTypes(t *testing.T) {
 		}
 		for _, tt := range p.Tensors {
 			f32 := len(tt.Dims) == 1 || strings.Contains(tt.Name, "norm") || strings.Contains(tt.Name, "ffn_gate_inp") || strings.HasSuffix(tt.Name, ".bias")
-			want := ot
+			want := ot.GGML()
 			if f32 {
-				want = F32
+				want = gguf.TypeF32
 			} else if ot == Q8_0 && tt.Dims[0]%32 != 0 {
-				want = F16
+				want = gguf.TypeF16
 			}
 			if tt.Type != want {
 				t.Errorf("%s %s: %s, want %s", ot, tt.Name, tt.Type, want)

@@ -24,7 +24,7 @@ func (p *Plan) Print(w io.Writer, outPath string) error {
 			src = fmt.Sprintf("%s (+%d more)", src, len(t.Sources)-1)
 		}
 		shape := shapeStr(t.SrcShape)
-		if t.Xform == Stack {
+		if t.Xform.perExpert() {
 			shape = fmt.Sprintf("%d x %s", len(t.Sources), shape)
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t->\t%s\t%s -> %s\t%s -> %s\t%s\t%s\n", i, src, t.Name, t.SrcDtype, t.Type, shape, dimsStr(t.Dims), commas(t.Bytes), t.Xform)
@@ -39,7 +39,7 @@ func (p *Plan) Print(w io.Writer, outPath string) error {
 	fmt.Fprintf(w, "\nmetadata (%d keys):\n", len(p.Meta))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, m := range p.Meta {
-		fmt.Fprintf(tw, "  %s\t%s\t= %s\n", m.Key, m.Kind, m.Format())
+		fmt.Fprintf(tw, "  %s\t%s\t= %s\n", m.Key, m.Value.TypeName(), m.Value)
 	}
 	tw.Flush()
 	if len(p.Notes) > 0 {

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/dspark-dev/dspark/gguf"
@@ -39,6 +38,9 @@ func (s *srcData) releaseRange(start, n int64) {
 		dropPages(s.data[start*es : (start+n)*es])
 	}
 }
+
+// viewable reports whether the source's bytes are its elements (not FP8 to dequantize).
+func (s *srcData) viewable() bool { return s.t.Dtype != safetensors.F8_E4M3 }
 
 // elemDtype is the dtype of the elements readRange yields: the source dtype, or F32 for a
 // dequantized FP8 weight.
@@ -100,41 +102,12 @@ type producer struct {
 func (p *producer) dtype() safetensors.Dtype { return p.srcs[0].elemDtype() }
 
 // view returns a zero-copy slice of the output elements [start, start+n) when they are
-// contiguous source bytes (Copy or Stack of a non-FP8 source within one expert).
-func (p *producer) view(start, n int64) ([]byte, bool) {
-	if p.srcs[0].t.Dtype == safetensors.F8_E4M3 {
-		return nil, false
-	}
-	es := elemSize(p.srcs[0].t.Dtype)
-	switch p.xform {
-	case Copy:
-		return p.srcs[0].data[start*es : (start+n)*es], true
-	case Stack:
-		e := start / p.per
-		if (start+n-1)/p.per != e {
-			return nil, false
-		}
-		off := start - e*p.per
-		return p.srcs[e].data[off*es : (off+n)*es], true
-	}
-	return nil, false
-}
+// contiguous source bytes (Copy, or Stack within one expert, of a non-FP8 source).
+func (p *producer) view(start, n int64) ([]byte, bool) { return p.xform.view(p, start, n) }
 
-// release drops source pages of output elements [start, start+n) that no other chunk of
-// this tensor reads (Copy and Stack); gathers (kv_b splits, FP8) are released per tensor.
-func (p *producer) releaseChunk(start, n int64) {
-	switch p.xform {
-	case Copy:
-		p.srcs[0].releaseRange(start, n)
-	case Stack:
-		for n > 0 {
-			e, off := start/p.per, start%p.per
-			k := min(n, p.per-off)
-			p.srcs[e].releaseRange(off, k)
-			start, n = start+k, n-k
-		}
-	}
-}
+// releaseChunk drops source pages of output elements [start, start+n) that no other chunk
+// of this tensor reads (Copy and Stack); gathers (kv_b splits, FP8) are released per tensor.
+func (p *producer) releaseChunk(start, n int64) { p.xform.releaseChunk(p, start, n) }
 
 // releaseAll drops every source page of the tensor.
 func (p *producer) releaseAll() {
@@ -144,65 +117,7 @@ func (p *producer) releaseAll() {
 }
 
 // read writes the output elements [start, start+n) into dst in p.dtype().
-func (p *producer) read(dst []byte, start, n int64) {
-	es := elemSize(p.dtype())
-	switch p.xform {
-	case Copy:
-		p.srcs[0].readRange(dst, start, n)
-	case Stack:
-		for n > 0 {
-			e, off := start/p.per, start%p.per
-			k := min(n, p.per-off)
-			p.srcs[e].readRange(dst, off, k)
-			dst, start, n = dst[k*es:], start+k, n-k
-		}
-	case SplitKB:
-		// Output (j, r, h) in ggml order {nope, rkv, heads}; source row h(nope+v)+j, column r.
-		// Counters advance incrementally (no divisions per element).
-		s := p.srcs[0]
-		j, r, h := start%p.nope, (start/p.nope)%p.rkv, start/(p.nope*p.rkv)
-		if s.t.Dtype == safetensors.F8_E4M3 {
-			for k := int64(0); k < n; k++ {
-				s.readRange(dst[k*es:], (h*(p.nope+p.v)+j)*p.rkv+r, 1)
-				if j++; j == p.nope {
-					j = 0
-					if r++; r == p.rkv {
-						r, h = 0, h+1
-					}
-				}
-			}
-			return
-		}
-		data := s.data
-		for k := int64(0); k < n; k++ {
-			src := ((h*(p.nope+p.v)+j)*p.rkv + r) * es
-			if es == 2 {
-				dst[2*k], dst[2*k+1] = data[src], data[src+1]
-			} else {
-				copy(dst[k*es:(k+1)*es], data[src:src+es])
-			}
-			if j++; j == p.nope {
-				j = 0
-				if r++; r == p.rkv {
-					r, h = 0, h+1
-				}
-			}
-		}
-	case SplitVB:
-		// Output (r, d, h) in ggml order {rkv, v, heads}; source row h(nope+v)+nope+d, column r.
-		// Runs over r are contiguous in the source.
-		s := p.srcs[0]
-		for n > 0 {
-			r, d, h := start%p.rkv, (start/p.rkv)%p.v, start/(p.rkv*p.v)
-			k := min(n, p.rkv-r)
-			src := (h*(p.nope+p.v)+p.nope+d)*p.rkv + r
-			s.readRange(dst, src, k)
-			dst, start, n = dst[k*es:], start+k, n-k
-		}
-	default:
-		panic(fmt.Sprintf("convert: unknown transform %d", p.xform))
-	}
-}
+func (p *producer) read(dst []byte, start, n int64) { p.xform.read(p, dst, start, n) }
 
 // encoder converts chunks of source elements into an output type, with reusable buffers.
 type encoder struct {

@@ -1,6 +1,10 @@
 package convert
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/dspark-dev/dspark/gguf/schema"
+)
 
 // Rope is the rotary-embedding configuration read from config.json. YaRN parameters live
 // under rope_parameters (transformers 5) or rope_scaling (older releases); both are read,
@@ -72,29 +76,23 @@ func readRope(r *cfgReader) Rope {
 	return rp
 }
 
-// ropeMeta returns the rope keys of an architecture prefix.
-func ropeMeta(arch string, rp Rope, dim int64) []Meta {
-	m := []Meta{
-		u32(arch+".rope.dimension_count", dim),
-		f32(arch+".rope.freq_base", rp.Theta),
-	}
+// setRope sets the rope keys.
+func setRope(kv *keyValues, rp Rope, dim int64) {
+	kv.set(schema.RopeDimensionCount, dim)
+	kv.set(schema.RopeFreqBase, rp.Theta)
 	if rp.Scaling != "yarn" {
-		return m
+		return
 	}
-	m = append(m,
-		str(arch+".rope.scaling.type", "yarn"),
-		f32(arch+".rope.scaling.factor", rp.Factor),
-		u32(arch+".rope.scaling.original_context_length", rp.OrigCtx),
-	)
+	kv.set(schema.RopeScalingType, "yarn")
+	kv.set(schema.RopeScalingFactor, rp.Factor)
+	kv.set(schema.RopeScalingOrigCtx, rp.OrigCtx)
 	if rp.HasBeta {
-		m = append(m,
-			f32(arch+".rope.scaling.yarn_beta_fast", rp.BetaFast),
-			f32(arch+".rope.scaling.yarn_beta_slow", rp.BetaSlow))
+		kv.set(schema.YarnBetaFast, rp.BetaFast)
+		kv.set(schema.YarnBetaSlow, rp.BetaSlow)
 	}
 	if rp.HasMscale {
-		m = append(m, f32(arch+".rope.scaling.yarn_log_multiplier", 0.1*rp.MscaleAllDim))
+		kv.set(schema.YarnLogMultiplier, schema.YarnLogMultiplierOf(rp.MscaleAllDim))
 	}
-	return m
 }
 
 // String summarizes the configuration for messages.

@@ -63,8 +63,8 @@ func (p *Plan) Verify(path string, lint LintFunc) (*VerifyReport, error) {
 		switch {
 		case !ok:
 			rep.Problems = append(rep.Problems, "key "+m.Key+" missing")
-		case !gguf.Equal(v, m.Value()):
-			rep.Problems = append(rep.Problems, fmt.Sprintf("key %s is %s %s, planned %s %s", m.Key, v.TypeName(), v, m.Kind, m.Format()))
+		case !gguf.Equal(v, m.Value):
+			rep.Problems = append(rep.Problems, fmt.Sprintf("key %s is %s %s, planned %s %s", m.Key, v.TypeName(), v, m.Value.TypeName(), m.Value))
 		default:
 			rep.Keys++
 		}

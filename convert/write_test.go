@@ -164,7 +164,7 @@ func TestVerifyDetectsCorruption(t *testing.T) {
 		t.Errorf("corruption not reported: %s", rep.Verdict())
 	}
 	// A plan whose metadata differs from the file.
-	p.Meta[2] = str("general.name", "someone-else")
+	p.Meta[2] = gguf.KV{Key: "general.name", Value: gguf.Str("someone-else")}
 	rep, _ = p.Verify(out, nil)
 	if !strings.Contains(rep.Verdict(), "key general.name") {
 		t.Errorf("metadata mismatch not reported: %s", rep.Verdict())

@@ -35,12 +35,15 @@ type archSpec struct {
 	features features
 	layers   layerPlan
 	dropped  func(string) bool // source tensors known and deliberately skipped (MTP layers)
-	fp8      fp8Block
-	vocab    int64
-	experts  int64 // routed experts (size label)
-	special  specialIDs
-	draft    *draftSpec
-	notes    []string
+	// cross compares counts the config declares with the checkpoint's shapes (run after
+	// the config, tokenizer and target checks, before the roster check).
+	cross   func(ro *roster) error
+	fp8     fp8Block
+	vocab   int64
+	experts int64 // routed experts (size label)
+	special specialIDs
+	draft   *draftSpec
+	notes   []string
 }
 
 // specialIDs are bos/eos/pad ids from config.json (-1 when absent).

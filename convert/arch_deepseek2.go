@@ -129,6 +129,7 @@ func readDeepseek2(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 	if err := r.err(); err != nil {
 		return nil, err
 	}
+
 	d["experts"] = experts
 	d["ffn_exp"] = ffnExp
 	d["shexp"] = shared * ffnExp
@@ -169,7 +170,12 @@ func readDeepseek2(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 			"shared":     shared > 0,
 			"score_bias": topkMethod == "noaux_tc",
 		},
-		layers:  layerPlan{count: layers, firstMoE: firstDense, experts: experts},
+		layers: layerPlan{count: layers, firstMoE: firstDense, experts: experts},
+		cross: func(ro *roster) error {
+			r := &cfgReader{c: c}
+			checkHeads(r, ro, d, layers)
+			return r.err()
+		},
 		dropped: dropped,
 		fp8:     blk,
 		vocab:   d["vocab"],

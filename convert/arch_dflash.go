@@ -70,10 +70,11 @@ func readDFlash(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, e
 	if !r.Bool("enable_confidence_head") {
 		r.fail("enable_confidence_head = false is not supported (the dflash schema has conf_proj)")
 	}
-	d["conf_in"] = d["hidden"]
-	if r.Bool("confidence_head_with_markov") {
-		d["conf_in"] += d["markov"]
+	if !r.Bool("confidence_head_with_markov") {
+		r.fail("confidence_head_with_markov = false is not supported (the dflash schema's conf_proj reads [h ; W1[x]], hidden_size + markov_rank wide)")
 	}
+	d["conf_in"] = d["hidden"] + d["markov"]
+	causal := readCausal(r)
 	targetHidden := r.Positive("target_hidden_size")
 	targetLayers := r.Positive("target_num_hidden_layers")
 	ids := readDrift(r, "target_layer_ids", []int64(nil), func(p string) any { return r.Ints(p) }).([]int64)
@@ -107,6 +108,12 @@ func readDFlash(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, e
 	if ro.has("fc.weight") || ro.has("hidden_norm.weight") {
 		family = 1
 	}
+	cross := func(ro *roster) error {
+		r := &cfgReader{c: c}
+		checkHeads(r, ro, d, layers)
+		checkDraftShapes(r, ro, d, family, int64(len(ids)), targetHidden)
+		return r.err()
+	}
 	plus1 := make([]int64, len(ids))
 	for i, id := range ids {
 		plus1[i] = id + 1
@@ -123,13 +130,14 @@ func readDFlash(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, e
 	kv.set(schema.TargetBlockCount, targetLayers)
 	kv.set(schema.MarkovRank, d["markov"])
 	setMLA(kv, d, d["r_q"], eps)
-	kv.set(schema.Causal, false)
+	kv.set(schema.Causal, causal)
 	setRope(kv, rope, d["rope"])
 	kv.set(schema.TokMask, mask)
 	return &archSpec{
 		dims:     d,
 		features: features{"keep_embd": opt.KeepEmbeddings},
 		layers:   layerPlan{count: layers, firstMoE: layers, familyAlts: family},
+		cross:    cross,
 		vocab:    d["vocab"],
 		special:  sp,
 		draft:    &draftSpec{targetHidden: targetHidden, targetLayers: targetLayers, layerIDs: ids, hidden: d["hidden"], vocab: d["vocab"]},
@@ -154,4 +162,33 @@ func readDrift(r *cfgReader, field string, zero any, get func(path string) any) 
 		return get(nested)
 	}
 	return get(top)
+}
+
+// causalFields are the spellings of causal block attention seen in draft configs, at top
+// level or inside dflash_config. Absent means non-causal (every block row sees the whole
+// block); "true" means each block row sees the context and the block rows up to itself.
+var causalFields = []string{"is_causal", "causal", "dflash_config.is_causal", "dflash_config.causal"}
+
+// readCausal reads causal block attention; two spellings that disagree are an error naming
+// both.
+func readCausal(r *cfgReader) bool {
+	first, val := "", false
+	for _, f := range causalFields {
+		if !r.c.Has(f) {
+			continue
+		}
+		n := len(r.errs)
+		b := r.Bool(f)
+		if len(r.errs) > n {
+			continue
+		}
+		if first == "" {
+			first, val = f, b
+			continue
+		}
+		if b != val {
+			r.fail("%s = %v disagrees with %s = %v (causal block attention declared both ways)", first, val, f, b)
+		}
+	}
+	return val
 }

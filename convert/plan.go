@@ -148,6 +148,11 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 			return err
 		}
 	}
+	if spec.cross != nil {
+		if err := spec.cross(ro); err != nil {
+			return err
+		}
+	}
 	main, err := checkRoster(p.Dir, ro, exp, spec.dropped, spec.fp8)
 	if err != nil {
 		return err
@@ -167,12 +172,7 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 	}
 	p.Name = modelName(cfg, p.Dir)
 	p.Size = p.sizeLabel(spec.experts)
-	kv.set(schema.Architecture, p.Arch)
-	kv.set(schema.GeneralType, "model")
-	kv.set(schema.GeneralName, p.Name)
-	kv.set(schema.SizeLabel, p.Size)
-	kv.set(schema.FileType, fileType(p.OutType))
-	kv.set(schema.QuantizationVersion, int64(2))
+	setGeneral(kv, p)
 	if tok != nil {
 		tok.set(kv, sp)
 	}
@@ -180,6 +180,16 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 		return fmt.Errorf("%s: %w", p.Dir, err)
 	}
 	return p.conform(arch.Schema)
+}
+
+// setGeneral plans the general.* keys of p.
+func setGeneral(kv *keyValues, p *Plan) {
+	kv.set(schema.Architecture, p.Arch)
+	kv.set(schema.GeneralType, "model")
+	kv.set(schema.GeneralName, p.Name)
+	kv.set(schema.SizeLabel, p.Size)
+	kv.set(schema.FileType, fileType(p.OutType))
+	kv.set(schema.QuantizationVersion, int64(2))
 }
 
 // conform checks the plan against the declaration it writes, as inspect --check would

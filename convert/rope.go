@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/dspark-dev/dspark/gguf/schema"
 )
@@ -50,9 +52,33 @@ func readRope(r *cfgReader) Rope {
 	if block == "" {
 		return rp
 	}
+	// A scaling block that is not an object, or one without a type, would silently lose
+	// YaRN (and with it the softmax mscale): both are errors, never "no scaling".
+	v, _ := r.c.lookup(block)
+	obj, ok := v.(map[string]any)
+	if !ok {
+		r.fail("field %s: want an object {rope_type or type, factor, original_max_position_embeddings, ...}, got %s", block, describe(v))
+		return rp
+	}
+	if !r.c.Has(block+".rope_type", block+".type") {
+		var params []string
+		for k := range obj {
+			if k != "rope_theta" {
+				params = append(params, k)
+			}
+		}
+		if len(params) > 0 {
+			sort.Strings(params)
+			r.fail("field %s has %s but neither rope_type nor type: the scaling kind is unknown (a YaRN block without its type would be dropped)", block, strings.Join(params, ", "))
+		}
+		return rp
+	}
 	kind := r.OptStr("", block+".rope_type", block+".type")
+	if t1, t2 := r.OptStr("", block+".rope_type"), r.OptStr("", block+".type"); t1 != "" && t2 != "" && t1 != t2 {
+		r.fail("field %s.rope_type %q disagrees with %s.type %q", block, t1, block, t2)
+	}
 	switch kind {
-	case "", "default", "none":
+	case "default", "none":
 		return rp
 	case "yarn":
 	default:

@@ -14,6 +14,7 @@ type SrcTensor struct {
 	Name  string
 	Dtype safetensors.Dtype
 	Shape []int64
+	File  string // the file holding it (for messages; "" when unknown)
 }
 
 // Elements returns the element count (1 for a scalar).

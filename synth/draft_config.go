@@ -22,6 +22,14 @@ type DraftOptions struct {
 	// WithTokenizer also writes the paired target's tiktoken.model and
 	// tokenizer_config.json into the draft directory, so that it converts on its own.
 	WithTokenizer bool
+	// Causal declares causal block attention (is_causal: true; inside dflash_config with
+	// DFlashNames): each block row sees the context and the block rows up to itself.
+	Causal bool
+	// Layers, Heads, Taps, BlockSize and MarkovRank override the preset's draft layers,
+	// attention heads, tapped target layers, block size and Markov rank (0 keeps the
+	// preset's). Nothing is derived from the hidden size: 96 heads of a 7168-wide draft
+	// keep the preset's head dims.
+	Layers, Heads, Taps, BlockSize, MarkovRank int
 }
 
 // RopeParameters is the YaRN block of the draft config (transformers 5 `rope_parameters`).
@@ -74,6 +82,8 @@ type DraftConfig struct {
 	ConfidenceHeadWithMarkov bool
 	TieWordEmbeddings        bool
 	TorchDtype               string
+	// Causal is written as is_causal (only when true).
+	Causal bool
 	// DFlash selects the DFlash JSON layout (see DraftOptions.DFlashNames).
 	DFlash bool
 }
@@ -83,6 +93,7 @@ type dflashBlock struct {
 	BlockSize      int   `json:"block_size"`
 	MaskTokenID    int   `json:"mask_token_id"`
 	TargetLayerIDs []int `json:"target_layer_ids"`
+	IsCausal       bool  `json:"is_causal,omitempty"`
 }
 
 // draftJSON fixes the field order of config.json.
@@ -123,6 +134,7 @@ type draftJSON struct {
 	ConfidenceHeadWithMarkov bool            `json:"confidence_head_with_markov"`
 	TieWordEmbeddings        bool            `json:"tie_word_embeddings"`
 	TorchDtype               string          `json:"torch_dtype"`
+	IsCausal                 bool            `json:"is_causal,omitempty"`
 	DFlashConfig             *dflashBlock    `json:"dflash_config,omitempty"`
 }
 
@@ -148,8 +160,9 @@ func (c *DraftConfig) MarshalJSON() ([]byte, error) {
 		j.RopeScaling = &RopeScaling{Type: r.RopeType, Factor: r.Factor,
 			OriginalMaxPositionEmbeddings: r.OriginalMaxPositionEmbeddings,
 			BetaFast:                      r.BetaFast, BetaSlow: r.BetaSlow, Mscale: r.Mscale, MscaleAllDim: r.MscaleAllDim}
-		j.DFlashConfig = &dflashBlock{BlockSize: c.BlockSize, MaskTokenID: c.MaskTokenID, TargetLayerIDs: c.TargetLayerIDs}
+		j.DFlashConfig = &dflashBlock{BlockSize: c.BlockSize, MaskTokenID: c.MaskTokenID, TargetLayerIDs: c.TargetLayerIDs, IsCausal: c.Causal}
 	} else {
+		j.IsCausal = c.Causal
 		r := c.Rope
 		j.RopeParameters = &r
 		j.TargetLayerIDs = c.TargetLayerIDs
@@ -180,13 +193,39 @@ func spreadLayerIDs(n, layers int) []int {
 	return ids
 }
 
-// draftConfigFor returns the draft config of a preset paired with t.
-func draftConfigFor(preset string, t pairedTarget, dflash bool) (*DraftConfig, error) {
-	_, d, err := presetDims(preset)
+// draftDims returns the preset's draft dims with the options' overrides.
+func draftDims(opts DraftOptions) (DraftDims, error) {
+	_, d, err := presetDims(opts.Preset)
+	if err != nil {
+		return d, err
+	}
+	for _, o := range []struct {
+		name string
+		v    int
+		dst  *int
+	}{{"layers", opts.Layers, &d.Layers}, {"heads", opts.Heads, &d.Heads}, {"taps", opts.Taps, &d.Taps},
+		{"block size", opts.BlockSize, &d.BlockSize}, {"markov rank", opts.MarkovRank, &d.MarkovRank}} {
+		switch {
+		case o.v < 0 || o.v > 1<<16:
+			return d, fmt.Errorf("synth: draft %s %d is outside 1..65536", o.name, o.v)
+		case o.v > 0:
+			*o.dst = o.v
+		}
+	}
+	return d, nil
+}
+
+// draftConfigFor returns the draft config opts describe, paired with t.
+func draftConfigFor(opts DraftOptions, t pairedTarget) (*DraftConfig, error) {
+	preset := opts.Preset
+	d, err := draftDims(opts)
 	if err != nil {
 		return nil, err
 	}
 	ids := t.LayerIDs
+	if len(ids) != d.Taps {
+		ids = nil // the target's own taps are for another count
+	}
 	if ids == nil {
 		if t.Layers < d.Taps {
 			return nil, fmt.Errorf("synth: target has %d layers, the %s draft taps %d", t.Layers, preset, d.Taps)
@@ -208,6 +247,6 @@ func draftConfigFor(preset string, t pairedTarget, dflash bool) (*DraftConfig, e
 		MaskTokenID: t.Vocab - 3, BosTokenID: t.Bos, EosTokenID: t.Bos + imEndOffset, PadTokenID: t.Pad,
 		MarkovRank: d.MarkovRank, MarkovHeadType: "vanilla",
 		EnableConfidenceHead: true, ConfidenceHeadWithMarkov: true,
-		TorchDtype: "bfloat16", DFlash: dflash,
+		TorchDtype: "bfloat16", Causal: opts.Causal, DFlash: opts.DFlashNames,
 	}, nil
 }

@@ -8,13 +8,14 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/olekukonko/tablewriter"
-
-	"github.com/dspark-dev/dspark/internal/demo"
-	"github.com/dspark-dev/dspark/runtime/speculative"
-
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/speculative"
+	"github.com/olekukonko/tablewriter"
 )
 
 // demoReps is how many times the demo times each decode (the fastest run is reported).
@@ -47,12 +48,12 @@ func runDemo(w io.Writer, f *runFlags) error {
 		return err
 	}
 	defer df.Close()
-	target, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	target, err := deepseek2.Load(tf, runtime.Options{Context: f.ctx, Pack: true})
 	if err != nil {
 		return err
 	}
 	defer target.Close()
-	draft, err := runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	draft, err := dflashmla.Load(df, target, runtime.Options{Context: f.ctx, Pack: true})
 	if err != nil {
 		return err
 	}
@@ -130,24 +131,21 @@ func runDraftOnly(w io.Writer, f *runFlags) error {
 		return err
 	}
 	defer df.Close()
-	vocab, err := df.Uint32("dflash.vocab_size")
+	cfg, err := dflashmla.ReadConfig(df)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.draft, err)
+		return err
 	}
-	embd, err := df.Uint32("dflash.embedding_length")
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.draft, err)
-	}
-	head, headBytes, release, err := runtime.StandInHead(int(vocab), int(embd), f.seed)
+	vocab, embd := cfg.NVocab, cfg.NEmbd
+	head, headBytes, release, err := drafttime.StandInHead(vocab, embd, f.seed)
 	if err != nil {
 		return err
 	}
 	defer release()
-	d, err := runtime.LoadDraftStandalone(df, head, runtime.TargetOptions{Context: 64, Pack: true})
+	d, err := dflashmla.LoadStandalone(df, head, runtime.Options{Context: 64, Pack: true})
 	if err != nil {
 		return err
 	}
-	tm, err := runtime.TimeDraftBlock(d, headBytes, 32, 7, f.seed)
+	tm, err := drafttime.Block(d, headBytes, 32, 7, f.seed)
 	if err != nil {
 		return err
 	}

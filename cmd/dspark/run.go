@@ -8,13 +8,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/spf13/cobra"
-
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"github.com/dspark-dev/dspark/tokenizer"
+	"github.com/olekukonko/tablewriter"
+	"github.com/spf13/cobra"
 )
 
 type runFlags struct {
@@ -103,7 +104,7 @@ func runRun(w io.Writer, f *runFlags) error {
 		return err
 	}
 	defer tf.Close()
-	target, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	target, err := deepseek2.Load(tf, runtime.Options{Context: f.ctx, Pack: true})
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func runRun(w io.Writer, f *runFlags) error {
 			return err
 		}
 		defer df.Close()
-		if g.Draft, err = runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true}); err != nil {
+		if g.Draft, err = dflashmla.Load(df, target, runtime.Options{Context: f.ctx, Pack: true}); err != nil {
 			return err
 		}
 		rep.Draft = f.draft

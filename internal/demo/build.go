@@ -12,6 +12,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/safetensors"
 	"github.com/dspark-dev/dspark/synth"
 	"github.com/dspark-dev/dspark/tokenizer"
@@ -80,7 +81,7 @@ func Build(dir string, r Recipe) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := runtime.LoadTarget(f, runtime.TargetOptions{Context: 128, MaxBatch: 64, Pack: true})
+	t, err := deepseek2.Load(f, runtime.Options{Context: 128, MaxBatch: 64, Pack: true})
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -66,7 +66,7 @@ func Expect(path string, config []byte, opt Options) (*Expectation, error) {
 			continue
 		}
 		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.xform(), SrcShape: e.shape, Sources: e.srcs}
-		t.Type, _ = tensorType(p.OutType, e.dst, e.dims)
+		t.Type, _ = tensorType(p.OutType, e.decl, e.dst, e.dims)
 		t.Bytes = typeBytes(t.Type, t.Elements())
 		p.Params += uint64(t.Elements())
 		p.Tensors = append(p.Tensors, t)

@@ -67,25 +67,14 @@ func typeBytes(t gguf.GGMLType, n int64) int64 {
 }
 
 // keepsF32 reports whether a GGUF tensor is always written F32 (llama.cpp's convention):
-// 1-D tensors, norms, the MoE router, and every bias.
-func keepsF32(name string, dims []uint64) bool {
-	return len(dims) == 1 ||
-		strings.HasSuffix(name, "_norm.weight") ||
-		strings.HasPrefix(lastPart(name), "ffn_gate_inp") ||
-		strings.HasSuffix(name, ".bias")
-}
-
-func lastPart(name string) string {
-	parts := strings.Split(name, ".")
-	if len(parts) >= 2 {
-		return parts[len(parts)-2]
-	}
-	return name
+// 1-D tensors (norms, biases) and the tensors the declaration stores F32 (the MoE router).
+func keepsF32(decl *schema.Tensor, dims []uint64) bool {
+	return len(dims) == 1 || decl != nil && decl.F32
 }
 
 // tensorType picks the type of one GGUF tensor; note explains a deviation from out.
-func tensorType(out gguf.GGMLType, name string, dims []uint64) (gguf.GGMLType, string) {
-	if keepsF32(name, dims) {
+func tensorType(out gguf.GGMLType, decl *schema.Tensor, name string, dims []uint64) (gguf.GGMLType, string) {
+	if keepsF32(decl, dims) {
 		return gguf.TypeF32, ""
 	}
 	if block := out.BlockSize(); block > 1 && (len(dims) == 0 || dims[0]%block != 0) {

@@ -281,7 +281,7 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		}
 		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.xform(), SrcShape: e.shape}
 		var note string
-		t.Type, note = tensorType(p.OutType, e.dst, e.dims)
+		t.Type, note = tensorType(p.OutType, e.decl, e.dst, e.dims)
 		if note != "" {
 			fallback = append(fallback, e.dst)
 		}

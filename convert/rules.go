@@ -74,10 +74,11 @@ func (r *Rule) xform() Transform {
 // expected is one expanded rule: a GGUF tensor with its source names and expected shapes.
 type expected struct {
 	rule   *Rule
-	dst    string   // GGUF name ("" for a dropped source)
-	srcs   []string // normalized source names (several for Stack)
-	shape  []int64  // expected shape of each source
-	dims   []uint64 // GGUF dims
+	decl   *schema.Tensor // the declared tensor (nil for a dropped source)
+	dst    string         // GGUF name ("" for a dropped source)
+	srcs   []string       // normalized source names (several for Stack)
+	shape  []int64        // expected shape of each source
+	dims   []uint64       // GGUF dims
 	dimEnv dims
 }
 
@@ -154,7 +155,8 @@ func expand(a *Arch, d dims, f features, lp layerPlan) ([]expected, error) {
 			return err
 		}
 		x := r.xform()
-		e := expected{rule: r, dst: subst(r.Tensor, layer, 0), shape: shape, dimEnv: d,
+		decl, _ := a.Schema.TensorDecl(r.Tensor)
+		e := expected{rule: r, decl: decl, dst: subst(r.Tensor, layer, 0), shape: shape, dimEnv: d,
 			srcs: x.sources(alt(r.Src, lp.familyAlts), layer, lp), dims: x.dims(shape, d, lp)}
 		out = append(out, e)
 		return nil

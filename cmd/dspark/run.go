@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
@@ -109,7 +110,7 @@ func runRun(w io.Writer, f *runFlags) error {
 		return err
 	}
 	var tok *tokenizer.BPE
-	if _, ok := tf.Lookup("tokenizer.ggml.tokens"); ok {
+	if _, ok := tf.Lookup(schema.TokTokens); ok {
 		if tok, err = runtime.LoadTokenizer(tf); err != nil {
 			return err
 		}

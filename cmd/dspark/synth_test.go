@@ -171,4 +171,12 @@ func TestSynthDraftVariant(t *testing.T) {
 			t.Errorf("%s = %v, want %s", k, v, want)
 		}
 	}
+	// inspect shows it, and the file passes --check.
+	text, err := runInspectArgs(t, "--check", "--no-tensors", "--keys", "dflash.attention.*", out)
+	if err != nil {
+		t.Fatalf("inspect --check: %v\n%s", err, text)
+	}
+	if !strings.Contains(text, "dflash.attention.causal") || !strings.Contains(text, "true") {
+		t.Errorf("inspect does not show causal block attention:\n%s", text)
+	}
 }

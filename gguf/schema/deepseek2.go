@@ -47,7 +47,7 @@ var Deepseek2 = register(&Schema{
 		mlaTensors,
 		denseFFN(DenseLayers),
 		[]Tensor{
-			{Name: FFNGateInp, Scope: MoELayers, When: "expert_count > 0", Dims: []string{"embedding_length", "expert_count"}, Why: "embedding_length, expert_count", Doc: "router"},
+			{Name: FFNGateInp, Scope: MoELayers, When: "expert_count > 0", F32: true, Dims: []string{"embedding_length", "expert_count"}, Why: "embedding_length, expert_count", Doc: "router"},
 			{Name: ExpProbsB, Scope: MoELayers, When: "expert_count > 0", Optional: true, Dims: []string{"expert_count"}, Why: "expert_count", Doc: "selection-only score bias (noaux_tc)"},
 			{Name: FFNGateExps, Scope: MoELayers, When: "expert_count > 0", Dims: []string{"embedding_length", "expert_feed_forward_length", "expert_count"}, Why: "embedding_length, expert_feed_forward_length, expert_count"},
 			{Name: FFNUpExps, Scope: MoELayers, When: "expert_count > 0", Dims: []string{"embedding_length", "expert_feed_forward_length", "expert_count"}, Why: "embedding_length, expert_feed_forward_length, expert_count"},

@@ -641,9 +641,10 @@ func (v *Values) Instance(template string, layer int) (Instance, bool) {
 	return Instance{}, false
 }
 
-// Has reports whether the file holds the key.
+// Has reports whether the file holds the key (a reader consulting it counts as reading it).
 func (v *Values) Has(name string) bool {
 	kc := v.s.key(name)
+	v.markRead(kc)
 	return v.resolve(kc.index).present
 }
 

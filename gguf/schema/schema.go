@@ -78,6 +78,9 @@ type Tensor struct {
 	// Unless names an alternative form (a tensor of the same layer): when that one is present
 	// this tensor is not required, and the two must not both be present.
 	Unless string
+	// F32 says the tensor is stored as F32 whatever the weights' type (llama.cpp's convention
+	// for the MoE router; 1-D tensors are F32 anyway).
+	F32 bool
 	// Doc says what the tensor is.
 	Doc string
 	// NotProduced and NotRun say why convert never writes / the runtime never binds it.

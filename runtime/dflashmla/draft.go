@@ -120,7 +120,7 @@ func Load(f *gguf.File, target runtime.Target, opt runtime.Options) (*Draft, err
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPair(f, c, target); err != nil {
+	if err := checkPair(f, c, v, target); err != nil {
 		return nil, err
 	}
 	if c.NEmbd != target.Dims().NEmbd {
@@ -234,7 +234,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 }
 
 // checkPair validates that draft file f (config c) can run against target.
-func checkPair(f *gguf.File, c Config, t runtime.Target) error {
+func checkPair(f *gguf.File, c Config, v *schema.Values, t runtime.Target) error {
 	where := fmt.Sprintf("draft %s vs target %s", f.Path, t.Name())
 	td := t.Dims()
 	if c.TargetHidden != td.NEmbd {
@@ -254,8 +254,7 @@ func checkPair(f *gguf.File, c Config, t runtime.Target) error {
 	if c.MaskToken >= td.NVocab {
 		return fmt.Errorf("%s: mask token %d outside the target vocabulary (%d)", where, c.MaskToken, td.NVocab)
 	}
-	dt, _ := f.Strings(schema.TokTokens)
-	if tt := t.Tokens(); dt != nil && tt != nil && !slices.Equal(dt, tt) {
+	if dt, tt := v.Strs(schema.TokTokens), t.Tokens(); dt != nil && tt != nil && !slices.Equal(dt, tt) {
 		return fmt.Errorf("%s: the tokenizers differ (%s)", where, schema.TokTokens)
 	}
 	return nil

@@ -40,6 +40,15 @@ func (c *DraftConfig) CacheBytes(ctx int) (int64, error) {
 	return mla.LatentCacheBytes(c.NLayer, rows, c.Attn.KVLoraRank, c.Attn.DRope)
 }
 
+// MaxDrafts is the most drafts one block proposes: the block size, or one less for a DFlash
+// draft (sample_from_anchor false), whose first row predicts the anchor itself.
+func (c *DraftConfig) MaxDrafts() int {
+	if c.SampleFromAnchor {
+		return c.BlockSize
+	}
+	return c.BlockSize - 1
+}
+
 // cacheRows is the draft cache's capacity for a context of ctx tokens: ctx plus one block.
 func (c *DraftConfig) cacheRows(ctx int) (int, error) {
 	if ctx <= 0 || ctx > math.MaxInt-c.BlockSize {

@@ -212,7 +212,7 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	if !dc.SampleFromAnchor {
 		first = 1
 	}
-	maxDraft := dc.BlockSize - first
+	maxDraft := dc.MaxDrafts()
 	if g.MaxDraft > 0 {
 		maxDraft = min(maxDraft, g.MaxDraft)
 	}

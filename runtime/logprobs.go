@@ -3,7 +3,7 @@ package runtime
 import "math"
 
 // MaxTopLogProbs is the largest Generator.TopLogProbs accepted.
-const MaxTopLogProbs = 1000
+const MaxTopLogProbs = 100
 
 // TokenLogProb is one token with its log-probability.
 type TokenLogProb struct {

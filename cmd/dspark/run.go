@@ -156,8 +156,11 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := goruntime.NumCPU(); set("threads") && (c.threads < 1 || c.threads > n) {
+		return nil, usagef("--threads %d: must be in [1, %d] (this machine's CPUs; default: all)", c.threads, n)
+	}
 	if c.mode == modeDraftOnly {
-		return c, c.checkThreads(set)
+		return c, nil
 	}
 	p := c.params
 	switch {
@@ -196,14 +199,7 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 			return nil, err
 		}
 	}
-	return c, c.checkThreads(set)
-}
-
-func (c *runConfig) checkThreads(set func(string) bool) error {
-	if n := goruntime.NumCPU(); set("threads") && (c.threads < 1 || c.threads > n) {
-		return usagef("--threads %d: must be in [1, %d] (this machine's CPUs; default: all)", c.threads, n)
-	}
-	return nil
+	return c, nil
 }
 
 func hasMode(modes []runMode, m runMode) bool {

@@ -32,6 +32,12 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	return c, err
 }
 
+// CacheBytes returns the bytes of the latent KV cache Load allocates for a context of ctx
+// tokens, or an error if ctx is not positive or the size overflows.
+func (c *Config) CacheBytes(ctx int) (int64, error) {
+	return mla.LatentCacheBytes(c.NLayer, ctx, c.Attn.KVLoraRank, c.Attn.DRope)
+}
+
 func readConfig(f *gguf.File) (Config, *schema.Values, error) {
 	v, err := model.Resolve(f, schema.Deepseek2)
 	if err != nil {

@@ -51,7 +51,8 @@ type scratch struct {
 }
 
 // Load binds a deepseek2 GGUF (already opened, mmap-backed) through its declaration and
-// allocates its cache (opt.Context 0: min(context_length, 4096)).
+// allocates its cache (opt.Context 0: min(context_length, 4096)). A cache size that
+// overflows is an error; the memory is not checked (see Config.CacheBytes).
 func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	cfg, v, err := readConfig(f)
 	if err != nil {
@@ -116,7 +117,10 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		return nil, err
 	}
 	t.weights = b
-	t.cache = mla.NewLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope)
+	if t.cache, err = mla.AllocLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope); err != nil {
+		b.Release()
+		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
+	}
 	t.allocScratch()
 	return t, nil
 }

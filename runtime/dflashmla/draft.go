@@ -40,6 +40,29 @@ func (c *Config) Info() runtime.DraftInfo {
 	return runtime.DraftInfo{BlockSize: c.BlockSize, SampleFromAnchor: c.SampleFromAnchor, HasConfidence: c.HasConfidence}
 }
 
+// MaxDrafts is the most drafts one block proposes: the block size, or one less for a DFlash
+// draft (sample_from_anchor false), whose first row predicts the anchor itself.
+func (c *Config) MaxDrafts() int { return c.Info().MaxDrafts() }
+
+// CacheBytes returns the bytes of the latent cache a draft loaded for a context of ctx
+// tokens allocates (ctx plus one block of rows), or an error if ctx is not positive or the
+// size overflows.
+func (c *Config) CacheBytes(ctx int) (int64, error) {
+	rows, err := c.cacheRows(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return mla.LatentCacheBytes(c.NLayer, rows, c.Attn.KVLoraRank, c.Attn.DRope)
+}
+
+// cacheRows is the draft cache's capacity for a context of ctx tokens: ctx plus one block.
+func (c *Config) cacheRows(ctx int) (int, error) {
+	if ctx <= 0 || ctx > math.MaxInt-c.BlockSize {
+		return 0, fmt.Errorf("draft context %d: must be in [1, %d]", ctx, math.MaxInt-c.BlockSize)
+	}
+	return ctx + c.BlockSize, nil
+}
+
 // ReadConfig reads and validates a dflash MLA GGUF's hyperparameters through the
 // declaration, without loading its tensors (NVocab is the file's vocab_size; Load takes the
 // vocabulary from the target's head).
@@ -220,7 +243,14 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		return nil, fmt.Errorf("%s: token_embd has %d rows, the head %d", f.Path, d.tokEmbd.Rows(), V)
 	}
 	d.weights = b
-	d.cache = mla.NewLatentCache(c.NLayer, opt.Context+c.BlockSize, a.KVLoraRank, a.DRope)
+	rows, err := c.cacheRows(opt.Context)
+	if err == nil {
+		d.cache, err = mla.AllocLatentCache(c.NLayer, rows, a.KVLoraRank, a.DRope)
+	}
+	if err != nil {
+		b.Release()
+		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
+	}
 	n := max(opt.MaxBatch, c.BlockSize)
 	g := c.BlockSize
 	d.s = scratch{

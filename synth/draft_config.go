@@ -22,6 +22,8 @@ type DraftOptions struct {
 	// WithTokenizer also writes the paired target's tiktoken.model and
 	// tokenizer_config.json into the draft directory, so that it converts on its own.
 	WithTokenizer bool
+	// Dims, when set, replaces the preset's draft dimensions.
+	Dims *DraftDims
 }
 
 // RopeParameters is the YaRN block of the draft config (transformers 5 `rope_parameters`).
@@ -181,8 +183,14 @@ func spreadLayerIDs(n, layers int) []int {
 }
 
 // draftConfigFor returns the draft config of a preset paired with t.
-func draftConfigFor(preset string, t pairedTarget, dflash bool) (*DraftConfig, error) {
+func draftConfigFor(preset string, dims *DraftDims, t pairedTarget, dflash bool) (*DraftConfig, error) {
 	_, d, err := presetDims(preset)
+	if dims != nil {
+		d, err = *dims, nil
+		if d.Layers <= 0 || d.Heads <= 0 || d.Taps <= 0 || d.BlockSize <= 0 || d.FFN <= 0 {
+			return nil, fmt.Errorf("synth: custom draft dims %+v: layers, heads, taps, block size and FFN must be positive", d)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -538,3 +538,27 @@ func TestEmptyBatch(t *testing.T) {
 		t.Errorf("Reset left Len %d", s.cache.Len())
 	}
 }
+
+// TestLatentCacheSizeChecked checks that impossible cache sizes are refused with an error,
+// never a panic or a wrapped-around allocation, and that a normal size is computed exactly.
+func TestLatentCacheSizeChecked(t *testing.T) {
+	if b, err := LatentCacheBytes(3, 10, 6, 2); err != nil || b != 3*10*8*4 {
+		t.Fatalf("LatentCacheBytes(3, 10, 6, 2) = %d, %v; want 960", b, err)
+	}
+	const maxInt = int(^uint(0) >> 1)
+	for _, d := range [][4]int{
+		{1, maxInt, 24, 8}, {61, 1 << 62, 512, 64}, {maxInt, 2, 1, 0}, {1, 1, maxInt, maxInt},
+		{0, 4, 6, 2}, {2, 0, 6, 2}, {2, -5, 6, 2}, {2, 4, 0, 2}, {2, 4, 6, -1},
+	} {
+		if b, err := LatentCacheBytes(d[0], d[1], d[2], d[3]); err == nil {
+			t.Errorf("LatentCacheBytes%v = %d, want an error", d, b)
+		}
+		if c, err := AllocLatentCache(d[0], d[1], d[2], d[3]); err == nil || c != nil {
+			t.Errorf("AllocLatentCache%v: no error", d)
+		}
+	}
+	c, err := AllocLatentCache(2, 10, 6, 2)
+	if err != nil || c.Cap() != 10 || c.Width() != 8 {
+		t.Fatalf("AllocLatentCache(2, 10, 6, 2): %v", err)
+	}
+}

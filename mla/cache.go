@@ -25,22 +25,46 @@ type LatentCache struct {
 	data                                  []float32
 }
 
-// NewLatentCache allocates a zeroed cache for layers x capacity rows of kvLora+rope values.
-// Dimensions come from validated model hyperparameters: it panics if one is not positive
-// (rope may be 0) or if the total size overflows.
-func NewLatentCache(layers, capacity, kvLora, rope int) *LatentCache {
+// maxCacheElems bounds a LatentCache (1 Ti values, 4 TiB): far beyond any machine, small
+// enough that no size computation near it can overflow.
+const maxCacheElems = 1 << 40
+
+// LatentCacheBytes returns the bytes a LatentCache of layers x capacity rows of kvLora+rope
+// float32 values occupies, or an error if a dimension is not positive (rope may be 0) or the
+// size exceeds 2^40 values (an overflow, never a real cache).
+func LatentCacheBytes(layers, capacity, kvLora, rope int) (int64, error) {
 	if layers <= 0 || capacity <= 0 || kvLora <= 0 || rope < 0 {
-		panic("mla: NewLatentCache with a non-positive dimension")
+		return 0, fmt.Errorf("mla: latent cache of %d layers x %d rows x (%d + %d) values: every dimension must be positive (rope >= 0)",
+			layers, capacity, kvLora, rope)
 	}
-	const maxElems = 1 << 40
 	width := kvLora + rope
-	if width > maxElems/layers || width*layers > maxElems/capacity {
-		panic("mla: NewLatentCache size overflows")
+	if kvLora > maxCacheElems || rope > maxCacheElems || width > maxCacheElems/layers || width*layers > maxCacheElems/capacity {
+		return 0, fmt.Errorf("mla: latent cache of %d layers x %d rows x %d values overflows (more than 2^40 values)", layers, capacity, width)
+	}
+	return int64(layers*capacity*width) * 4, nil
+}
+
+// AllocLatentCache allocates a zeroed cache for layers x capacity rows of kvLora+rope values,
+// or returns LatentCacheBytes' error. It does not check that the memory exists: a caller taking
+// capacity from user input bounds LatentCacheBytes first.
+func AllocLatentCache(layers, capacity, kvLora, rope int) (*LatentCache, error) {
+	if _, err := LatentCacheBytes(layers, capacity, kvLora, rope); err != nil {
+		return nil, err
 	}
 	return &LatentCache{
-		layers: layers, capacity: capacity, kvLora: kvLora, rope: rope, width: width,
-		data: make([]float32, layers*capacity*width),
+		layers: layers, capacity: capacity, kvLora: kvLora, rope: rope, width: kvLora + rope,
+		data: make([]float32, layers*capacity*(kvLora+rope)),
+	}, nil
+}
+
+// NewLatentCache is AllocLatentCache for dimensions that come from validated model
+// hyperparameters: it panics where AllocLatentCache returns an error.
+func NewLatentCache(layers, capacity, kvLora, rope int) *LatentCache {
+	c, err := AllocLatentCache(layers, capacity, kvLora, rope)
+	if err != nil {
+		panic(err)
 	}
+	return c
 }
 
 // Len returns the number of committed rows (per layer).

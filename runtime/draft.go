@@ -25,6 +25,38 @@ type DraftConfig struct {
 	HasConfidence              bool
 }
 
+// ReadDraftConfig reads and validates a dflash GGUF's hyperparameters without loading it
+// (NVocab stays 0: the draft takes its vocabulary from the target's lm_head).
+func ReadDraftConfig(f *gguf.File) (DraftConfig, error) { return readDraftConfig(f) }
+
+// CacheBytes returns the bytes of the latent cache a draft loaded for a context of ctx
+// tokens allocates (ctx plus one block of rows), or an error if ctx is not positive or the
+// size overflows.
+func (c *DraftConfig) CacheBytes(ctx int) (int64, error) {
+	rows, err := c.cacheRows(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return mla.LatentCacheBytes(c.NLayer, rows, c.Attn.KVLoraRank, c.Attn.DRope)
+}
+
+// MaxDrafts is the most drafts one block proposes: the block size, or one less for a DFlash
+// draft (sample_from_anchor false), whose first row predicts the anchor itself.
+func (c *DraftConfig) MaxDrafts() int {
+	if c.SampleFromAnchor {
+		return c.BlockSize
+	}
+	return c.BlockSize - 1
+}
+
+// cacheRows is the draft cache's capacity for a context of ctx tokens: ctx plus one block.
+func (c *DraftConfig) cacheRows(ctx int) (int, error) {
+	if ctx <= 0 || ctx > math.MaxInt-c.BlockSize {
+		return 0, fmt.Errorf("draft context %d: must be in [1, %d]", ctx, math.MaxInt-c.BlockSize)
+	}
+	return ctx + c.BlockSize, nil
+}
+
 func readDraftConfig(f *gguf.File) (DraftConfig, error) {
 	if a := f.Architecture(); a != "dflash" {
 		return DraftConfig{}, fmt.Errorf("%s: general.architecture is %q, want dflash", f.Path, a)
@@ -206,7 +238,14 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 		return nil, b.err
 	}
 	d.weights = b
-	d.cache = mla.NewLatentCache(c.NLayer, opt.Context+c.BlockSize, a.KVLoraRank, a.DRope)
+	rows, err := c.cacheRows(opt.Context)
+	if err == nil {
+		d.cache, err = mla.AllocLatentCache(c.NLayer, rows, a.KVLoraRank, a.DRope)
+	}
+	if err != nil {
+		b.release()
+		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
+	}
 	n := max(opt.MaxBatch, c.BlockSize)
 	g := c.BlockSize
 	d.s = draftScratch{

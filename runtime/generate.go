@@ -22,6 +22,13 @@ type Generator struct {
 	Threshold float64
 	// EOS lists tokens that end generation (included in the output).
 	EOS []int
+	// TopLogProbs, when positive, records for every generated token its log-probability and
+	// the TopLogProbs most probable tokens under the target's raw distribution (the
+	// log-softmax of its logits, temperature 1, no filtering: see TopLogProbs) in
+	// Result.LogProbs; at most MaxTopLogProbs. Speculative takes them from the verify rows,
+	// which equal the plain single-row logits bit for bit, so for the same tokens both modes
+	// record the same values.
+	TopLogProbs int
 
 	keepRejected bool // test hook: skip dropping rejected rows (a negative control)
 
@@ -38,6 +45,18 @@ type Result struct {
 	Elapsed time.Duration // decode time after the prompt was processed
 	Prefill time.Duration // prompt processing time
 	Stats   speculative.Stats
+	// LogProbs has one entry per token of Tokens when Generator.TopLogProbs > 0.
+	LogProbs []PositionLogProbs
+}
+
+// truncate keeps the first n tokens (and their log-probabilities).
+func (r *Result) truncate(n int) {
+	if len(r.Tokens) > n {
+		r.Tokens = r.Tokens[:n]
+	}
+	if len(r.LogProbs) > n {
+		r.LogProbs = r.LogProbs[:n]
+	}
 }
 
 // TokensPerSecond returns generated tokens per second of decode time.
@@ -50,6 +69,29 @@ func (r *Result) TokensPerSecond() float64 {
 
 // ErrEmptyPrompt is returned for a prompt with no tokens.
 var ErrEmptyPrompt = errors.New("the prompt has no tokens")
+
+// ErrTokenCount is returned (wrapped) when asked to generate fewer than one token.
+var ErrTokenCount = errors.New("the number of tokens to generate must be at least 1")
+
+// check validates a request for n tokens.
+func (g *Generator) check(n int) error {
+	if n < 1 {
+		return fmt.Errorf("generate %d tokens: %w", n, ErrTokenCount)
+	}
+	if g.TopLogProbs < 0 || g.TopLogProbs > MaxTopLogProbs {
+		return fmt.Errorf("generate: TopLogProbs %d outside [0, %d]", g.TopLogProbs, MaxTopLogProbs)
+	}
+	return nil
+}
+
+// record appends token (chosen from the logit row logits) to res, with its log-probabilities
+// when they are asked for.
+func (g *Generator) record(res *Result, token int, logits []float32) {
+	res.Tokens = append(res.Tokens, token)
+	if g.TopLogProbs > 0 {
+		res.LogProbs = append(res.LogProbs, TopLogProbs(logits, token, g.TopLogProbs))
+	}
+}
 
 // sample picks the next token from one row of logits; a row with NaN or +Inf is an error
 // (a broken model), never a silently arbitrary token.
@@ -76,10 +118,10 @@ func (g *Generator) probRow(i, v int) []float64 {
 }
 
 // prefill runs the prompt through the target (and the draft's context) and returns the first
-// generated token.
-func (g *Generator) prefill(prompt []int) (int, error) {
+// generated token and the logit row it was chosen from.
+func (g *Generator) prefill(prompt []int) (int, []float32, error) {
 	if len(prompt) == 0 {
-		return 0, ErrEmptyPrompt
+		return 0, nil, ErrEmptyPrompt
 	}
 	t := g.Target
 	t.Reset()
@@ -92,29 +134,34 @@ func (g *Generator) prefill(prompt []int) (int, error) {
 	for done := 0; done < len(prompt); {
 		n := min(len(prompt)-done, t.maxBatch)
 		if err := t.Forward(prompt[done:done+n], n-1, taps, &g.step); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if g.Draft != nil {
 			if err := g.Draft.AddContext(g.step.Hidden, 0, n); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
 		done += n
 		if done == len(prompt) {
-			return g.sample(g.step.Logits[(n-1)*V : n*V])
+			row := g.step.Logits[(n-1)*V : n*V]
+			tok, err := g.sample(row)
+			return tok, row, err
 		}
 	}
 	panic("unreachable")
 }
 
-// Plain decodes n tokens with the target alone.
+// Plain decodes n tokens (n >= 1) with the target alone.
 func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
+	if err := g.check(n); err != nil {
+		return nil, err
+	}
 	saved := g.Draft
 	g.Draft = nil
 	defer func() { g.Draft = saved }()
 	res := &Result{}
 	t0 := time.Now()
-	tok, err := g.prefill(prompt)
+	tok, row, err := g.prefill(prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -122,14 +169,15 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 	t0 = time.Now()
 	V := g.Target.Config.NVocab
 	for {
-		res.Tokens = append(res.Tokens, tok)
+		g.record(res, tok, row)
 		if len(res.Tokens) >= n || slices.Contains(g.EOS, tok) {
 			break
 		}
 		if err := g.Target.Forward([]int{tok}, 0, nil, &g.step); err != nil {
 			return nil, err
 		}
-		if tok, err = g.sample(g.step.Logits[:V]); err != nil {
+		row = g.step.Logits[:V]
+		if tok, err = g.sample(row); err != nil {
 			return nil, err
 		}
 	}
@@ -139,18 +187,21 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 
 // Speculative decodes n tokens: each round the draft proposes a block from the anchor, the
 // target verifies [anchor, x_1..x_k] in one batched forward, and speculative sampling keeps
-// the output distribution exactly the target's.
+// the output distribution exactly the target's. n must be >= 1.
 func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	d, t := g.Draft, g.Target
 	if d == nil {
 		return nil, errors.New("speculative decoding needs a draft")
+	}
+	if err := g.check(n); err != nil {
+		return nil, err
 	}
 	g.drafter.Params = g.Params
 	g.drafter.Bias = d.MarkovBias
 	g.drafter.Threshold = g.Threshold
 	res := &Result{}
 	t0 := time.Now()
-	anchor, err := g.prefill(prompt)
+	anchor, row, err := g.prefill(prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -161,11 +212,11 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	if !dc.SampleFromAnchor {
 		first = 1
 	}
-	maxDraft := dc.BlockSize - first
+	maxDraft := dc.MaxDrafts()
 	if g.MaxDraft > 0 {
 		maxDraft = min(maxDraft, g.MaxDraft)
 	}
-	res.Tokens = append(res.Tokens, anchor)
+	g.record(res, anchor, row)
 	for len(res.Tokens) < n && !slices.Contains(g.EOS, anchor) {
 		s := t.Len() // the anchor's position
 		k := min(maxDraft, n-len(res.Tokens)-1, t.cache.Cap()-s-1, t.maxBatch-1)
@@ -227,17 +278,21 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 		}
 		res.Stats.VerifyTime += time.Since(tv)
 		res.Stats.Record(len(drafts), a)
-		res.Tokens = append(res.Tokens, drafts[:a]...)
-		res.Tokens = append(res.Tokens, v.Next)
+		// Verify row j predicted drafts[j] (j < a) and row a the next token.
+		for j := 0; j <= a; j++ {
+			x := v.Next
+			if j < a {
+				x = drafts[j]
+			}
+			g.record(res, x, g.step.Logits[j*V:(j+1)*V])
+		}
 		anchor = v.Next
 		if i := slices.IndexFunc(res.Tokens, func(x int) bool { return slices.Contains(g.EOS, x) }); i >= 0 {
-			res.Tokens = res.Tokens[:i+1]
+			res.truncate(i + 1)
 			break
 		}
 	}
-	if len(res.Tokens) > n {
-		res.Tokens = res.Tokens[:n]
-	}
+	res.truncate(n)
 	res.Elapsed = time.Since(t0)
 	return res, nil
 }

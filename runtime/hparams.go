@@ -118,6 +118,17 @@ type TargetConfig struct {
 	Eps                              float32
 }
 
+// ReadTargetConfig reads and validates a deepseek2 GGUF's hyperparameters without loading
+// it, for example to bound a context size before LoadTarget allocates it. NVocab is the
+// tokenizer's or deepseek2.vocab_size (LoadTarget takes it from token_embd instead).
+func ReadTargetConfig(f *gguf.File) (TargetConfig, error) { return readTargetConfig(f) }
+
+// CacheBytes returns the bytes of the latent KV cache LoadTarget allocates for a context of
+// ctx tokens, or an error if ctx is not positive or the size overflows.
+func (c *TargetConfig) CacheBytes(ctx int) (int64, error) {
+	return mla.LatentCacheBytes(c.NLayer, ctx, c.Attn.KVLoraRank, c.Attn.DRope)
+}
+
 func readTargetConfig(f *gguf.File) (TargetConfig, error) {
 	if a := f.Architecture(); a != "deepseek2" {
 		return TargetConfig{}, fmt.Errorf("%s: general.architecture is %q, want deepseek2", f.Path, a)

@@ -45,7 +45,8 @@ type targetScratch struct {
 
 // TargetOptions tunes LoadTarget.
 type TargetOptions struct {
-	// Context is the KV cache capacity in tokens (0: min(context_length, 4096)).
+	// Context is the KV cache capacity in tokens (0: min(context_length, 4096)). A size that
+	// overflows is an error; the memory is not checked (see TargetConfig.CacheBytes).
 	Context int
 	// MaxBatch is the largest number of rows one Forward accepts (0: 64).
 	MaxBatch int
@@ -128,7 +129,10 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 		return nil, b.err
 	}
 	t.weights = b
-	t.cache = mla.NewLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope)
+	if t.cache, err = mla.AllocLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope); err != nil {
+		b.release()
+		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
+	}
 	t.allocScratch()
 	return t, nil
 }

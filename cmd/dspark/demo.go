@@ -1,88 +1,201 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"slices"
+	goruntime "runtime"
 	"strconv"
 
 	"github.com/olekukonko/tablewriter"
 
-	"github.com/dspark-dev/dspark/internal/demo"
-	"github.com/dspark-dev/dspark/runtime/speculative"
-
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
-// demoReps is how many times the demo times each decode (the fastest run is reported).
-const demoReps = 5
+// demoReps is how many times the demo times each decode (the fastest run is reported); a
+// variable so that tests about what the demo decodes, not how fast, can run it once.
+var demoReps = 5
 
-// runDemo runs the embedded demo pair: each demo prompt (or the user's --prompt/--tokens) is
-// decoded greedily by the target alone and with the draft, in the same process, and the
+// demoMode is one set of demo rows: every prompt decoded plainly and speculatively with
+// Params.
+type demoMode struct {
+	Name   string
+	Params speculative.Params
+}
+
+// demoModes returns the decoding modes the demo reports: greedy, or the sampling asked for
+// with --temp/--top-k/--top-p.
+func demoModes(c *runConfig) []demoMode {
+	if c.params.Greedy() {
+		return []demoMode{{"greedy", c.params}}
+	}
+	return []demoMode{{"sampled", c.params}}
+}
+
+// demoReport is the JSON schema of `dspark run --json` with no model.
+type demoReport struct {
+	Pair      demoPair         `json:"pair"`
+	N         int              `json:"n"`
+	Context   int              `json:"context"`
+	Threads   int              `json:"threads"`
+	MaxDrafts int              `json:"max_drafts,omitempty"`
+	Threshold float64          `json:"confidence_threshold,omitempty"`
+	Modes     []demoModeReport `json:"modes"`
+}
+
+// demoPair says which pair ran: its name, digests and shape (never a temporary path).
+type demoPair struct {
+	Name         string `json:"name"`
+	TargetSHA256 string `json:"target_sha256"`
+	DraftSHA256  string `json:"draft_sha256"`
+	TargetLayers int    `json:"target_layers"`
+	Hidden       int    `json:"hidden_size"`
+	Vocab        int    `json:"vocab_size"`
+	DraftLayers  int    `json:"draft_layers"`
+	BlockSize    int    `json:"block_size"`
+	MarkovRank   int    `json:"markov_rank"`
+}
+
+// demoModeReport holds one mode's rows and their summary over all prompts.
+type demoModeReport struct {
+	Mode        string            `json:"mode"`
+	Temperature float64           `json:"temperature"`
+	TopK        int               `json:"top_k,omitempty"`
+	TopP        float64           `json:"top_p,omitempty"`
+	Seed        *uint64           `json:"seed,omitempty"`
+	Prompts     []demoRow         `json:"prompts"`
+	PlainTPS    float64           `json:"plain_tokens_per_second"`
+	SpecTPS     float64           `json:"speculative_tokens_per_second"`
+	Speedup     float64           `json:"speedup"`
+	Tau         float64           `json:"tau"`
+	Acceptance  float64           `json:"acceptance_rate"`
+	PerPosition []float64         `json:"acceptance_per_position"`
+	Stats       speculative.Stats `json:"stats"`
+	Identical   *bool             `json:"identical,omitempty"` // greedy: every prompt's output equals plain decoding's
+}
+
+// demoRow is one prompt decoded in one mode.
+type demoRow struct {
+	Prompt       string    `json:"prompt,omitempty"` // the text prompt (absent for --tokens)
+	PromptTokens []int     `json:"prompt_tokens"`
+	Text         string    `json:"text"`
+	Tokens       []int     `json:"tokens"`
+	PlainTPS     float64   `json:"plain_tokens_per_second"`
+	SpecTPS      float64   `json:"speculative_tokens_per_second"`
+	Speedup      float64   `json:"speedup"`
+	Tau          float64   `json:"tau"`
+	PerPosition  []float64 `json:"acceptance_per_position"`
+	Identical    *bool     `json:"identical,omitempty"` // greedy only
+
+	label string // how the text report shows the prompt
+}
+
+// runDemo runs the demo pair: each prompt (the pair's, or --prompt/--tokens) is decoded by the
+// target alone and with the draft, in the same process, in each demo mode, and the outputs,
 // acceptance, tau and measured speedup are printed.
-func runDemo(w io.Writer, f *runFlags) error {
-	dir, err := os.MkdirTemp("", "dspark-demo-")
+func runDemo(w io.Writer, c *runConfig) error {
+	files, err := demo.Open()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	tp, dp, err := demo.Extract(dir)
+	defer files.Close()
+	m, err := openModels(files.Target, files.Draft)
 	if err != nil {
 		return err
 	}
-	if f.prompt != "" || f.tokens != "" || f.json || f.temp != 0 {
-		f.target, f.draft = tp, dp
-		return runRun(w, f)
+	defer m.Close()
+	m.tname, m.dname = "the "+files.Name+" demo target", "the "+files.Name+" demo draft"
+	if m.tokErr != nil {
+		return m.tokErr
 	}
-	tf, err := gguf.Open(tp)
+	var rows []demoRow
+	switch {
+	case c.tokens != nil:
+		rows = []demoRow{{PromptTokens: c.tokens, label: "tokens " + joinInts(c.tokens)}}
+	case c.prompt != "":
+		rows = []demoRow{{Prompt: c.prompt}}
+	default:
+		for _, p := range files.Prompts {
+			rows = append(rows, demoRow{Prompt: p})
+		}
+	}
+	longest := 0
+	for i := range rows {
+		r := &rows[i]
+		if r.PromptTokens == nil {
+			r.PromptTokens, r.label = m.tok.Encode(r.Prompt), strconv.Quote(r.Prompt)
+			if len(r.PromptTokens) == 0 {
+				return usagef("--prompt %q encodes to no tokens", r.Prompt)
+			}
+		}
+		longest = max(longest, len(r.PromptTokens))
+	}
+	if err := m.load(c, longest); err != nil {
+		return err
+	}
+	tc, dc := m.target.Config, m.draft.Config
+	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
+		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
+			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.NLayer,
+			BlockSize: dc.BlockSize, MarkovRank: dc.MarkovRank}}
+	var failed error
+	for _, mode := range demoModes(c) {
+		mr, err := runDemoMode(c, m, mode, rows)
+		if err != nil {
+			return err
+		}
+		if mr.Identical != nil && !*mr.Identical && failed == nil {
+			for _, r := range mr.Prompts {
+				if !*r.Identical {
+					failed = exitCodeError{exitFailure, fmt.Errorf("prompt %s: greedy speculative output differs from plain greedy output", r.label)}
+					break
+				}
+			}
+		}
+		rep.Modes = append(rep.Modes, *mr)
+	}
+	if c.json {
+		err = writeJSON(w, rep)
+	} else {
+		printDemo(w, rep)
+	}
 	if err != nil {
 		return err
 	}
-	defer tf.Close()
-	df, err := gguf.Open(dp)
-	if err != nil {
-		return err
+	return failed
+}
+
+// runDemoMode decodes every prompt of rows plainly and speculatively with mode's sampling.
+func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow) (*demoModeReport, error) {
+	g := c.generator(m)
+	g.Params = mode.Params
+	mr := &demoModeReport{Mode: mode.Name, Temperature: mode.Params.Temperature, TopK: mode.Params.TopK, TopP: mode.Params.TopP}
+	greedy := mode.Params.Greedy()
+	if !greedy {
+		mr.Seed = &c.seed
+	} else {
+		mr.Identical = new(bool)
+		*mr.Identical = true
 	}
-	defer df.Close()
-	target, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: f.ctx, Pack: true})
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	draft, err := runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true})
-	if err != nil {
-		return err
-	}
-	defer draft.Close()
-	tok, err := runtime.LoadTokenizer(tf)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "dspark demo: embedded pair (target: deepseek2, %d layers, hidden %d, vocab %d; draft: dflash/MLA, %d layers, block %d, Markov rank %d)\n",
-		target.Config.NLayer, target.Config.NEmbd, target.Config.NVocab, draft.Config.NLayer, draft.Config.BlockSize, draft.Config.MarkovRank)
-	fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
-	g := &runtime.Generator{Target: target, Draft: draft, EOS: runtime.EOS(tf), MaxDraft: f.block, Threshold: f.threshold}
-	var all speculative.Stats
 	var plainTime, specTime float64
 	var plainN, specN int
-	t := tablewriter.NewTable(w)
-	t.Header("prompt", "tokens", "plain tok/s", "speculative tok/s", "tau", "identical")
-	for _, p := range demo.Prompts {
-		ids := tok.Encode(p)
-		// Each decode of this toy pair takes milliseconds, so a single timing is mostly noise:
-		// both are repeated, alternating, and the fastest of each is kept.
+	for _, row := range rows {
+		// Each decode of a small pair takes milliseconds, so a single timing is mostly noise:
+		// both are repeated, alternating, and the fastest of each is kept. Every repeat starts
+		// from the same seed, so the repeats decode the same tokens.
 		var plain, spec *runtime.Result
 		for rep := 0; rep < demoReps; rep++ {
-			p1, err := g.Plain(ids, f.n)
+			g.RNG = c.rng()
+			p1, err := g.Plain(row.PromptTokens, c.n)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			s1, err := g.Speculative(ids, f.n)
+			g.RNG = c.rng()
+			s1, err := speculate(g, row.PromptTokens, c.n)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if plain == nil || p1.Elapsed < plain.Elapsed {
 				plain = p1
@@ -91,54 +204,84 @@ func runDemo(w io.Writer, f *runFlags) error {
 				spec = s1
 			}
 		}
-		same := slices.Equal(plain.Tokens, spec.Tokens)
-		if !same {
-			return exitCodeError{exitFailure, fmt.Errorf("prompt %q: greedy speculative output differs from plain greedy output", p)}
+		row.Tokens, row.Text = spec.Tokens, m.tok.Decode(spec.Tokens)
+		row.PlainTPS, row.SpecTPS = plain.TokensPerSecond(), spec.TokensPerSecond()
+		row.Speedup, row.Tau, row.PerPosition = row.SpecTPS/row.PlainTPS, spec.Stats.Tau(), spec.Stats.PerPositionRates()
+		if greedy {
+			same := sameOutput(plain, spec)
+			row.Identical = &same
+			*mr.Identical = *mr.Identical && same
 		}
-		all.Add(&spec.Stats)
+		mr.Prompts = append(mr.Prompts, row)
+		mr.Stats.Add(&spec.Stats)
 		plainTime += plain.Elapsed.Seconds()
 		specTime += spec.Elapsed.Seconds()
 		plainN += len(plain.Tokens)
 		specN += len(spec.Tokens)
-		t.Append(strconv.Quote(p), len(spec.Tokens), fmt.Sprintf("%.0f", plain.TokensPerSecond()),
-			fmt.Sprintf("%.0f", spec.TokensPerSecond()), fmt.Sprintf("%.2f", spec.Stats.Tau()), same)
-		fmt.Fprintf(w, "%s -> %s\n", strconv.Quote(p), strconv.Quote(tok.Decode(spec.Tokens)))
 	}
-	t.Render()
-	rep := &runReport{Stats: &all, Tau: all.Tau(), Acceptance: all.AcceptanceRate(), PerPosition: all.PerPositionRates(),
-		PlainTPS: float64(plainN) / plainTime, SpecTPS: float64(specN) / specTime}
-	rep.Speedup = rep.SpecTPS / rep.PlainTPS
-	fmt.Fprintf(w, "all prompts: greedy tau %.2f at block size %d, acceptance %.3f; plain %.0f tok/s, speculative %.0f tok/s, measured speedup %.2fx\n",
-		rep.Tau, draft.Config.BlockSize, rep.Acceptance, rep.PlainTPS, rep.SpecTPS, rep.Speedup)
-	fmt.Fprintln(w, "(a toy pair: compute-bound, so an 8-row verify costs several plain steps and the speedup stays well below tau; docs/benchmarks.md has the memory-bound figures)")
-	printStatsTables(w, rep)
-	return nil
+	mr.PlainTPS, mr.SpecTPS = float64(plainN)/plainTime, float64(specN)/specTime
+	mr.Speedup = mr.SpecTPS / mr.PlainTPS
+	mr.Tau, mr.Acceptance, mr.PerPosition = mr.Stats.Tau(), mr.Stats.AcceptanceRate(), mr.Stats.PerPositionRates()
+	return mr, nil
+}
+
+// printDemo prints the demo report as text.
+func printDemo(w io.Writer, r *demoReport) {
+	p := r.Pair
+	fmt.Fprintf(w, "dspark demo: %s pair (target: deepseek2, %d layers, hidden %d, vocab %d; draft: dflash/MLA, %d layers, block %d, Markov rank %d)\n",
+		p.Name, p.TargetLayers, p.Hidden, p.Vocab, p.DraftLayers, p.BlockSize, p.MarkovRank)
+	fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
+	for _, mr := range r.Modes {
+		if mr.Seed != nil {
+			fmt.Fprintf(w, "%s decoding: temperature %g, top-k %d, top-p %g, seed %d\n", mr.Mode, mr.Temperature, mr.TopK, mr.TopP, *mr.Seed)
+		} else if len(r.Modes) > 1 {
+			fmt.Fprintf(w, "%s decoding:\n", mr.Mode)
+		}
+		for _, row := range mr.Prompts {
+			fmt.Fprintf(w, "%s -> %s\n", row.label, strconv.Quote(row.Text))
+		}
+		t := tablewriter.NewTable(w)
+		t.Header("prompt", "tokens", "plain tok/s", "speculative tok/s", "tau", "identical")
+		for _, row := range mr.Prompts {
+			identical := "n/a (sampled)"
+			if row.Identical != nil {
+				identical = strconv.FormatBool(*row.Identical)
+			}
+			t.Append(row.label, len(row.Tokens), fmt.Sprintf("%.0f", row.PlainTPS), fmt.Sprintf("%.0f", row.SpecTPS),
+				fmt.Sprintf("%.2f", row.Tau), identical)
+		}
+		t.Render()
+		drafts := ""
+		if r.MaxDrafts > 0 {
+			drafts = fmt.Sprintf(" (at most %d drafts per round)", r.MaxDrafts)
+		}
+		fmt.Fprintf(w, "all prompts: %s tau %.2f at block size %d%s, acceptance %.3f; plain %.0f tok/s, speculative %.0f tok/s, measured speedup %.2fx\n",
+			mr.Mode, mr.Tau, p.BlockSize, drafts, mr.Acceptance, mr.PlainTPS, mr.SpecTPS, mr.Speedup)
+		if len(r.Modes) == 1 {
+			fmt.Fprintln(w, "(a toy pair: compute-bound, so an 8-row verify costs several plain steps and the speedup stays well below tau; docs/benchmarks.md has the memory-bound figures)")
+		}
+		printStatsTables(w, &mr.Stats)
+	}
 }
 
 // runDraftOnly loads a draft without its target (a seeded stand-in embedding/lm_head of the
 // draft's vocabulary takes the target's place), injects synthetic context features, drafts
 // one block several times and reports the time against streaming the same weights once.
-func runDraftOnly(w io.Writer, f *runFlags) error {
-	if f.draft == "" {
-		return usagef("--draft-only needs --draft FILE")
-	}
-	if f.target != "" {
-		return usagef("--draft-only does not use --target")
-	}
-	df, err := gguf.Open(f.draft)
+func runDraftOnly(w io.Writer, c *runConfig) error {
+	df, err := gguf.Open(c.draft)
 	if err != nil {
 		return err
 	}
 	defer df.Close()
 	vocab, err := df.Uint32("dflash.vocab_size")
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.draft, err)
+		return fmt.Errorf("%s: %w", c.draft, err)
 	}
 	embd, err := df.Uint32("dflash.embedding_length")
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.draft, err)
+		return fmt.Errorf("%s: %w", c.draft, err)
 	}
-	head, headBytes, release, err := runtime.StandInHead(int(vocab), int(embd), f.seed)
+	head, headBytes, release, err := runtime.StandInHead(int(vocab), int(embd), c.seed)
 	if err != nil {
 		return err
 	}
@@ -147,17 +290,16 @@ func runDraftOnly(w io.Writer, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	tm, err := runtime.TimeDraftBlock(d, headBytes, 32, 7, f.seed)
+	defer d.Close()
+	tm, err := runtime.TimeDraftBlock(d, headBytes, 32, 7, c.seed)
 	if err != nil {
 		return err
 	}
-	if f.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(tm)
+	if c.json {
+		return writeJSON(w, tm)
 	}
 	fmt.Fprintf(w, "draft: %s (%d tensors, %d layers, block size %d, vocab %d, hidden %d)\n",
-		f.draft, len(df.Tensors), d.Config.NLayer, d.Config.BlockSize, vocab, embd)
+		c.draft, len(df.Tensors), d.Config.NLayer, d.Config.BlockSize, vocab, embd)
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)
 	fmt.Fprintf(w, "one block (median of %d): %v; streaming its %.2f GB of weights once (read after each block): %v\n",

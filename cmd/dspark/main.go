@@ -85,10 +85,11 @@ func execute(args []string) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(os.Stderr, "dspark: %v\n", err)
+	stderr := rootCmd.ErrOrStderr()
+	fmt.Fprintf(stderr, "dspark: %v\n", err)
 	code := exitCode(err)
 	if code == exitUsage {
-		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", rootCmd.Name())
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", rootCmd.Name())
 	}
 	return code
 }

@@ -1,29 +1,28 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/speculative"
-	"github.com/dspark-dev/dspark/tokenizer"
 )
 
+// runFlags holds the raw flag values of `dspark run`; newRunConfig validates them.
 type runFlags struct {
-	target, draft, prompt, tokens string
-	n                             int
-	temp, topP, threshold         float64
-	topK, block, ctx              int
-	seed                          uint64
-	json, draftOnly, noPlain      bool
+	target, draft, prompt, tokens              string
+	n, topK, maxDrafts, ctx, threads, logprobs int
+	temp, topP, threshold                      float64
+	seed                                       uint64
+	json, draftOnly, noPlain                   bool
 }
 
 func init() { rootCmd.AddCommand(newRunCmd()) }
@@ -32,232 +31,229 @@ func init() { rootCmd.AddCommand(newRunCmd()) }
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run [--target T.gguf [--draft D.gguf]] (--prompt TEXT | --tokens IDS)",
+		Use:   "run [--target T.gguf [--draft D.gguf]] [--prompt TEXT | --tokens IDS]",
 		Short: "Decode with a target alone or with a DSpark draft and lossless verification",
-		Long: `run decodes with the pure-Go reference runtime. With a draft it runs speculative decoding
-(the draft proposes a block, the target verifies it in one batched forward) and, on the same
-prompt in the same process, plain target decoding, and reports acceptance and speedup.
-With no model arguments it runs the embedded demo pair.`,
+		Long: `run decodes with the pure-Go reference runtime, in one of four modes:
+  demo         no model flags: the demo pair, plain against speculative decoding
+  target-only  --target T: plain decoding
+  speculative  --target T --draft D: speculative decoding (the draft proposes a block, the
+               target verifies it in one batched forward) and, on the same prompt in the same
+               process, plain decoding for the speedup and (greedy) the parity check
+  draft-only   --draft-only --draft D: time one draft block without its target
+A flag that does not apply to the chosen mode is a usage error (exit 2). See docs/cli.md.`,
 		Args: maxArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error { return runRun(cmd.OutOrStdout(), &f) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newRunConfig(&f, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			return c.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "target model (deepseek2 GGUF)")
 	fl.StringVar(&f.draft, "draft", "", "draft model (dflash GGUF)")
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text (tokenized with the target's tokenizer)")
 	fl.StringVar(&f.tokens, "tokens", "", "prompt as comma-separated token ids")
-	fl.IntVarP(&f.n, "n", "n", 64, "tokens to generate")
+	fl.IntVarP(&f.n, "n", "n", 64, "tokens to generate (>= 1)")
 	fl.Float64Var(&f.temp, "temp", 0, "temperature (0 = greedy)")
-	fl.IntVar(&f.topK, "top-k", 0, "top-k filter (0 = off)")
-	fl.Float64Var(&f.topP, "top-p", 0, "top-p filter (0 or 1 = off)")
-	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed")
-	fl.IntVar(&f.block, "block-size", 0, "drafts per round (0 = the draft's block size)")
-	fl.Float64Var(&f.threshold, "confidence-threshold", 0, "stop drafting when the confidence head's survival falls below this (0 = off)")
-	fl.IntVar(&f.ctx, "ctx", 2048, "context capacity in tokens")
+	fl.IntVar(&f.topK, "top-k", 0, "top-k filter, 0..vocabulary (0 = off; needs --temp > 0)")
+	fl.Float64Var(&f.topP, "top-p", 0, "top-p filter in [0, 1] (0 or 1 = off; needs --temp > 0)")
+	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed (needs --temp > 0; draft-only: the stand-in head's seed)")
+	fl.IntVar(&f.maxDrafts, "max-drafts", 0, "at most this many drafts per round, 1..the draft's block (default: the full block)")
+	fl.Float64Var(&f.threshold, "confidence-threshold", 0, "stop drafting when the confidence head's survival falls below this, in [0, 1] (0 = off)")
+	fl.IntVar(&f.ctx, "ctx", 0, "context capacity in tokens (default: the prompt plus -n)")
+	fl.IntVar(&f.threads, "threads", 0, "threads to decode on, 1..CPUs (default: all)")
+	fl.IntVar(&f.logprobs, "logprobs", 0, fmt.Sprintf("show the top K tokens and log-probabilities of every generated position, 1..%d", runtime.MaxTopLogProbs))
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
-	fl.BoolVar(&f.noPlain, "no-plain", false, "skip the plain target-only run used for the speedup figure")
+	fl.BoolVar(&f.noPlain, "no-plain", false, "speculative mode: skip the plain run (no speedup, no parity check)")
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
 	return cmd
 }
 
-// runReport is the JSON schema of `dspark run --json`.
-type runReport struct {
-	Target       string             `json:"target"`
-	Draft        string             `json:"draft,omitempty"`
-	Prompt       []int              `json:"prompt"`
-	Tokens       []int              `json:"tokens"`
-	Text         *string            `json:"text,omitempty"`
-	PlainTokens  []int              `json:"plain_tokens,omitempty"`
-	PlainTPS     float64            `json:"plain_tokens_per_second,omitempty"`
-	SpecTPS      float64            `json:"speculative_tokens_per_second,omitempty"`
-	Speedup      float64            `json:"speedup,omitempty"`
-	Tau          float64            `json:"tau,omitempty"`
-	Acceptance   float64            `json:"acceptance_rate,omitempty"`
-	PerPosition  []float64          `json:"acceptance_per_position,omitempty"`
-	Stats        *speculative.Stats `json:"stats,omitempty"`
-	MatchesPlain *bool              `json:"matches_plain,omitempty"`
+// runMode is what `dspark run` does, chosen by the model flags.
+type runMode int
+
+const (
+	modeDemo        runMode = iota // no model: the demo pair
+	modeTarget                     // --target: plain decoding
+	modeSpeculative                // --target --draft: speculative and plain decoding
+	modeDraftOnly                  // --draft-only --draft: time one draft block
+)
+
+func (m runMode) String() string {
+	return [...]string{"demo", "target-only", "speculative", "draft-only"}[m]
 }
 
-func runRun(w io.Writer, f *runFlags) error {
-	if f.draftOnly {
-		return runDraftOnly(w, f)
-	}
-	if f.target == "" {
-		if f.draft != "" {
-			return usagef("--draft needs --target (or --draft-only)")
-		}
-		return runDemo(w, f)
-	}
-	if f.tokens != "" && f.prompt != "" {
-		return usagef("give either --prompt or --tokens, not both")
-	}
-	params := speculative.Params{Temperature: f.temp, TopK: f.topK, TopP: f.topP}
-	if err := params.Validate(); err != nil {
-		return usagef("%v", err)
-	}
-	if f.n <= 0 {
-		return usagef("--n must be positive")
-	}
-	tf, err := gguf.Open(f.target)
-	if err != nil {
-		return err
-	}
-	defer tf.Close()
-	target, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: f.ctx, Pack: true})
-	if err != nil {
-		return err
-	}
-	var tok *tokenizer.BPE
-	if _, ok := tf.Lookup("tokenizer.ggml.tokens"); ok {
-		if tok, err = runtime.LoadTokenizer(tf); err != nil {
-			return err
-		}
-	}
-	prompt, err := promptTokens(f, tok, target.Config.NVocab)
-	if err != nil {
-		return err
-	}
-	g := &runtime.Generator{Target: target, Params: params, EOS: runtime.EOS(tf),
-		MaxDraft: f.block, Threshold: f.threshold}
-	rep := runReport{Target: f.target, Prompt: prompt}
-	if f.draft != "" {
-		df, err := gguf.Open(f.draft)
-		if err != nil {
-			return err
-		}
-		defer df.Close()
-		if g.Draft, err = runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true}); err != nil {
-			return err
-		}
-		rep.Draft = f.draft
-	}
-	return decode(w, f, g, tok, &rep)
+// decoding is the modes that decode a prompt.
+var decoding = []runMode{modeDemo, modeTarget, modeSpeculative}
+
+// flagModes lists the modes each flag applies to (flags absent here apply to every mode).
+// Giving a flag in another mode is a usage error: no flag is ever silently ignored.
+var flagModes = map[string][]runMode{
+	"target":               {modeTarget, modeSpeculative},
+	"draft":                {modeSpeculative, modeDraftOnly},
+	"draft-only":           {modeDraftOnly},
+	"prompt":               decoding,
+	"tokens":               decoding,
+	"n":                    decoding,
+	"temp":                 decoding,
+	"top-k":                decoding,
+	"top-p":                decoding,
+	"ctx":                  decoding,
+	"max-drafts":           {modeDemo, modeSpeculative},
+	"confidence-threshold": {modeDemo, modeSpeculative},
+	"no-plain":             {modeSpeculative},
+	"logprobs":             {modeTarget, modeSpeculative},
 }
 
-// decode runs plain and (with a draft) speculative decoding and prints the report.
-func decode(w io.Writer, f *runFlags, g *runtime.Generator, tok *tokenizer.BPE, rep *runReport) error {
-	newRNG := func() speculative.RNG { return rand.New(rand.NewPCG(f.seed, 0x5eed)) }
-	var plain *runtime.Result
-	var err error
-	if g.Draft == nil || !f.noPlain {
-		g.RNG = newRNG()
-		if plain, err = g.Plain(rep.Prompt, f.n); err != nil {
-			return err
-		}
-		rep.PlainTokens, rep.PlainTPS = plain.Tokens, plain.TokensPerSecond()
-		rep.Tokens = plain.Tokens
-	}
-	if g.Draft != nil {
-		g.RNG = newRNG()
-		spec, err := g.Speculative(rep.Prompt, f.n)
-		if err != nil {
-			return err
-		}
-		rep.Tokens, rep.SpecTPS = spec.Tokens, spec.TokensPerSecond()
-		rep.Stats = &spec.Stats
-		rep.Tau, rep.Acceptance, rep.PerPosition = spec.Stats.Tau(), spec.Stats.AcceptanceRate(), spec.Stats.PerPositionRates()
-		if plain != nil {
-			rep.Speedup = rep.SpecTPS / rep.PlainTPS
-			if g.Params.Greedy() {
-				same := fmt.Sprint(plain.Tokens) == fmt.Sprint(spec.Tokens)
-				rep.MatchesPlain = &same
-			}
-		}
-	}
-	if tok != nil {
-		text := tok.Decode(rep.Tokens)
-		rep.Text = &text
-	}
-	if f.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	printReport(w, rep)
-	if rep.MatchesPlain != nil && !*rep.MatchesPlain {
-		return exitCodeError{exitFailure, fmt.Errorf("greedy speculative output differs from plain greedy output")}
-	}
-	return nil
+// runConfig is one `dspark run`, validated once, before anything is opened.
+type runConfig struct {
+	mode          runMode
+	target, draft string
+	prompt        string // --prompt (empty: none)
+	tokens        []int  // --tokens (nil: none); ids are checked against the vocabulary later
+	n             int
+	params        speculative.Params
+	seed          uint64
+	maxDrafts     int     // 0: the draft's full block
+	threshold     float64 // 0: off
+	ctx           int     // 0: the longest prompt plus n - 1
+	threads       int     // 0: GOMAXPROCS
+	logprobs      int     // 0: off
+	json, noPlain bool
 }
 
-func printReport(w io.Writer, r *runReport) {
-	fmt.Fprintf(w, "target: %s\n", r.Target)
-	if r.Draft != "" {
-		fmt.Fprintf(w, "draft:  %s\n", r.Draft)
-	}
-	fmt.Fprintf(w, "prompt: %d tokens\n", len(r.Prompt))
-	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
-	if r.Text != nil {
-		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
-	}
-	if r.PlainTPS > 0 {
-		fmt.Fprintf(w, "plain target decoding: %.1f tokens/s\n", r.PlainTPS)
-	}
-	if r.Stats == nil {
-		return
-	}
-	fmt.Fprintf(w, "speculative decoding:  %.1f tokens/s", r.SpecTPS)
-	if r.Speedup > 0 {
-		fmt.Fprintf(w, "  (speedup %.2fx over plain, tau %.2f)", r.Speedup, r.Tau)
-	}
-	fmt.Fprintln(w)
-	if r.MatchesPlain != nil {
-		fmt.Fprintf(w, "greedy output identical to plain decoding: %v\n", *r.MatchesPlain)
-	}
-	printStatsTables(w, r)
-}
-
-// printStatsTables prints the acceptance statistics and the per-position table.
-func printStatsTables(w io.Writer, r *runReport) {
-	s := r.Stats
-	t := tablewriter.NewTable(w)
-	t.Header("rounds", "drafted", "accepted", "acceptance", "tau", "draft time", "verify time")
-	t.Append(s.Rounds, s.Drafted, s.Accepted, fmt.Sprintf("%.3f", r.Acceptance), fmt.Sprintf("%.2f", r.Tau),
-		s.DraftTime.Round(1e5).String(), s.VerifyTime.Round(1e5).String())
-	t.Render()
-	if len(s.PerPosition) > 0 {
-		p := tablewriter.NewTable(w)
-		p.Header("draft position", "tried", "accepted", "rate")
-		for i, ps := range s.PerPosition {
-			p.Append(i+1, ps.Tried, ps.Accepted, fmt.Sprintf("%.3f", r.PerPosition[i]))
-		}
-		p.Render()
-	}
-}
-
-func joinInts(xs []int) string {
-	var b strings.Builder
-	for i, x := range xs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(x))
-	}
-	return b.String()
-}
-
-// promptTokens returns the prompt from --tokens or --prompt.
-func promptTokens(f *runFlags, tok *tokenizer.BPE, vocab int) ([]int, error) {
+// newRunConfig chooses the mode from the model flags, rejects every flag given that the mode
+// does not use, and bounds every value that does not depend on a model (fit checks the rest).
+func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
+	set := fs.Changed
+	c := &runConfig{target: f.target, draft: f.draft, prompt: f.prompt, n: f.n, seed: f.seed,
+		params:    speculative.Params{Temperature: f.temp, TopK: f.topK, TopP: f.topP},
+		maxDrafts: f.maxDrafts, threshold: f.threshold, ctx: f.ctx, threads: f.threads,
+		logprobs: f.logprobs, json: f.json, noPlain: f.noPlain}
 	switch {
-	case f.tokens != "":
-		var out []int
-		for _, s := range strings.Split(f.tokens, ",") {
-			id, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || id < 0 || id >= vocab {
-				return nil, usagef("--tokens: %q is not a token id in [0, %d)", s, vocab)
-			}
-			out = append(out, id)
+	case f.draftOnly:
+		if f.draft == "" {
+			return nil, usagef("--draft-only needs --draft FILE")
 		}
-		return out, nil
-	case f.prompt != "":
-		if tok == nil {
-			return nil, fmt.Errorf("--prompt needs a tokenizer, and the target GGUF has none; use --tokens")
-		}
-		ids := tok.Encode(f.prompt)
-		if len(ids) == 0 {
-			return nil, usagef("--prompt is empty")
-		}
-		return ids, nil
+		c.mode = modeDraftOnly
+	case f.target != "" && f.draft != "":
+		c.mode = modeSpeculative
+	case f.target != "":
+		c.mode = modeTarget
+	case f.draft != "":
+		return nil, usagef("--draft needs --target (or --draft-only to time the draft alone)")
+	default:
+		c.mode = modeDemo
 	}
-	return nil, usagef("give --prompt TEXT or --tokens IDS")
+	var err error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if modes, ok := flagModes[fl.Name]; ok && fl.Changed && err == nil && !hasMode(modes, c.mode) {
+			err = usagef("--%s does not apply to a %s run (it applies to: %s)", fl.Name, c.mode, joinModes(modes))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n := goruntime.NumCPU(); set("threads") && (c.threads < 1 || c.threads > n) {
+		return nil, usagef("--threads %d: must be in [1, %d] (this machine's CPUs; default: all)", c.threads, n)
+	}
+	if c.mode == modeDraftOnly {
+		return c, nil
+	}
+	p := c.params
+	switch {
+	case c.n < 1:
+		return nil, usagef("-n %d: must be at least 1", c.n)
+	case math.IsNaN(p.Temperature) || math.IsInf(p.Temperature, 0) || p.Temperature < 0:
+		return nil, usagef("--temp %v: must be a finite number >= 0 (0 = greedy)", p.Temperature)
+	case p.TopK < 0:
+		return nil, usagef("--top-k %d: must be >= 0 (0 = off)", p.TopK)
+	case math.IsNaN(p.TopP) || p.TopP < 0 || p.TopP > 1:
+		return nil, usagef("--top-p %v: must be in [0, 1] (0 or 1 = off)", p.TopP)
+	case set("max-drafts") && c.maxDrafts < 1:
+		return nil, usagef("--max-drafts %d: must be at least 1 (default: the draft's full block)", c.maxDrafts)
+	case math.IsNaN(c.threshold) || c.threshold < 0 || c.threshold > 1:
+		return nil, usagef("--confidence-threshold %v: must be in [0, 1] (0 = off)", c.threshold)
+	case set("ctx") && c.ctx < 1:
+		return nil, usagef("--ctx %d: must be at least 1 (default: the prompt plus -n)", c.ctx)
+	case set("logprobs") && (c.logprobs < 1 || c.logprobs > runtime.MaxTopLogProbs):
+		return nil, usagef("--logprobs %d: must be in [1, %d]", c.logprobs, runtime.MaxTopLogProbs)
+	case set("prompt") && set("tokens"):
+		return nil, usagef("give either --prompt or --tokens, not both")
+	case set("prompt") && c.prompt == "":
+		return nil, usagef("--prompt is empty")
+	case (c.mode == modeTarget || c.mode == modeSpeculative) && !set("prompt") && !set("tokens"):
+		return nil, usagef("a --target run needs --prompt TEXT or --tokens IDS")
+	}
+	if p.Greedy() {
+		for _, name := range []string{"top-k", "top-p", "seed"} {
+			if set(name) {
+				return nil, usagef("--%s has no effect with greedy decoding: give --temp > 0 to sample", name)
+			}
+		}
+	}
+	if set("tokens") {
+		if c.tokens, err = parseTokens(f.tokens); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
+
+func hasMode(modes []runMode, m runMode) bool {
+	for _, x := range modes {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+func joinModes(modes []runMode) string {
+	s := make([]string, len(modes))
+	for i, m := range modes {
+		s[i] = m.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// parseTokens parses --tokens: comma-separated non-negative ids (bounded by the vocabulary
+// once the model is open).
+func parseTokens(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || id < 0 {
+			return nil, usagef("--tokens: %q is not a token id (a non-negative integer)", part)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// run dispatches to the mode, on --threads threads.
+func (c *runConfig) run(stdout, stderr io.Writer) error {
+	if c.threads > 0 {
+		defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(c.threads))
+	}
+	switch c.mode {
+	case modeDemo:
+		return runDemo(stdout, c)
+	case modeDraftOnly:
+		return runDraftOnly(stdout, c)
+	default:
+		return runDecode(stdout, stderr, c)
+	}
+}
+
+// generator returns a Generator for the loaded models with the run's settings.
+func (c *runConfig) generator(m *models) *runtime.Generator {
+	return &runtime.Generator{Target: m.target, Draft: m.draft, Params: c.params, EOS: runtime.EOS(m.tf),
+		MaxDraft: c.maxDrafts, Threshold: c.threshold, TopLogProbs: c.logprobs}
+}
+
+// rng returns a fresh sampling RNG for the run's seed: every decode of a run starts from the
+// same stream, so plain and speculative runs are each reproducible.
+func (c *runConfig) rng() speculative.RNG { return rand.New(rand.NewPCG(c.seed, 0x5eed)) }

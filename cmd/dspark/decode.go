@@ -1,0 +1,218 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/speculative"
+	"github.com/dspark-dev/dspark/tokenizer"
+)
+
+// runReport is the JSON schema of `dspark run --json` in target-only and speculative mode.
+type runReport struct {
+	Mode         string                     `json:"mode"`
+	Target       string                     `json:"target"`
+	Draft        string                     `json:"draft,omitempty"`
+	Context      int                        `json:"context"`
+	Threads      int                        `json:"threads"`
+	Prompt       []int                      `json:"prompt"`
+	Tokens       []int                      `json:"tokens"`
+	Text         *string                    `json:"text,omitempty"`
+	PlainTokens  []int                      `json:"plain_tokens,omitempty"`
+	PlainTPS     float64                    `json:"plain_tokens_per_second,omitempty"`
+	SpecTPS      float64                    `json:"speculative_tokens_per_second,omitempty"`
+	Speedup      float64                    `json:"speedup,omitempty"`
+	Tau          float64                    `json:"tau,omitempty"`
+	Acceptance   float64                    `json:"acceptance_rate,omitempty"`
+	PerPosition  []float64                  `json:"acceptance_per_position,omitempty"`
+	Stats        *speculative.Stats         `json:"stats,omitempty"`
+	MatchesPlain *bool                      `json:"matches_plain,omitempty"`
+	LogProbs     []runtime.PositionLogProbs `json:"logprobs,omitempty"`
+}
+
+// speculate runs speculative decoding; a variable so that a test can break the greedy parity
+// check and see the exit status follow.
+var speculate = (*runtime.Generator).Speculative
+
+// errParity is the failure of the greedy parity check (exit 1, after the report is printed).
+var errParity = exitCodeError{exitFailure, fmt.Errorf("greedy speculative output differs from plain greedy output")}
+
+// runDecode runs the target-only and speculative modes on the user's prompt.
+func runDecode(w, stderr io.Writer, c *runConfig) error {
+	m, err := openModels(c.target, c.draft)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	prompt, err := m.encode(c, stderr)
+	if err != nil {
+		return err
+	}
+	if err := m.load(c, len(prompt)); err != nil {
+		return err
+	}
+	g := c.generator(m)
+	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
+		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt}
+	var plain *runtime.Result
+	if c.mode == modeTarget || !c.noPlain {
+		g.RNG = c.rng()
+		if plain, err = g.Plain(prompt, c.n); err != nil {
+			return err
+		}
+		rep.PlainTokens, rep.PlainTPS = plain.Tokens, plain.TokensPerSecond()
+		rep.Tokens, rep.LogProbs = plain.Tokens, plain.LogProbs
+	}
+	if c.mode == modeSpeculative {
+		g.RNG = c.rng()
+		spec, err := speculate(g, prompt, c.n)
+		if err != nil {
+			return err
+		}
+		rep.Tokens, rep.LogProbs, rep.SpecTPS = spec.Tokens, spec.LogProbs, spec.TokensPerSecond()
+		rep.Stats = &spec.Stats
+		rep.Tau, rep.Acceptance, rep.PerPosition = spec.Stats.Tau(), spec.Stats.AcceptanceRate(), spec.Stats.PerPositionRates()
+		if plain != nil {
+			rep.Speedup = rep.SpecTPS / rep.PlainTPS
+			if c.params.Greedy() {
+				same := sameOutput(plain, spec)
+				rep.MatchesPlain = &same
+			}
+		}
+	}
+	if m.tok != nil {
+		text := m.tok.Decode(rep.Tokens)
+		rep.Text = &text
+	}
+	if c.json {
+		if err := writeJSON(w, rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(w, rep, m.tok)
+	}
+	if rep.MatchesPlain != nil && !*rep.MatchesPlain {
+		return errParity
+	}
+	return nil
+}
+
+// sameOutput reports whether two greedy runs agree: the tokens, and the log-probabilities
+// when they were recorded (the verify rows must equal the plain rows bit for bit).
+func sameOutput(a, b *runtime.Result) bool {
+	if !slices.Equal(a.Tokens, b.Tokens) || len(a.LogProbs) != len(b.LogProbs) {
+		return false
+	}
+	for i := range a.LogProbs {
+		x, y := a.LogProbs[i], b.LogProbs[i]
+		if x.LogProb != y.LogProb || x.Rank != y.Rank || !slices.Equal(x.Top, y.Top) {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
+	fmt.Fprintf(w, "target: %s\n", r.Target)
+	if r.Draft != "" {
+		fmt.Fprintf(w, "draft:  %s\n", r.Draft)
+	}
+	fmt.Fprintf(w, "prompt: %d tokens\n", len(r.Prompt))
+	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
+	if r.Text != nil {
+		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
+	}
+	if r.PlainTPS > 0 {
+		fmt.Fprintf(w, "plain target decoding: %.1f tokens/s\n", r.PlainTPS)
+	}
+	if r.Stats != nil {
+		fmt.Fprintf(w, "speculative decoding:  %.1f tokens/s", r.SpecTPS)
+		if r.Speedup > 0 {
+			fmt.Fprintf(w, "  (speedup %.2fx over plain, tau %.2f)", r.Speedup, r.Tau)
+		}
+		fmt.Fprintln(w)
+		if r.MatchesPlain != nil {
+			fmt.Fprintf(w, "greedy output identical to plain decoding: %v\n", *r.MatchesPlain)
+		}
+		printStatsTables(w, r.Stats)
+	}
+	if r.LogProbs != nil {
+		printLogProbs(w, r.LogProbs, tok)
+	}
+}
+
+// printStatsTables prints the acceptance statistics and the per-position table.
+func printStatsTables(w io.Writer, s *speculative.Stats) {
+	t := tablewriter.NewTable(w)
+	t.Header("rounds", "drafted", "accepted", "acceptance", "tau", "draft time", "verify time")
+	t.Append(s.Rounds, s.Drafted, s.Accepted, fmt.Sprintf("%.3f", s.AcceptanceRate()), fmt.Sprintf("%.2f", s.Tau()),
+		s.DraftTime.Round(1e5).String(), s.VerifyTime.Round(1e5).String())
+	t.Render()
+	if len(s.PerPosition) > 0 {
+		rates := s.PerPositionRates()
+		p := tablewriter.NewTable(w)
+		p.Header("draft position", "tried", "accepted", "rate")
+		for i, ps := range s.PerPosition {
+			p.Append(i+1, ps.Tried, ps.Accepted, fmt.Sprintf("%.3f", rates[i]))
+		}
+		p.Render()
+	}
+}
+
+// printLogProbs prints, for every generated position, the top tokens with their
+// log-probabilities, the generated one marked; a generated token outside the top K gets a
+// row of its own with its rank.
+func printLogProbs(w io.Writer, lps []runtime.PositionLogProbs, tok *tokenizer.BPE) {
+	fmt.Fprintln(w, "log-probabilities under the target (raw log-softmax of its logits, temperature 1):")
+	t := tablewriter.NewTable(w)
+	header := []any{"position", "rank", "token", "logprob", "generated"}
+	if tok != nil {
+		header = slices.Insert(header, 3, any("text"))
+	}
+	t.Header(header...)
+	row := func(pos, rank, id int, lp float64, gen bool) {
+		mark := ""
+		if gen {
+			mark = "*"
+		}
+		cells := []any{pos, rank, id, fmt.Sprintf("%.6f", lp), mark}
+		if tok != nil {
+			cells = slices.Insert(cells, 3, any(strconv.Quote(tok.Decode([]int{id}))))
+		}
+		t.Append(cells...)
+	}
+	for i, p := range lps {
+		for r, e := range p.Top {
+			row(i+1, r+1, e.Token, e.LogProb, e.Token == p.Token)
+		}
+		if p.Rank > len(p.Top) {
+			row(i+1, p.Rank, p.Token, p.LogProb, true)
+		}
+	}
+	t.Render()
+}
+
+func joinInts(xs []int) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String()
+}

@@ -89,6 +89,9 @@ func convertedPair(t *testing.T) (target, draft string) {
 var testDir string
 
 func TestMain(m *testing.M) {
+	// The demo's default pair is built on first use (about a minute); these tests run the
+	// embedded pair unless they give --cache-dir (TestRunDemoEnglish builds a small one).
+	demoQuick = true
 	var err error
 	if testDir, err = os.MkdirTemp("", "dspark-cmd-test-"); err != nil {
 		panic(err)
@@ -230,7 +233,17 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	}
 	greedy := demoJSON("-n", "12")
 	g := greedy.Modes
-	if len(g) != 1 || g[0].Mode != "greedy" || len(g[0].Prompts) != 4 || g[0].Identical == nil || !*g[0].Identical ||
+	greedyRows := tokens(&demoReport{Modes: g[:1]})
+	// By default the demo shows greedy rows and sampled rows (T 0.8, top-p 0.95, --seed).
+	if len(g) != 2 || g[1].Mode != "sampled" || g[1].Temperature != 0.8 || g[1].TopP != 0.95 || g[1].Seed == nil ||
+		*g[1].Seed != 1 || g[1].Identical != nil || len(g[1].Prompts) != 4 {
+		t.Fatalf("demo modes: %+v", g)
+	}
+	if s7 := demoJSON("-n", "12", "--seed", "7"); *s7.Modes[1].Seed != 7 || slices.EqualFunc(tokens(s7), tokens(greedy), slices.Equal) ||
+		!slices.EqualFunc(tokens(&demoReport{Modes: s7.Modes[:1]}), greedyRows, slices.Equal) {
+		t.Fatal("--seed does not seed the demo's sampled rows alone")
+	}
+	if g[0].Mode != "greedy" || len(g[0].Prompts) != 4 || g[0].Identical == nil || !*g[0].Identical ||
 		greedy.Pair.Name != "embedded" || len(greedy.Pair.TargetSHA256) != 64 || greedy.N != 12 || g[0].Tau < 1 {
 		t.Fatalf("demo JSON: %+v", greedy)
 	}
@@ -245,7 +258,7 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	if m := s3.Modes[0]; m.Mode != "sampled" || m.Temperature != 1.5 || m.Seed == nil || *m.Seed != 3 || m.Identical != nil {
 		t.Fatalf("sampled demo mode %+v", m)
 	}
-	if slices.EqualFunc(tokens(s3), tokens(greedy), slices.Equal) {
+	if slices.EqualFunc(tokens(s3), greedyRows, slices.Equal) {
 		t.Fatal("--temp 1.5 gave the greedy output")
 	}
 	if !slices.EqualFunc(tokens(s3), tokens(demoJSON("-n", "12", "--temp", "1.5", "--seed", "3")), slices.Equal) {
@@ -257,7 +270,7 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	// --top-k 1 and a tiny --top-p keep only the most probable token: sampling becomes greedy.
 	for _, filter := range [][]string{{"--top-k", "1"}, {"--top-p", "0.000001"}} {
 		r := demoJSON(append([]string{"-n", "12", "--temp", "1.5"}, filter...)...)
-		if !slices.EqualFunc(tokens(r), tokens(greedy), slices.Equal) {
+		if !slices.EqualFunc(tokens(r), greedyRows, slices.Equal) {
 			t.Fatalf("%v at T 1.5 differs from greedy: the filter is ignored", filter)
 		}
 	}
@@ -285,7 +298,6 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	}{
 		{[]string{"--no-plain"}, "--no-plain"},
 		{[]string{"--logprobs", "3"}, "--logprobs"},
-		{[]string{"--seed", "3"}, "--seed"},
 		{[]string{"--top-k", "3"}, "--top-k"},
 		{[]string{"--top-p", "0.5"}, "--top-p"},
 		{[]string{"--tokens", "5,1024"}, "--tokens"},
@@ -313,8 +325,8 @@ func TestRunDemoText(t *testing.T) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, " -> "); n != 4 {
-		t.Fatalf("%d prompt lines, want 4:\n%s", n, out)
+	if n := strings.Count(out, " -> "); n != 8 {
+		t.Fatalf("%d prompt lines, want 4 greedy and 4 sampled:\n%s", n, out)
 	}
 }
 
@@ -572,7 +584,7 @@ func TestRunLogProbs(t *testing.T) {
 	}
 	// On the demo pair most drafts are accepted, so the values of many verify rows beyond
 	// the first are compared with the single-row forwards of target-only mode.
-	pair, err := demo.Open()
+	pair, err := demo.Open(demo.OpenOptions{Quick: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,16 +169,35 @@ func fitConfidence(feats []float32, targets []float64, dim int, l2 float64, iter
 			bias -= w[j] * mean[j] / sd[j]
 		}
 	}
-	fit.B = float32(bias)
-	// Accuracy of the head as it will be stored (BF16 weights), on the raw features.
-	wq := make([]float32, dim)
-	dtype.DecodeBF16(wq, bf16Bytes(fit.W))
-	for i := 0; i < n; i++ {
+	// The head is stored in BF16: round the weights, then refit the bias (Newton on the
+	// cross-entropy, float64) to what the rounded weights give on the raw features, so the
+	// rounding cannot leave a large constant offset; the bias is rounded too.
+	dtype.DecodeBF16(fit.W, bf16Bytes(fit.W))
+	zr := make([]float64, n)
+	parallelFor(n, func(i int) {
 		var s float64
 		for j := 0; j < dim; j++ {
-			s += float64(wq[j]) * float64(feats[i*dim+j])
+			s += float64(fit.W[j]) * float64(feats[i*dim+j])
 		}
-		fit.MAE += math.Abs(sigmoid(s+float64(fit.B)) - targets[i])
+		zr[i] = s
+	})
+	for it := 0; it < 30; it++ {
+		var g, h float64
+		for i := 0; i < n; i++ {
+			pr := sigmoid(zr[i] + bias)
+			g += pr - targets[i]
+			h += pr * (1 - pr)
+		}
+		if h == 0 {
+			break
+		}
+		bias -= g / h
+	}
+	bq := make([]float32, 1)
+	dtype.DecodeBF16(bq, bf16Bytes([]float32{float32(bias)}))
+	fit.B = bq[0]
+	for i := 0; i < n; i++ {
+		fit.MAE += math.Abs(sigmoid(zr[i]+float64(fit.B)) - targets[i])
 		fit.MAEConst += math.Abs(tm - targets[i])
 	}
 	fit.MAE /= float64(n)

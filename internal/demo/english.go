@@ -40,11 +40,11 @@ type EnglishRecipe struct {
 
 // DefaultEnglish is the recipe of the demo pair `dspark run` builds on first use.
 var DefaultEnglish = EnglishRecipe{Version: 1,
-	Vocab: 4096, Reserved: 64, Hidden: 1024, FFN: 4608, Layers: 8,
-	Heads: 16, QLoRA: 384, KVLoRA: 256, Nope: 64, Rope: 32, V: 64,
-	BigramRank: 480, CodeDims: 256, PowerIters: 1, Alpha: 0.5, Penalty: 60, Lambda: 0.002,
+	Vocab: 4096, Reserved: 64, Hidden: 1536, FFN: 6144, Layers: 5,
+	Heads: 16, QLoRA: 384, KVLoRA: 512, Nope: 64, Rope: 32, V: 64,
+	BigramRank: 480, CodeDims: 512, PowerIters: 1, Alpha: 0.5, Penalty: 45, Lambda: 0.0005,
 	DraftFFN: 1024, Taps: 3, BlockSize: 7, MarkovRank: 480, ProbeChunk: 512,
-	ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-3,
+	ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-2,
 	TargetSeed: 11, DraftSeed: 12}
 
 // geometry is where each part of the planted lexicon lives in the residual stream.

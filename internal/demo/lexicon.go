@@ -14,17 +14,17 @@ import (
 // (add-alpha smoothing towards the unigram distribution) as a rank-r factorization, and one
 // random unit code per token for the repetition penalty.
 type Lexicon struct {
-	Ranks    [][]byte          // BPE ranks (ids 0..len-1); ids len..Vocab-1 are reserved specials
-	Vocab    int               // ranks + reserved
-	Tok      *tokenizer.BPE    // the tokenizer of Ranks plus the specials
-	Docs     [][]int           // the corpus, tokenized, one sequence per document
-	Tokens   int               // total tokens of Docs
-	W1, W2   []float32         // Vocab x Rank each: centered log P(b | a) ≈ W1[a] · W2[b]
-	Rank     int               //
-	Codes    []float32         // Vocab x CodeDims unit vectors (zero rows for specials)
-	CodeDims int               //
-	Specials map[int]string    // reserved ids and their names
-	Unigram  []float64         // corpus token frequencies (sum 1)
+	Ranks    [][]byte       // BPE ranks (ids 0..len-1); ids len..Vocab-1 are reserved specials
+	Vocab    int            // ranks + reserved
+	Tok      *tokenizer.BPE // the tokenizer of Ranks plus the specials
+	Docs     [][]int        // the corpus, tokenized, one sequence per document
+	Tokens   int            // total tokens of Docs
+	W1, W2   []float32      // Vocab x Rank each: centered log P(b | a) ≈ W1[a] · W2[b]
+	Rank     int            //
+	Codes    []float32      // Vocab x CodeDims unit vectors (zero rows for specials)
+	CodeDims int            //
+	Specials map[int]string // reserved ids and their names
+	Unigram  []float64      // corpus token frequencies (sum 1)
 
 	debugTable []float32
 }

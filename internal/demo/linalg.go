@@ -71,8 +71,9 @@ func lowRank(L []float32, v, r, q int, seed uint64) (W1, W2 []float32, err error
 	orthRows(yt, r, v)
 	zt := make([]float32, r*v)
 	for range q {
+		// Z = Lᵀ Q, Y = L Z: one orthonormalization per power iteration is enough in float32
+		// (the spread of squared singular values stays far above float32's resolution).
 		mulRows(ltm, zt, yt, r)
-		orthRows(zt, r, v)
 		mulRows(lm, yt, zt, r)
 		orthRows(yt, r, v)
 	}
@@ -97,30 +98,47 @@ func lowRank(L []float32, v, r, q int, seed uint64) (W1, W2 []float32, err error
 }
 
 // orthRows orthonormalizes the r rows (length v) of y in place, in float64: rows are taken
-// in blocks of 16; each row of a block is projected out of every earlier block twice
-// (classical Gram-Schmidt with reorthogonalization, rows in parallel), then the block is
-// orthonormalized by modified Gram-Schmidt, twice.
+// in blocks of 16; every row of a block is projected out of all earlier rows twice
+// (classical Gram-Schmidt with reorthogonalization; each earlier row is loaded once per
+// block and per goroutine, which share the block's rows), then the block is orthonormalized
+// by modified Gram-Schmidt, twice.
 func orthRows(y []float32, r, v int) {
 	q := make([]float64, r*v)
 	for i, x := range y {
 		q[i] = float64(x)
 	}
 	const bs = 16
+	w := max(1, runtime.GOMAXPROCS(0))
 	for j0 := 0; j0 < r; j0 += bs {
 		j1 := min(r, j0+bs)
 		if j0 > 0 {
-			parallelFor(j1-j0, func(i int) {
-				row := q[(j0+i)*v : (j0+i+1)*v]
-				d := make([]float64, j0)
-				for pass := 0; pass < 2; pass++ {
-					for k := 0; k < j0; k++ {
-						d[k] = dot64(row, q[k*v:(k+1)*v])
+			var wg sync.WaitGroup
+			for g := 0; g < w; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					var rows [][]float64
+					for j := j0 + g; j < j1; j += w {
+						rows = append(rows, q[j*v:(j+1)*v])
 					}
-					for k := 0; k < j0; k++ {
-						axpy64(row, -d[k], q[k*v:(k+1)*v])
+					d := make([]float64, len(rows)*j0)
+					for pass := 0; pass < 2; pass++ {
+						for k := 0; k < j0; k++ {
+							qk := q[k*v : (k+1)*v]
+							for i, row := range rows {
+								d[i*j0+k] = dot64(row, qk)
+							}
+						}
+						for k := 0; k < j0; k++ {
+							qk := q[k*v : (k+1)*v]
+							for i, row := range rows {
+								axpy64(row, -d[i*j0+k], qk)
+							}
+						}
 					}
-				}
-			})
+				}(g)
+			}
+			wg.Wait()
 		}
 		for pass := 0; pass < 2; pass++ {
 			for j := j0; j < j1; j++ {

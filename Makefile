@@ -33,9 +33,10 @@ race:
 test-purego:
 	$(GO) test -count=1 -tags purego ./runtime/... ./mla/...
 
-# Rebuilding the embedded demo pair is too slow under -race; it runs here without it.
+# Rebuilding the embedded demo pair and building the English pair's test recipe are too slow
+# under -race; they run here without it.
 test-demo:
-	$(GO) test -count=1 -run 'TestAssetsReproducible' ./internal/demo
+	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache' ./internal/demo
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh

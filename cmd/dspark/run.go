@@ -188,6 +188,10 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("--ctx %d: must be at least 1 (default: the prompt plus -n)", c.ctx)
 	case set("logprobs") && (c.logprobs < 1 || c.logprobs > runtime.MaxTopLogProbs):
 		return nil, usagef("--logprobs %d: must be in [1, %d]", c.logprobs, runtime.MaxTopLogProbs)
+	case set("quick") && set("cache-dir"):
+		return nil, usagef("--cache-dir is for the English pair; --quick runs the embedded pair, which needs no cache")
+	case set("cache-dir") && c.cacheDir == "":
+		return nil, usagef("--cache-dir is empty")
 	case set("prompt") && set("tokens"):
 		return nil, usagef("give either --prompt or --tokens, not both")
 	case set("prompt") && c.prompt == "":

@@ -689,3 +689,47 @@ func TestRunParityFailureExitStatus(t *testing.T) {
 		t.Errorf("sampled run: exit %d %s", code, errOut)
 	}
 }
+
+// TestRunDemoEnglish: with --cache-dir the demo builds the English pair there on first use
+// (here the small test recipe), reports it as built, reuses it on the next run, and a cache
+// directory that cannot be written is an error naming it and the flags that help.
+func TestRunDemoEnglish(t *testing.T) {
+	defer func(n int, r *demo.EnglishRecipe) { demoReps, demoRecipe = n, r }(demoReps, demoRecipe)
+	demoReps, demoRecipe = 1, &demo.TestEnglish
+	cache := t.TempDir()
+	run := func() (*demoReport, string) {
+		t.Helper()
+		out, errOut, code := runRoot(t, "run", "--cache-dir", cache, "-n", "12", "--json")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		var r demoReport
+		decodeJSON(t, out, &r)
+		return &r, errOut
+	}
+	r, errOut := run()
+	p := r.Pair
+	if p.Name != "english" || !p.Built || p.Vocab != demo.TestEnglish.Vocab || p.TargetStepBytes <= 0 || p.DraftBlockBytes <= 0 ||
+		!strings.Contains(p.Source, "doc comments of go") || !strings.Contains(errOut, "building the English demo pair") {
+		t.Fatalf("first run: %+v\n%s", p, errOut)
+	}
+	if len(r.Modes) != 2 || r.Modes[0].Identical == nil || !*r.Modes[0].Identical || r.Modes[0].VerifySteps <= 0 || r.Modes[0].DraftSteps <= 0 ||
+		len(r.Modes[0].Prompts) != len(demo.EnglishPrompts) || r.Modes[0].Prompts[0].Prompt != demo.EnglishPrompts[0] {
+		t.Fatalf("first run modes: %+v", r.Modes)
+	}
+	if r2, errOut := run(); r2.Pair.Built || errOut != "" || r2.Pair.TargetSHA256 != p.TargetSHA256 {
+		t.Fatalf("second run rebuilt: %+v\n%s", r2.Pair, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runRoot(t, "run", "--cache-dir", filepath.Join(file, "sub"), "-n", "4")
+	if code != exitFailure || !strings.Contains(errOut, file) || !strings.Contains(errOut, "--cache-dir") {
+		t.Fatalf("unwritable cache: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = runRoot(t, "run", "--cache-dir", cache, "--quick")
+	if code != exitUsage || !strings.Contains(errOut, "--cache-dir") {
+		t.Fatalf("--quick --cache-dir: exit %d\n%s", code, errOut)
+	}
+}

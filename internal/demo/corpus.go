@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Corpus is English prose taken from the documentation comments of a Go distribution: the
@@ -58,11 +59,32 @@ func GoRoot() (string, error) {
 	return r, nil
 }
 
+var corpusMemo struct {
+	sync.Mutex
+	root string
+	c    *Corpus
+}
+
 // GoCorpus reads the English corpus of the Go distribution at goroot. Only paragraphs of
 // doc comments are kept (code blocks, headings and lists are dropped), doc-link brackets
 // are removed, and a paragraph is kept only if at least 93 % of its bytes are ASCII letters,
 // spaces, commas or periods (which drops tables, formulas and identifier lists).
+//
+// The result is memoized for the last goroot (callers must not modify it).
 func GoCorpus(goroot string) (*Corpus, error) {
+	corpusMemo.Lock()
+	defer corpusMemo.Unlock()
+	if corpusMemo.c != nil && corpusMemo.root == goroot {
+		return corpusMemo.c, nil
+	}
+	c, err := readGoCorpus(goroot)
+	if err == nil {
+		corpusMemo.root, corpusMemo.c = goroot, c
+	}
+	return c, err
+}
+
+func readGoCorpus(goroot string) (*Corpus, error) {
 	src := filepath.Join(goroot, "src")
 	ver, err := os.ReadFile(filepath.Join(goroot, "VERSION"))
 	if err != nil {

@@ -47,6 +47,17 @@ var DefaultEnglish = EnglishRecipe{Version: 1,
 	ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-2,
 	TargetSeed: 11, DraftSeed: 12}
 
+// TestEnglish is a small recipe of the same construction (a 2-layer target of width 256 and
+// a 512-token vocabulary) that builds in seconds: for tests of the build, the cache and the
+// CLI, never for figures.
+var TestEnglish = EnglishRecipe{Version: 1,
+	Vocab: 512, Reserved: 64, Hidden: 256, FFN: 512, Layers: 2,
+	Heads: 4, QLoRA: 64, KVLoRA: 64, Nope: 16, Rope: 8, V: 16,
+	BigramRank: 96, CodeDims: 64, PowerIters: 1, Alpha: 0.5, Penalty: 45, Lambda: 0.0005,
+	DraftFFN: 128, Taps: 1, BlockSize: 7, MarkovRank: 96, ProbeChunk: 128,
+	ConfPrompts: 4, ConfTokens: 32, ConfL2: 1e-2,
+	TargetSeed: 11, DraftSeed: 12}
+
 // geometry is where each part of the planted lexicon lives in the residual stream.
 type geometry struct {
 	E                   int

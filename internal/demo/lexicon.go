@@ -25,8 +25,6 @@ type Lexicon struct {
 	CodeDims int            //
 	Specials map[int]string // reserved ids and their names
 	Unigram  []float64      // corpus token frequencies (sum 1)
-
-	debugTable []float32
 }
 
 // BuildLexicon trains the tokenizer and counts the corpus bigrams (see Lexicon).
@@ -96,7 +94,6 @@ func BuildLexicon(c *Corpus, r *EnglishRecipe) (*Lexicon, error) {
 			table[a*V+b] = float32(lp[b] - mean)
 		}
 	}
-	lx.debugTable = table
 	if lx.W1, lx.W2, err = lowRank(table, V, r.BigramRank, r.PowerIters, r.TargetSeed); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -43,15 +44,25 @@ type Progress func(stage string, frac float64)
 //  4. the pair generates from held-out prompts (corpus sentence openings, never the demo's
 //     prompts) and the confidence head is fitted to the soft acceptance it observes; the
 //     draft is written again with it.
-func BuildEnglish(dir string, r EnglishRecipe, c *Corpus, progress Progress) (*EnglishPair, error) {
+//
+// ctx cancels the build between steps and inside the long ones (the run over the vocabulary
+// and the confidence samples); the error is then ctx's.
+func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, progress Progress) (*EnglishPair, error) {
 	if progress == nil {
 		progress = func(string, float64) {}
 	}
+	inner := progress
+	progress = func(stage string, frac float64) {
+		if ctx.Err() == nil {
+			inner(stage, frac)
+		}
+	}
 	p := &EnglishPair{TargetPath: filepath.Join(dir, "target.gguf"), DraftPath: filepath.Join(dir, "draft.gguf")}
 	t0 := time.Now()
-	stage := func(name string) {
+	stage := func(name string) error {
 		p.Stages = append(p.Stages, Stage{name, time.Since(t0)})
 		t0 = time.Now()
+		return ctx.Err()
 	}
 	progress("tokenizer and bigram lexicon", 0)
 	lx, err := BuildLexicon(c, &r)
@@ -59,14 +70,18 @@ func BuildEnglish(dir string, r EnglishRecipe, c *Corpus, progress Progress) (*E
 		return nil, err
 	}
 	p.Lexicon = lx
-	stage("lexicon")
+	if err := stage("lexicon"); err != nil {
+		return nil, err
+	}
 	progress("target checkpoint", 0)
 	tgtDir, drfDir := filepath.Join(dir, "target-hf"), filepath.Join(dir, "draft-hf")
 	g, err := buildEnglishTarget(tgtDir, p.TargetPath, &r, lx)
 	if err != nil {
 		return nil, err
 	}
-	stage("target")
+	if err := stage("target"); err != nil {
+		return nil, err
+	}
 	tf, err := gguf.Open(p.TargetPath)
 	if err != nil {
 		return nil, err
@@ -83,25 +98,31 @@ func BuildEnglish(dir string, r EnglishRecipe, c *Corpus, progress Progress) (*E
 		return nil, err
 	}
 	defer backbone.Release()
-	pr, err := probeTarget(tg, backbone, g.ranks, r.ProbeChunk, taps, r.DraftSeed, func(done, total int) {
+	pr, err := probeTarget(ctx, tg, backbone, g.ranks, r.ProbeChunk, taps, r.DraftSeed, func(done, total int) {
 		progress("running the target over the vocabulary", float64(done)/float64(total))
 	})
 	if err != nil {
 		return nil, err
 	}
 	p.Probe = pr
-	stage("probe")
+	if err := stage("probe"); err != nil {
+		return nil, err
+	}
 	progress("Markov head", 0)
 	parts := &DraftParts{Rank: r.MarkovRank, FC: pr.FC, Conf: make([]float32, r.Hidden+r.MarkovRank)}
 	if parts.Markov1, parts.Markov2, err = lowRank(pr.Table, r.Vocab, r.MarkovRank, r.PowerIters, r.DraftSeed); err != nil {
 		return nil, err
 	}
-	stage("markov")
+	if err := stage("markov"); err != nil {
+		return nil, err
+	}
 	progress("draft checkpoint", 0)
 	if err := buildEnglishDraft(drfDir, p.DraftPath, tgtDir, &r, g, parts); err != nil {
 		return nil, err
 	}
-	stage("draft")
+	if err := stage("draft"); err != nil {
+		return nil, err
+	}
 	progress("confidence head", 0)
 	df, err := gguf.Open(p.DraftPath)
 	if err != nil {
@@ -114,7 +135,7 @@ func BuildEnglish(dir string, r EnglishRecipe, c *Corpus, progress Progress) (*E
 	}
 	w1 := make([]float32, len(parts.Markov1)) // the head's W1 as stored (BF16)
 	dtype.DecodeBF16(w1, bf16Bytes(parts.Markov1))
-	feats, targets, err := confidenceSamples(tg, d, w1, heldOutWindows(lx, r.ConfPrompts, r.ConfTokens, r.DraftSeed), 4)
+	feats, targets, err := confidenceSamples(ctx, tg, d, w1, heldOutWindows(lx, r.ConfPrompts, r.ConfTokens, r.DraftSeed), 4)
 	d.Close()
 	df.Close()
 	if err != nil {
@@ -126,11 +147,15 @@ func BuildEnglish(dir string, r EnglishRecipe, c *Corpus, progress Progress) (*E
 	}
 	p.Confidence = cf
 	parts.Conf, parts.ConfBias = cf.W, cf.B
-	stage("confidence samples and fit")
+	if err := stage("confidence samples and fit"); err != nil {
+		return nil, err
+	}
 	if err := buildEnglishDraft(drfDir, p.DraftPath, tgtDir, &r, g, parts); err != nil {
 		return nil, err
 	}
-	stage("draft with confidence head")
+	if err := stage("draft with confidence head"); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -76,6 +77,8 @@ type OpenOptions struct {
 	Recipe *EnglishRecipe
 	// Progress, if set, follows a build.
 	Progress Progress
+	// Context, if set, cancels a build (Ctrl-C): nothing of it is left in the cache.
+	Context context.Context
 }
 
 // Open puts a demo pair on disk. The quick (embedded) pair is decompressed into a temporary
@@ -124,7 +127,11 @@ func Open(opt OpenOptions) (*Files, error) {
 	}
 	defer os.RemoveAll(tmp)
 	removeStale(cache)
-	m, err := buildInto(tmp, &r, root, ver, opt.Progress)
+	ctx := opt.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	m, err := buildInto(ctx, tmp, &r, root, ver, opt.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +242,7 @@ func digest(path string) (entry, error) {
 }
 
 // buildInto builds the pair in dir, keeps only the two GGUFs and writes the manifest last.
-func buildInto(dir string, r *EnglishRecipe, root, ver string, progress Progress) (*Manifest, error) {
+func buildInto(ctx context.Context, dir string, r *EnglishRecipe, root, ver string, progress Progress) (*Manifest, error) {
 	if progress != nil {
 		progress("reading the Go documentation", 0)
 	}
@@ -243,7 +250,7 @@ func buildInto(dir string, r *EnglishRecipe, root, ver string, progress Progress
 	if err != nil {
 		return nil, err
 	}
-	p, err := BuildEnglish(dir, *r, c, progress)
+	p, err := BuildEnglish(ctx, dir, *r, c, progress)
 	if err != nil {
 		return nil, err
 	}

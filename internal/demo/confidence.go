@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -25,7 +26,7 @@ type ConfidenceFit struct {
 // acceptance c* = sum_v min(p_target(v), q_draft(v)) at temperature 1, the DSpark paper's
 // training target for the head. The target's distributions come from one batched pass
 // over the sequence.
-func confidenceSamples(t *runtime.Target, d *runtime.Draft, w1 []float32, seqs [][]int, warm int) (feats []float32, targets []float64, err error) {
+func confidenceSamples(ctx context.Context, t *runtime.Target, d *runtime.Draft, w1 []float32, seqs [][]int, warm int) (feats []float32, targets []float64, err error) {
 	V, E := t.Config.NVocab, t.Config.NEmbd
 	dc := d.Config
 	r := dc.MarkovRank
@@ -35,6 +36,9 @@ func confidenceSamples(t *runtime.Target, d *runtime.Draft, w1 []float32, seqs [
 	q := make([]float64, V)
 	qrow := make([]float32, V)
 	for _, seq := range seqs {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		prompt := seq[:warm]
 		// Target logits and taps of every position, in forwards of at most 64 rows.
 		logits := make([]float32, len(seq)*V)

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,7 +109,7 @@ func TestEnglishPairTiny(t *testing.T) {
 		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
 	}
 	c := testCorpus(t)
-	p, err := BuildEnglish(t.TempDir(), TestEnglish, c, nil)
+	p, err := BuildEnglish(context.Background(), t.TempDir(), TestEnglish, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestEnglishDeterministic(t *testing.T) {
 	c := testCorpus(t)
 	var files [2][2][]byte
 	for i := range files {
-		p, err := BuildEnglish(t.TempDir(), TestEnglish, c, nil)
+		p, err := BuildEnglish(context.Background(), t.TempDir(), TestEnglish, c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,5 +272,31 @@ func TestOpenCacheUnwritable(t *testing.T) {
 	_, err := Open(OpenOptions{CacheDir: filepath.Join(file, "cache"), Recipe: &r})
 	if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "--cache-dir") || !strings.Contains(err.Error(), "--quick") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestOpenCacheInterrupted: a build cancelled midway (Ctrl-C) returns the context's error and
+// leaves nothing in the cache, and the next Open builds the pair.
+func TestOpenCacheInterrupted(t *testing.T) {
+	if raceEnabled {
+		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
+	}
+	cache := t.TempDir()
+	r := TestEnglish
+	ctx, cancel := context.WithCancel(context.Background())
+	stages := 0
+	_, err := Open(OpenOptions{CacheDir: cache, Recipe: &r, Context: ctx, Progress: func(stage string, frac float64) {
+		if stages++; stages == 4 { // during the run over the vocabulary
+			cancel()
+		}
+	}})
+	if err != context.Canceled {
+		t.Fatalf("cancelled build: %v", err)
+	}
+	if ents, _ := os.ReadDir(cache); len(ents) != 0 {
+		t.Fatalf("a cancelled build left %d entries, first %s", len(ents), ents[0].Name())
+	}
+	if f, err := Open(OpenOptions{CacheDir: cache, Recipe: &r}); err != nil || !f.Built || f.Rebuilt != "" {
+		t.Fatalf("open after a cancelled build: %+v %v", f, err)
 	}
 }

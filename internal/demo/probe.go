@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -44,7 +45,7 @@ type Probe struct {
 // state (the draft's layer is the target's layer 0, so the state after it is what the draft
 // computes there): backbone applied to RMSNorm(tap) is subtracted from the target's logits
 // before they are averaged, so the Markov head is fitted to what the backbone leaves.
-func probeTarget(t *runtime.Target, backbone *kernels.Mat, ranks, chunk int, taps []int, seed uint64, progress func(done, total int)) (*Probe, error) {
+func probeTarget(ctx context.Context, t *runtime.Target, backbone *kernels.Mat, ranks, chunk int, taps []int, seed uint64, progress func(done, total int)) (*Probe, error) {
 	V, E := t.Config.NVocab, t.Config.NEmbd
 	T := len(taps)
 	rng := rand.New(rand.NewPCG(seed, 0x9e0be))
@@ -63,6 +64,9 @@ func probeTarget(t *runtime.Target, backbone *kernels.Mat, ranks, chunk int, tap
 		seq := perm[c0:min(ranks, c0+chunk)]
 		t.Reset()
 		for b := 0; b < len(seq); b += 64 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			ids := seq[b:min(len(seq), b+64)]
 			if err := t.Forward(ids, 0, taps, &st); err != nil {
 				return nil, fmt.Errorf("demo: probing the target: %w", err)

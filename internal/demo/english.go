@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
+	"strings"
 
 	"github.com/dspark-dev/dspark/convert"
 	"github.com/dspark-dev/dspark/internal/dtype"
@@ -277,12 +277,10 @@ func buildEnglishTarget(dir, out string, r *EnglishRecipe, lx *Lexicon) (*geomet
 	gen := synth.Generator{Seed: r.TargetSeed}
 	for i := range plan.Roster {
 		t := &plan.Roster[i]
-		base := filepath.Base(t.Name)
-		_ = base
 		if _, done := data[t.Name]; done {
 			continue
 		}
-		if !hasSuffix(t.Name, "o_proj.weight") && !hasSuffix(t.Name, "down_proj.weight") {
+		if !strings.HasSuffix(t.Name, "o_proj.weight") && !strings.HasSuffix(t.Name, "down_proj.weight") {
 			continue
 		}
 		b := make([]byte, t.Bytes())
@@ -303,12 +301,4 @@ func buildEnglishTarget(dir, out string, r *EnglishRecipe, lx *Lexicon) (*geomet
 		return nil, err
 	}
 	return g, nil
-}
-
-func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
-
-// ScratchBuildTarget is a temporary hook for experiments.
-func ScratchBuildTarget(dir, out string, r *EnglishRecipe, lx *Lexicon) error {
-	_, err := buildEnglishTarget(dir, out, r, lx)
-	return err
 }

@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test vet race test-purego test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run k3-full demo-assets clean
+	bench-convert bench-synth bench-run bench-demo k3-full demo-assets clean
 
 all: build
 
@@ -33,9 +33,10 @@ race:
 test-purego:
 	$(GO) test -count=1 -tags purego ./runtime/... ./mla/...
 
-# Rebuilding the embedded demo pair is too slow under -race; it runs here without it.
+# Rebuilding the embedded demo pair and building the English pair's test recipe are too slow
+# under -race; they run here without it.
 test-demo:
-	$(GO) test -count=1 -run 'TestAssetsReproducible' ./internal/demo
+	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache' ./internal/demo
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
@@ -63,6 +64,11 @@ bench-synth: build
 ## bench-run: target decode and speculative figures on the small preset pair.
 bench-run: build
 	./scripts/bench-run.sh $(BIN)
+
+## bench-demo: the English demo pair's speedup, tau and cost split at one and two threads,
+## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).
+bench-demo:
+	$(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
 
 ## k3-full: full-size synthetic K3 DSpark draft -> GGUF -> inspect --check (72 tensors).
 k3-full: build

@@ -22,13 +22,15 @@ type DraftOptions struct {
 	// WithTokenizer also writes the paired target's tiktoken.model and
 	// tokenizer_config.json into the draft directory, so that it converts on its own.
 	WithTokenizer bool
+	// Dims, when set, replaces the preset's draft dimensions.
+	Dims *DraftDims
 	// Causal declares causal block attention (is_causal: true; inside dflash_config with
 	// DFlashNames): each block row sees the context and the block rows up to itself.
 	Causal bool
-	// Layers, Heads, Taps, BlockSize and MarkovRank override the preset's draft layers,
-	// attention heads, tapped target layers, block size and Markov rank (0 keeps the
-	// preset's). Nothing is derived from the hidden size: 96 heads of a 7168-wide draft
-	// keep the preset's head dims.
+	// Layers, Heads, Taps, BlockSize and MarkovRank override the preset's (or Dims') draft
+	// layers, attention heads, tapped target layers, block size and Markov rank (0 keeps
+	// them). Nothing is derived from the hidden size: 96 heads of a 7168-wide draft keep the
+	// preset's head dims.
 	Layers, Heads, Taps, BlockSize, MarkovRank int
 }
 
@@ -193,9 +195,15 @@ func spreadLayerIDs(n, layers int) []int {
 	return ids
 }
 
-// draftDims returns the preset's draft dims with the options' overrides.
+// draftDims returns the preset's draft dims (or opts.Dims) with the options' overrides.
 func draftDims(opts DraftOptions) (DraftDims, error) {
 	_, d, err := presetDims(opts.Preset)
+	if opts.Dims != nil {
+		d, err = *opts.Dims, nil
+		if d.Layers <= 0 || d.Heads <= 0 || d.Taps <= 0 || d.BlockSize <= 0 || d.FFN <= 0 {
+			return d, fmt.Errorf("synth: custom draft dims %+v: layers, heads, taps, block size and FFN must be positive", d)
+		}
+	}
 	if err != nil {
 		return d, err
 	}

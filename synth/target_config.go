@@ -13,6 +13,25 @@ type TargetOptions struct {
 	FP8          bool // F8_E4M3 linear weights with F32 weight_scale_inv block scales
 	FP8Block     int  // FP8 block edge (weight_block_size); 0 means 128
 	GroupRouting bool // n_group > 1 / topk_group > 1 (group-limited routing)
+	// Dims, when set, replaces the preset's dimensions (Preset then only names the family
+	// of defaults that Dims does not carry, such as the draft of the same preset).
+	Dims *TargetDims
+	// Ranks, when set, is the tokenizer (BPE ranks, ids 0..len-1) written as tiktoken.model
+	// instead of the synthetic one trained on Corpus; len(Ranks) must be vocab - reserved.
+	Ranks [][]byte
+}
+
+// dims returns the target dimensions opts select.
+func (opts TargetOptions) dims() (TargetDims, error) {
+	if opts.Dims != nil {
+		d := *opts.Dims
+		if d.Vocab <= 0 || d.Reserved < 20 || d.Reserved >= d.Vocab || d.Hidden <= 0 || d.Layers <= 0 || d.Heads <= 0 {
+			return d, fmt.Errorf("synth: custom target dims %+v: need vocab > reserved >= 20 and positive hidden, layers, heads", d)
+		}
+		return d, nil
+	}
+	d, _, err := presetDims(opts.Preset)
+	return d, err
 }
 
 // RopeScaling is the YaRN block of a target config (older `rope_scaling` schema).
@@ -93,7 +112,7 @@ const (
 
 // TargetConfigFor returns the config.json of the target that opts describe.
 func TargetConfigFor(opts TargetOptions) (*TargetConfig, error) {
-	d, _, err := presetDims(opts.Preset)
+	d, err := opts.dims()
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,10 @@ type WriteOptions struct {
 	Overwrite bool
 	// Progress, if set, is called with the byte count of every write of tensor data.
 	Progress func(n int64)
+	// Tensors, if set, gives the bytes of the named tensors (exactly their dtype and shape;
+	// safetensors checks the count) in place of the seeded synthetic values: a caller that
+	// plants weights (the demo pair) writes each file once.
+	Tensors map[string]func(w io.Writer) error
 }
 
 // Result describes a written checkpoint.
@@ -55,11 +59,11 @@ func Target(dir string, opts TargetOptions, wo WriteOptions) (*Result, error) {
 		return nil, err
 	}
 	g := Generator{Seed: opts.Seed}
-	res, err := writeWeights(dir, p.Roster, TargetMetadata(), g, nil, wo)
+	res, err := writeWeights(dir, p.Roster, TargetMetadata(), g, wo.Tensors, wo)
 	if err != nil {
 		return nil, err
 	}
-	tokFiles, err := writeTokenizer(dir, p.Config, p.Specials, wo.Overwrite)
+	tokFiles, err := writeTokenizer(dir, p.Config, p.Specials, opts.Ranks, wo.Overwrite)
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +91,14 @@ func Target(dir string, opts TargetOptions, wo WriteOptions) (*Result, error) {
 
 // writeTokenizer writes tiktoken.model (cfg.Ranks() trained ranks) and
 // tokenizer_config.json (specials) into dir and returns their paths.
-func writeTokenizer(dir string, cfg *TargetConfig, specials map[int]string, overwrite bool) ([]string, error) {
-	ranks, err := TrainTokenizer(cfg.Ranks())
-	if err != nil {
-		return nil, fmt.Errorf("synth: train tokenizer: %w", err)
+func writeTokenizer(dir string, cfg *TargetConfig, specials map[int]string, ranks [][]byte, overwrite bool) ([]string, error) {
+	if ranks == nil {
+		var err error
+		if ranks, err = TrainTokenizer(cfg.Ranks()); err != nil {
+			return nil, fmt.Errorf("synth: train tokenizer: %w", err)
+		}
+	} else if len(ranks) != cfg.Ranks() {
+		return nil, fmt.Errorf("synth: the given tokenizer has %d ranks, the config needs %d (vocab %d minus reserved ids)", len(ranks), cfg.Ranks(), cfg.VocabSize)
 	}
 	tk := filepath.Join(dir, "tiktoken.model")
 	if err := writeAtomic(tk, overwrite, func(w io.Writer) error { return tokenizer.WriteTiktoken(w, ranks) }); err != nil {
@@ -140,7 +148,7 @@ func draftTokenizer(dir string, opts DraftOptions, overwrite bool) ([]string, er
 			return nil, err
 		}
 	}
-	return writeTokenizer(dir, cfg, SpecialTokens(cfg.Ranks(), cfg.VocabSize), overwrite)
+	return writeTokenizer(dir, cfg, SpecialTokens(cfg.Ranks(), cfg.VocabSize), nil, overwrite)
 }
 
 // Draft writes the synthetic draft opts describes into dir (created if needed).
@@ -170,6 +178,12 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 		}
 		embed.Init = Init{Encoding: Copy, Store: embed.Dtype}
 		copies = map[string]func(io.Writer) error{embed.Name: src}
+	}
+	for name, data := range wo.Tensors {
+		if copies == nil {
+			copies = map[string]func(io.Writer) error{}
+		}
+		copies[name] = data
 	}
 	g := Generator{Seed: opts.Seed}
 	res, err := writeWeights(dir, p.Roster, DraftMetadata(), g, copies, wo)
@@ -221,6 +235,11 @@ func writeWeights(dir string, r Roster, meta map[string]string, g Generator,
 	copies map[string]func(io.Writer) error, wo WriteOptions) (*Result, error) {
 	res := &Result{Tensors: len(r), Params: r.Params(), Bytes: r.Bytes()}
 	r = r.FileOrder()
+	for name := range copies {
+		if r.Find(name) < 0 {
+			return nil, fmt.Errorf("synth: data given for tensor %s, which the checkpoint does not have", name)
+		}
+	}
 	src := make([]safetensors.TensorSource, len(r))
 	for i := range r {
 		t := &r[i]

@@ -5,19 +5,33 @@ import (
 	"io"
 	goruntime "runtime"
 	"strconv"
+	"time"
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"github.com/olekukonko/tablewriter"
 )
 
-// demoReps is how many times the demo times each decode (the fastest run is reported); a
-// variable so that tests about what the demo decodes, not how fast, can run it once.
-var demoReps = 5
+// demoReps, when positive, is how many times the demo times each decode (the fastest run is
+// reported); 0 means the pair's own count (Files.Reps). Tests about what the demo decodes,
+// not how fast, set it to 1.
+var demoReps = 0
+
+// demoQuick makes the small embedded pair the demo's default (the cmd tests set it, so that
+// they do not build the English pair); demoRecipe, when set, replaces the English pair's
+// recipe (tests use a small one).
+var (
+	demoQuick  = false
+	demoRecipe *demo.EnglishRecipe
+)
+
+// demoSampled is the demo's sampled mode: temperature 0.8, top-p 0.95, seeded by --seed.
+var demoSampled = speculative.Params{Temperature: 0.8, TopP: 0.95}
 
 // demoMode is one set of demo rows: every prompt decoded plainly and speculatively with
 // Params.
@@ -26,18 +40,19 @@ type demoMode struct {
 	Params speculative.Params
 }
 
-// demoModes returns the decoding modes the demo reports: greedy, or the sampling asked for
-// with --temp/--top-k/--top-p.
+// demoModes returns the decoding modes the demo reports: greedy and sampled (demoSampled), or
+// only the sampling asked for with --temp/--top-k/--top-p.
 func demoModes(c *runConfig) []demoMode {
-	if c.params.Greedy() {
-		return []demoMode{{"greedy", c.params}}
+	if c.sampledOnly {
+		return []demoMode{{"sampled", c.params}}
 	}
-	return []demoMode{{"sampled", c.params}}
+	return []demoMode{{"greedy", speculative.Params{}}, {"sampled", demoSampled}}
 }
 
 // demoReport is the JSON schema of `dspark run --json` with no model.
 type demoReport struct {
 	Pair      demoPair         `json:"pair"`
+	Kernels   string           `json:"kernels"` // the kernel path that multiplied the packed weights
 	N         int              `json:"n"`
 	Context   int              `json:"context"`
 	Threads   int              `json:"threads"`
@@ -57,6 +72,14 @@ type demoPair struct {
 	DraftLayers  int    `json:"draft_layers"`
 	BlockSize    int    `json:"block_size"`
 	MarkovRank   int    `json:"markov_rank"`
+	// TargetStepBytes is the weight bytes one plain target step reads: every layer, the final
+	// norm and the lm_head (of the embedding table, one row). DraftBlockBytes is the same for
+	// a draft block (its layers and heads plus the target's lm_head it borrows).
+	TargetStepBytes int64  `json:"target_step_bytes"`
+	DraftBlockBytes int64  `json:"draft_block_bytes"`
+	LLCBytes        int64  `json:"last_level_cache_bytes,omitempty"` // as sysfs reports it (0: unknown)
+	Source          string `json:"source,omitempty"`                 // what the pair was built from
+	Built           bool   `json:"built_now,omitempty"`              // built by this run (not found in the cache)
 }
 
 // demoModeReport holds one mode's rows and their summary over all prompts.
@@ -75,6 +98,11 @@ type demoModeReport struct {
 	PerPosition []float64         `json:"acceptance_per_position"`
 	Stats       speculative.Stats `json:"stats"`
 	Identical   *bool             `json:"identical,omitempty"` // greedy: every prompt's output equals plain decoding's
+	// The round's cost split, each a multiple of one plain step (the plain decode time per
+	// token): drafting one block, and verifying it. speedup ~ tau / (draft + verify).
+	PlainStepSeconds float64 `json:"plain_step_seconds"`
+	DraftSteps       float64 `json:"draft_cost_in_plain_steps"`
+	VerifySteps      float64 `json:"verify_cost_in_plain_steps"`
 }
 
 // demoRow is one prompt decoded in one mode.
@@ -96,12 +124,19 @@ type demoRow struct {
 // runDemo runs the demo pair: each prompt (the pair's, or --prompt/--tokens) is decoded by the
 // target alone and with the draft, in the same process, in each demo mode, and the outputs,
 // acceptance, tau and measured speedup are printed.
-func runDemo(w io.Writer, c *runConfig) error {
-	files, err := demo.Open()
+func runDemo(w, stderr io.Writer, c *runConfig) error {
+	opt := demo.OpenOptions{Quick: c.quick || (demoQuick && c.cacheDir == ""), CacheDir: c.cacheDir, Recipe: demoRecipe}
+	bar := newBuildBar(stderr)
+	opt.Progress = bar.update
+	files, err := demo.Open(opt)
+	bar.done()
 	if err != nil {
 		return err
 	}
 	defer files.Close()
+	if files.Rebuilt != "" {
+		fmt.Fprintln(stderr, "dspark: note: "+files.Rebuilt)
+	}
 	m, err := openModels(files.Target, files.Draft)
 	if err != nil {
 		return err
@@ -138,12 +173,21 @@ func runDemo(w io.Writer, c *runConfig) error {
 	}
 	tc, dc := m.target.Config, m.draft.Config
 	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
+		Kernels: kernels.Implementation(),
 		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
 			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.NLayer,
-			BlockSize: dc.BlockSize, MarkovRank: dc.MarkovRank}}
+			BlockSize: dc.BlockSize, MarkovRank: dc.MarkovRank, TargetStepBytes: targetStepBytes(m.tf),
+			DraftBlockBytes: draftBlockBytes(m.df, m.tf), LLCBytes: lastLevelCache(), Built: files.Built}}
+	if mf := files.Manifest; mf != nil {
+		rep.Pair.Source = fmt.Sprintf("the doc comments of %s (%d bytes, sha256 %.12s)", mf.GoVersion, mf.CorpusBytes, mf.CorpusSHA256)
+	}
+	reps := demoReps
+	if reps <= 0 {
+		reps = files.Reps
+	}
 	var failed error
 	for _, mode := range demoModes(c) {
-		mr, err := runDemoMode(c, m, mode, rows)
+		mr, err := runDemoMode(c, m, mode, rows, reps)
 		if err != nil {
 			return err
 		}
@@ -169,7 +213,7 @@ func runDemo(w io.Writer, c *runConfig) error {
 }
 
 // runDemoMode decodes every prompt of rows plainly and speculatively with mode's sampling.
-func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow) (*demoModeReport, error) {
+func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow, reps int) (*demoModeReport, error) {
 	g := c.generator(m)
 	g.Params = mode.Params
 	mr := &demoModeReport{Mode: mode.Name, Temperature: mode.Params.Temperature, TopK: mode.Params.TopK, TopP: mode.Params.TopP}
@@ -187,7 +231,7 @@ func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow) (*demoM
 		// both are repeated, alternating, and the fastest of each is kept. Every repeat starts
 		// from the same seed, so the repeats decode the same tokens.
 		var plain, spec *runtime.Result
-		for rep := 0; rep < demoReps; rep++ {
+		for rep := 0; rep < reps; rep++ {
 			g.RNG = c.rng()
 			p1, err := g.Plain(row.PromptTokens, c.n)
 			if err != nil {
@@ -222,6 +266,11 @@ func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow) (*demoM
 	}
 	mr.PlainTPS, mr.SpecTPS = float64(plainN)/plainTime, float64(specN)/specTime
 	mr.Speedup = mr.SpecTPS / mr.PlainTPS
+	if s := &mr.Stats; s.Rounds > 0 && plainN > 0 {
+		mr.PlainStepSeconds = plainTime / float64(plainN)
+		round := func(d time.Duration) float64 { return d.Seconds() / float64(s.Rounds) / mr.PlainStepSeconds }
+		mr.DraftSteps, mr.VerifySteps = round(s.DraftTime), round(s.VerifyTime)
+	}
 	mr.Tau, mr.Acceptance, mr.PerPosition = mr.Stats.Tau(), mr.Stats.AcceptanceRate(), mr.Stats.PerPositionRates()
 	return mr, nil
 }
@@ -229,27 +278,34 @@ func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow) (*demoM
 // printDemo prints the demo report as text.
 func printDemo(w io.Writer, r *demoReport) {
 	p := r.Pair
-	fmt.Fprintf(w, "dspark demo: %s pair (target: deepseek2, %d layers, hidden %d, vocab %d; draft: dflash/MLA, %d layers, block %d, Markov rank %d)\n",
-		p.Name, p.TargetLayers, p.Hidden, p.Vocab, p.DraftLayers, p.BlockSize, p.MarkovRank)
-	fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
+	fmt.Fprintf(w, "dspark demo: %s pair (target: deepseek2, %d layers, hidden %d, vocab %d, %s of weights read per step; draft: dflash/MLA, %d layer(s), block %d, Markov rank %d)\n",
+		p.Name, p.TargetLayers, p.Hidden, p.Vocab, megabytes(p.TargetStepBytes), p.DraftLayers, p.BlockSize, p.MarkovRank)
+	if p.Name == "english" {
+		fmt.Fprintf(w, "The target is constructed: its lexicon is the bigram statistics of %s, planted in its weights, with a\n", p.Source)
+		fmt.Fprintln(w, "repetition penalty computed by its first attention layer. The draft is derived from it by running it; its")
+		fmt.Fprintln(w, "confidence head is fitted to held-out corpus text. These prompts were never seen by any fit (docs/demo.md).")
+	} else {
+		fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
+	}
+	fmt.Fprintf(w, "kernels: %s, %d thread(s)\n", r.Kernels, r.Threads)
 	for _, mr := range r.Modes {
 		if mr.Seed != nil {
-			fmt.Fprintf(w, "%s decoding: temperature %g, top-k %d, top-p %g, seed %d\n", mr.Mode, mr.Temperature, mr.TopK, mr.TopP, *mr.Seed)
-		} else if len(r.Modes) > 1 {
-			fmt.Fprintf(w, "%s decoding:\n", mr.Mode)
+			fmt.Fprintf(w, "\n%s decoding: temperature %g, top-k %d, top-p %g, seed %d\n", mr.Mode, mr.Temperature, mr.TopK, mr.TopP, *mr.Seed)
+		} else {
+			fmt.Fprintf(w, "\n%s decoding:\n", mr.Mode)
 		}
 		for _, row := range mr.Prompts {
 			fmt.Fprintf(w, "%s -> %s\n", row.label, strconv.Quote(row.Text))
 		}
 		t := tablewriter.NewTable(w)
-		t.Header("prompt", "tokens", "plain tok/s", "speculative tok/s", "tau", "identical")
+		t.Header("prompt", "tokens", "plain tok/s", "speculative tok/s", "speedup", "tau", "identical")
 		for _, row := range mr.Prompts {
 			identical := "n/a (sampled)"
 			if row.Identical != nil {
 				identical = strconv.FormatBool(*row.Identical)
 			}
 			t.Append(row.label, len(row.Tokens), fmt.Sprintf("%.0f", row.PlainTPS), fmt.Sprintf("%.0f", row.SpecTPS),
-				fmt.Sprintf("%.2f", row.Tau), identical)
+				fmt.Sprintf("%.2fx", row.Speedup), fmt.Sprintf("%.2f", row.Tau), identical)
 		}
 		t.Render()
 		drafts := ""
@@ -258,12 +314,19 @@ func printDemo(w io.Writer, r *demoReport) {
 		}
 		fmt.Fprintf(w, "all prompts: %s tau %.2f at block size %d%s, acceptance %.3f; plain %.0f tok/s, speculative %.0f tok/s, measured speedup %.2fx\n",
 			mr.Mode, mr.Tau, p.BlockSize, drafts, mr.Acceptance, mr.PlainTPS, mr.SpecTPS, mr.Speedup)
-		if len(r.Modes) == 1 {
-			fmt.Fprintln(w, "(a toy pair: compute-bound, so an 8-row verify costs several plain steps and the speedup stays well below tau; docs/benchmarks.md has the memory-bound figures)")
+		if mr.Stats.Rounds > 0 {
+			fmt.Fprintf(w, "a round costs %.2f plain steps (draft %.2f + verify %.2f) and emits %.2f tokens\n",
+				mr.DraftSteps+mr.VerifySteps, mr.DraftSteps, mr.VerifySteps, mr.Tau)
 		}
 		printStatsTables(w, &mr.Stats)
 	}
+	if p.Name != "english" {
+		fmt.Fprintln(w, "(a toy pair: compute-bound, so an 8-row verify costs several plain steps and the speedup stays well below tau; `dspark run` without --quick runs the English pair)")
+	}
 }
+
+// megabytes formats n bytes as MB (10^6).
+func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
 // runDraftOnly loads a draft without its target (a seeded stand-in embedding/lm_head of the
 // draft's vocabulary takes the target's place), injects synthetic context features, drafts

@@ -89,6 +89,9 @@ func convertedPair(t *testing.T) (target, draft string) {
 var testDir string
 
 func TestMain(m *testing.M) {
+	// The demo's default pair is built on first use (about a minute); these tests run the
+	// embedded pair unless they give --cache-dir (TestRunDemoEnglish builds a small one).
+	demoQuick = true
 	var err error
 	if testDir, err = os.MkdirTemp("", "dspark-cmd-test-"); err != nil {
 		panic(err)
@@ -230,7 +233,17 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	}
 	greedy := demoJSON("-n", "12")
 	g := greedy.Modes
-	if len(g) != 1 || g[0].Mode != "greedy" || len(g[0].Prompts) != 4 || g[0].Identical == nil || !*g[0].Identical ||
+	greedyRows := tokens(&demoReport{Modes: g[:1]})
+	// By default the demo shows greedy rows and sampled rows (T 0.8, top-p 0.95, --seed).
+	if len(g) != 2 || g[1].Mode != "sampled" || g[1].Temperature != 0.8 || g[1].TopP != 0.95 || g[1].Seed == nil ||
+		*g[1].Seed != 1 || g[1].Identical != nil || len(g[1].Prompts) != 4 {
+		t.Fatalf("demo modes: %+v", g)
+	}
+	if s7 := demoJSON("-n", "12", "--seed", "7"); *s7.Modes[1].Seed != 7 || slices.EqualFunc(tokens(s7), tokens(greedy), slices.Equal) ||
+		!slices.EqualFunc(tokens(&demoReport{Modes: s7.Modes[:1]}), greedyRows, slices.Equal) {
+		t.Fatal("--seed does not seed the demo's sampled rows alone")
+	}
+	if g[0].Mode != "greedy" || len(g[0].Prompts) != 4 || g[0].Identical == nil || !*g[0].Identical ||
 		greedy.Pair.Name != "embedded" || len(greedy.Pair.TargetSHA256) != 64 || greedy.N != 12 || g[0].Tau < 1 {
 		t.Fatalf("demo JSON: %+v", greedy)
 	}
@@ -245,7 +258,7 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	if m := s3.Modes[0]; m.Mode != "sampled" || m.Temperature != 1.5 || m.Seed == nil || *m.Seed != 3 || m.Identical != nil {
 		t.Fatalf("sampled demo mode %+v", m)
 	}
-	if slices.EqualFunc(tokens(s3), tokens(greedy), slices.Equal) {
+	if slices.EqualFunc(tokens(s3), greedyRows, slices.Equal) {
 		t.Fatal("--temp 1.5 gave the greedy output")
 	}
 	if !slices.EqualFunc(tokens(s3), tokens(demoJSON("-n", "12", "--temp", "1.5", "--seed", "3")), slices.Equal) {
@@ -257,7 +270,7 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	// --top-k 1 and a tiny --top-p keep only the most probable token: sampling becomes greedy.
 	for _, filter := range [][]string{{"--top-k", "1"}, {"--top-p", "0.000001"}} {
 		r := demoJSON(append([]string{"-n", "12", "--temp", "1.5"}, filter...)...)
-		if !slices.EqualFunc(tokens(r), tokens(greedy), slices.Equal) {
+		if !slices.EqualFunc(tokens(r), greedyRows, slices.Equal) {
 			t.Fatalf("%v at T 1.5 differs from greedy: the filter is ignored", filter)
 		}
 	}
@@ -285,7 +298,6 @@ func TestRunDemoHonoursFlags(t *testing.T) {
 	}{
 		{[]string{"--no-plain"}, "--no-plain"},
 		{[]string{"--logprobs", "3"}, "--logprobs"},
-		{[]string{"--seed", "3"}, "--seed"},
 		{[]string{"--top-k", "3"}, "--top-k"},
 		{[]string{"--top-p", "0.5"}, "--top-p"},
 		{[]string{"--tokens", "5,1024"}, "--tokens"},
@@ -313,8 +325,8 @@ func TestRunDemoText(t *testing.T) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, " -> "); n != 4 {
-		t.Fatalf("%d prompt lines, want 4:\n%s", n, out)
+	if n := strings.Count(out, " -> "); n != 8 {
+		t.Fatalf("%d prompt lines, want 4 greedy and 4 sampled:\n%s", n, out)
 	}
 }
 
@@ -572,7 +584,7 @@ func TestRunLogProbs(t *testing.T) {
 	}
 	// On the demo pair most drafts are accepted, so the values of many verify rows beyond
 	// the first are compared with the single-row forwards of target-only mode.
-	pair, err := demo.Open()
+	pair, err := demo.Open(demo.OpenOptions{Quick: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,5 +687,49 @@ func TestRunParityFailureExitStatus(t *testing.T) {
 	// Sampled runs are not parity-checked: the same break does not fail them.
 	if _, errOut, code := runRoot(t, "run", "--target", target, "--draft", draft, "--tokens", "5,6", "-n", "8", "--temp", "1"); code != 0 {
 		t.Errorf("sampled run: exit %d %s", code, errOut)
+	}
+}
+
+// TestRunDemoEnglish: with --cache-dir the demo builds the English pair there on first use
+// (here the small test recipe), reports it as built, reuses it on the next run, and a cache
+// directory that cannot be written is an error naming it and the flags that help.
+func TestRunDemoEnglish(t *testing.T) {
+	defer func(n int, r *demo.EnglishRecipe) { demoReps, demoRecipe = n, r }(demoReps, demoRecipe)
+	demoReps, demoRecipe = 1, &demo.TestEnglish
+	cache := t.TempDir()
+	run := func() (*demoReport, string) {
+		t.Helper()
+		out, errOut, code := runRoot(t, "run", "--cache-dir", cache, "-n", "12", "--json")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		var r demoReport
+		decodeJSON(t, out, &r)
+		return &r, errOut
+	}
+	r, errOut := run()
+	p := r.Pair
+	if p.Name != "english" || !p.Built || p.Vocab != demo.TestEnglish.Vocab || p.TargetStepBytes <= 0 || p.DraftBlockBytes <= 0 ||
+		!strings.Contains(p.Source, "doc comments of go") || !strings.Contains(errOut, "building the English demo pair") {
+		t.Fatalf("first run: %+v\n%s", p, errOut)
+	}
+	if len(r.Modes) != 2 || r.Modes[0].Identical == nil || !*r.Modes[0].Identical || r.Modes[0].VerifySteps <= 0 || r.Modes[0].DraftSteps <= 0 ||
+		len(r.Modes[0].Prompts) != len(demo.EnglishPrompts) || r.Modes[0].Prompts[0].Prompt != demo.EnglishPrompts[0] {
+		t.Fatalf("first run modes: %+v", r.Modes)
+	}
+	if r2, errOut := run(); r2.Pair.Built || errOut != "" || r2.Pair.TargetSHA256 != p.TargetSHA256 {
+		t.Fatalf("second run rebuilt: %+v\n%s", r2.Pair, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runRoot(t, "run", "--cache-dir", filepath.Join(file, "sub"), "-n", "4")
+	if code != exitFailure || !strings.Contains(errOut, file) || !strings.Contains(errOut, "--cache-dir") {
+		t.Fatalf("unwritable cache: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = runRoot(t, "run", "--cache-dir", cache, "--quick")
+	if code != exitUsage || !strings.Contains(errOut, "--cache-dir") {
+		t.Fatalf("--quick --cache-dir: exit %d\n%s", code, errOut)
 	}
 }

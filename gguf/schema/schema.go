@@ -227,7 +227,7 @@ func (s *Schema) key(name string) *keyC {
 	return r.key
 }
 
-// Keys returns every key of the schema in the order files are written: general.*, the
+// AllKeys returns every key of the schema in the order files are written: general.*, the
 // architecture's keys, tokenizer.*.
 func (s *Schema) AllKeys() []*Key {
 	out := make([]*Key, len(s.c.keys))

@@ -152,7 +152,7 @@ func checkGQAHeads(r *cfgReader, ro *roster, d dims, layers int64) {
 			}
 			split := heads(n, hd)
 			if c.heads > 0 && n%c.heads == 0 {
-				split = fmt.Sprintf(" = %d heads x %d", c.heads, n/c.heads)
+				split = fmt.Sprintf(" = %d head%s x %d", c.heads, plural(c.heads), n/c.heads)
 			}
 			r.fail("%s %d x head_dim %d = %d %s disagrees with %s, which has %d %s%s",
 				c.what, c.heads, hd, c.heads*hd, side, located(t), n, side, split)
@@ -169,4 +169,11 @@ func checkGQAHeads(r *cfgReader, ro *roster, d dims, layers int64) {
 			break
 		}
 	}
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -191,7 +191,9 @@ func TestQwen3BadInput(t *testing.T) {
 		}, []string{`rope_scaling: rope type "yarn" is not supported for Qwen3 targets`}},
 		{"attention bias", func(c map[string]any) { c["attention_bias"] = true }, []string{"attention_bias = true is not supported"}},
 		{"sliding window", func(c map[string]any) { c["use_sliding_window"] = true }, []string{"use_sliding_window = true is not supported"}},
-		{"layer types", func(c map[string]any) { c["layer_types"] = []any{"full_attention", "sliding_attention", "full_attention"} },
+		{"layer types", func(c map[string]any) {
+			c["layer_types"] = []any{"full_attention", "sliding_attention", "full_attention"}
+		},
 			[]string{`layer_types[1] is "sliding_attention"`}},
 		{"act", func(c map[string]any) { c["hidden_act"] = "gelu" }, []string{`hidden_act "gelu" is not supported`}},
 		{"vocab", func(c map[string]any) { c["vocab_size"] = 2048 }, []string{"vocabulary mismatch: config.json vocab_size is 2048 but model.embed_tokens.weight has 1024 rows"}},

@@ -7,7 +7,7 @@
 # ggml loads the best variant for the CPU, e.g. zen4 or sapphirerapids), installed on first
 # use into $DSPARK_LLAMA_DIR with `npm install` (nothing is downloaded at run time). Each
 # round runs, for every thread count, llama.cpp with flash attention off and on, and
-# `dspark run` (GOMAXPROCS = threads), alternating the order from round to round, then
+# `dspark run --threads T` (GOMAXPROCS = T), alternating the order from round to round, then
 # runtime's BenchmarkTargetDecode for the streaming read of the same bytes (kernels.StreamRead
 # of the step's weights). Every run decodes the same fixed token-id prompt greedily for the
 # same number of tokens and is timed from the first generated token to the last (prompt
@@ -141,7 +141,7 @@ llama() { # llama THREADS FLASH OUTFILE
     { echo "bench-llamacpp: llama.cpp failed (threads $1, flash $2):" >&2; cat "$3.err" >&2; exit 1; }
 }
 dspark() { # dspark THREADS OUTFILE
-  GOMAXPROCS=$1 "$bin" run --target "$model" --tokens "$prompt" -n "$ntok" --json >"$2" 2>"$2.err" ||
+  GOMAXPROCS=$1 "$bin" run --target "$model" --tokens "$prompt" -n "$ntok" --threads "$1" --json >"$2" 2>"$2.err" ||
     { echo "bench-llamacpp: dspark run failed (threads $1):" >&2; cat "$2.err" >&2; exit 1; }
 }
 {

@@ -101,7 +101,7 @@ if (cmd === "prompt") {
   console.log("\nalso measured:");
   for (const {t, s} of rows) {
     console.log(`  ${t} thread(s): llama.cpp's own eval counter (sampling excluded) FA off ${fmt(median(s.offEval))}, on ${fmt(median(s.onEval))} tok/s;` +
-      ` BenchmarkTargetDecode's dspark ${fmt(median(s.benchDs))} tok/s, ${fmt(median(s.benchRatio), 2)} of the read (paired per step; ${fmt(median(s.weightMB), 0)} MB/token)`);
+      ` BenchmarkTargetDecode's dspark ${fmt(median(s.benchDs))} tok/s, ${fmt(median(s.benchRatio), 2)} of the read (paired per step; ${fmt(median(s.weightMB), median(s.weightMB) < 10 ? 2 : 0)} MB/token)`);
   }
   const d = firstDiff(tok.ds[0], tok.off[0]), dOn = firstDiff(tok.on[0], tok.off[0]);
   console.log(`  greedy tokens (${tok.ds[0].length}): dspark vs llama.cpp FA off ${d < 0 ? "identical" : `first differ at ${d}`};` +

@@ -113,6 +113,7 @@ if (opt.logits) {
   const t0 = performance.now();
   for await (const tok of seq.evaluate(prompt, {temperature: 0})) {
     if (out.tokens.length === 0) {
+      out.prompt_ms = performance.now() - t0;
       capture = true;
       await context.printTimings(); // counters from here on are the decode steps'
       perf.length = 0;
@@ -124,7 +125,6 @@ if (opt.logits) {
   const t2 = performance.now();
   await context.printTimings();
   capture = false;
-  out.prompt_ms = t1 - t0;
   out.decode_tok_s = opt.n > 1 ? (opt.n - 1) / ((t2 - t1) / 1000) : null;
   // "eval time = X ms / N runs": the one-token decode calls since the reset above.
   out.eval_tok_s = null;

@@ -48,7 +48,14 @@ threads=${THREADS:-1 2}
 version=${NODE_LLAMA_CPP_VERSION:-3.22.1}
 llama_dir=${DSPARK_LLAMA_DIR:-$HOME/.cache/dspark/llama}
 here=$(cd "$(dirname "$0")" && pwd)
-bin=${DSPARK_BIN:-bin/dspark}
+# Paths from the caller's directory, then work from the repository root (go test, go run).
+if [ -n "$model" ]; then
+  [ -s "$model" ] || { echo "bench-llamacpp: $model: no such file" >&2; exit 2; }
+  model=$(realpath "$model")
+fi
+bin=$(realpath -m "${DSPARK_BIN:-$here/../bin/dspark}")
+[ -z "${DSPARK_BENCH_DIR:-}" ] || DSPARK_BENCH_DIR=$(realpath -m "$DSPARK_BENCH_DIR")
+cd "$here/.."
 
 for tool in node npm go; do
   command -v $tool >/dev/null || { echo "bench-llamacpp: needs $tool on PATH" >&2; exit 1; }
@@ -119,9 +126,6 @@ if [ -z "$model" ]; then
     [ "$compare" = 0 ] || "$bin" convert "$dir/$name-hf" --outtype f32 -o "$f32" --quiet --force
     rm -rf "$dir/$name-hf"
   fi
-elif [ ! -s "$model" ]; then
-  echo "bench-llamacpp: $model: no such file" >&2
-  exit 2
 fi
 
 # A fixed prompt of token ids, clear of the reserved tokens at the top of the vocabulary.

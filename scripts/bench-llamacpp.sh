@@ -8,8 +8,8 @@
 # use into $DSPARK_LLAMA_DIR with `npm install` (nothing is downloaded at run time). Each
 # round runs, for every thread count, llama.cpp with flash attention off and on, and
 # `dspark run --threads T` (GOMAXPROCS = T), alternating the order from round to round, then
-# runtime's BenchmarkTargetDecode for the streaming read of the same bytes (kernels.StreamRead
-# of the step's weights). Every run decodes the same fixed token-id prompt greedily for the
+# runtime/deepseek2's BenchmarkTargetDecode for the streaming read of the same bytes
+# (kernels.StreamRead of the step's weights). Every run decodes the same fixed token-id prompt greedily for the
 # same number of tokens and is timed from the first generated token to the last (prompt
 # processing excluded on both sides). scripts/llamacpp-report.mjs prints the medians and the
 # ratios; then llama.cpp's greedy tokens and logits are compared with dspark's step by step
@@ -138,7 +138,7 @@ rm -rf "$out"
 mkdir -p "$out"
 maxt=1
 for t in $threads; do [ "$t" -gt "$maxt" ] && maxt=$t; done
-go test -c -o "$dir/runtime.test" ./runtime/
+go test -c -o "$dir/runtime.test" ./runtime/deepseek2/
 llama() { # llama THREADS FLASH OUTFILE
   (cd "$dir" && DSPARK_LLAMA_DIR=$run_dir node "$here/llamacpp-decode.mjs" --model "$model" \
     --tokens "$prompt" -n "$ntok" --threads "$1" --flash "$2" >"$3" 2>"$3.err") ||

@@ -27,7 +27,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
 )
 
 type llamaDump struct {
@@ -79,12 +79,12 @@ func run(path, dumpPath string) error {
 		return err
 	}
 	defer f.Close()
-	t, err := runtime.LoadTarget(f, runtime.TargetOptions{Context: len(d.Prompt) + len(d.Tokens) + 1, Pack: true})
+	t, err := deepseek2.Load(f, runtime.Options{Context: len(d.Prompt) + len(d.Tokens) + 1, Pack: true})
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	V := t.Config.NVocab
+	V := t.Dims().NVocab
 	if d.Vocab != V {
 		return fmt.Errorf("%s: vocabulary %d, the target has %d", dumpPath, d.Vocab, V)
 	}
@@ -92,7 +92,7 @@ func run(path, dumpPath string) error {
 	// Prefill; the last row's logits predict the first generated token.
 	var last []float32
 	for done := 0; done < len(d.Prompt); {
-		n := min(len(d.Prompt)-done, kernels.MaxBatch)
+		n := min(len(d.Prompt)-done, t.MaxBatch())
 		if err := t.Forward(d.Prompt[done:done+n], n-1, nil, &st); err != nil {
 			return err
 		}

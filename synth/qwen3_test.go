@@ -52,11 +52,30 @@ func TestQwen3TinyRoster(t *testing.T) {
 		if len(p.Roster) != n {
 			t.Errorf("tied %v: %d tensors, want %d", tied, len(p.Roster), n)
 		}
+		// 65,536 embedding + 3 x 40,112 per layer + 64 final norm (+ 65,536 lm_head).
+		if want := map[bool]int64{false: 251_472, true: 185_936}[tied]; p.Roster.Params() != want {
+			t.Errorf("tied %v: %d parameters, want %d", tied, p.Roster.Params(), want)
+		}
 		for _, x := range p.Roster {
 			if x.Dtype != BF16 {
 				t.Errorf("%s is %s, want BF16", x.Name, x.Dtype)
 			}
 		}
+	}
+}
+
+// TestQwen3Small: the small preset's size (docs/synth.md): 6 layers of 13,895,936 and a
+// 32000 x 1024 embedding and head.
+func TestQwen3Small(t *testing.T) {
+	p, err := PlanQwen3(Qwen3Options{Preset: Small}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Roster.Params(); n != 148_912_640 {
+		t.Errorf("%d parameters, want 148,912,640", n)
+	}
+	if c := p.Config; c.HeadDim*c.NumAttentionHeads == c.HiddenSize || c.HeadDim*c.NumKeyValueHeads == c.HiddenSize {
+		t.Errorf("small: a projection is square (%+v)", c)
 	}
 }
 

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // MarshalTokenizerJSON writes t as a tokenizer.json in the layout the tokenizers library
@@ -155,4 +156,36 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// NewHFTokenizer builds a tokenizer.json model from byte-level BPE ranks (index = id, as
+// TrainBPEFor returns them; nil = hole) and added tokens: model.vocab holds each rank's bytes
+// through GPT-2's byte-to-unicode table, and model.merges the merges GGUFVocab rebuilds from
+// the ranks (one per multi-byte token, in rank order). The merges are written as strings;
+// set PairMerges for pairs. The result is checked like a parsed file (see
+// ParseTokenizerJSON): every byte must have a rank, added tokens need ids and contents of
+// their own.
+func NewHFTokenizer(ranks [][]byte, added []HFAddedToken) (*HFTokenizer, error) {
+	t := &HFTokenizer{Vocab: make([]string, len(ranks)), Added: added, NFC: true}
+	rankOf := make(map[string]int32, len(ranks))
+	for r, tok := range ranks {
+		if tok == nil {
+			continue
+		}
+		if _, dup := rankOf[string(tok)]; dup {
+			return nil, fmt.Errorf("tokenizer: rank %d repeats the bytes %q", r, tok)
+		}
+		rankOf[string(tok)] = int32(r)
+		t.Vocab[r] = mappedString(tok)
+	}
+	merges, _ := rebuildMerges(ranks, rankOf)
+	t.Merges = make([][2]string, len(merges))
+	for i, m := range merges {
+		l, r, _ := strings.Cut(m, " ") // mapped text holds no spaces
+		t.Merges[i] = [2]string{l, r}
+	}
+	if _, err := MarshalTokenizerJSON(t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }

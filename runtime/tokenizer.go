@@ -8,7 +8,8 @@ import (
 )
 
 // LoadTokenizer builds the byte-level BPE tokenizer stored in a GGUF (tokenizer.ggml.model
-// "gpt2": tokens, merges and token types).
+// "gpt2": tokens, merges and token types) with the pre-tokenizer tokenizer.ggml.pre names
+// ("kimi-k2" or "qwen2"; a missing or other name is an error, not a fallback).
 func LoadTokenizer(f *gguf.File) (*tokenizer.BPE, error) {
 	model, err := f.String("tokenizer.ggml.model")
 	if err != nil {
@@ -16,6 +17,10 @@ func LoadTokenizer(f *gguf.File) (*tokenizer.BPE, error) {
 	}
 	if model != "gpt2" {
 		return nil, fmt.Errorf("%s: tokenizer.ggml.model %q is not supported (want gpt2)", f.Path, model)
+	}
+	pre, err := f.String("tokenizer.ggml.pre")
+	if err != nil {
+		return nil, fmt.Errorf("%s: no pre-tokenizer: %w", f.Path, err)
 	}
 	tokens, err := f.Strings("tokenizer.ggml.tokens")
 	if err != nil {
@@ -29,7 +34,7 @@ func LoadTokenizer(f *gguf.File) (*tokenizer.BPE, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	b, err := tokenizer.NewBPE(tokens, merges, types)
+	b, err := tokenizer.NewBPEFor(pre, tokens, merges, types)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}

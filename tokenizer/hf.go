@@ -305,12 +305,11 @@ func (p *hfParser) vocabObject() error {
 		if err != nil {
 			return err
 		}
-		field := "model.vocab[" + strconv.Quote(tok.Str) + "]"
-		v, voff, err := p.next(field)
+		v, voff, err := p.lx.Next()
 		if err != nil {
-			return err
+			return p.located(err, vocabField(tok.Str))
 		}
-		id, err := p.id(v, voff, field)
+		id, err := p.id(v, voff, tok.Str)
 		if err != nil {
 			return err
 		}
@@ -320,14 +319,26 @@ func (p *hfParser) vocabObject() error {
 	return err
 }
 
-// id checks a token id: a non-negative integer no larger than maxHFID.
-func (p *hfParser) id(v jsonlex.Token, off int64, field string) (int, error) {
+// vocabField names the model.vocab entry of tok (built only for errors: the happy path must
+// not pay for quoting every token).
+func vocabField(tok string) string { return "model.vocab[" + strconv.Quote(tok) + "]" }
+
+// mergeField names model.merges[i].
+func mergeField(i int) string { return "model.merges[" + strconv.Itoa(i) + "]" }
+
+// id checks a model.vocab token id: a non-negative integer no larger than maxHFID.
+func (p *hfParser) id(v jsonlex.Token, off int64, tok string) (int, error) {
+	return p.idIn(v, off, func() string { return vocabField(tok) })
+}
+
+// idIn checks a token id; field names it for errors.
+func (p *hfParser) idIn(v jsonlex.Token, off int64, field func() string) (int, error) {
 	n, err := p.lx.IntOf(v, off)
 	if err != nil {
-		return 0, p.located(err, field)
+		return 0, p.located(err, field())
 	}
 	if n > maxHFID {
-		return 0, p.errAt(off, field, "id %d is absurd (limit %d)", n, maxHFID)
+		return 0, p.errAt(off, field(), "id %d is absurd (limit %d)", n, maxHFID)
 	}
 	return int(n), nil
 }
@@ -338,50 +349,49 @@ func (p *hfParser) mergeList() error {
 		return p.located(err, "model.merges")
 	}
 	for i := 0; p.lx.More(); i++ {
-		field := "model.merges[" + strconv.Itoa(i) + "]"
-		tok, off, err := p.next(field)
+		tok, off, err := p.lx.Next()
 		if err != nil {
-			return err
+			return p.located(err, mergeField(i))
 		}
 		var m [2]string
 		switch tok.Kind {
 		case jsonlex.String:
 			if i > 0 && p.pairs {
-				return p.errAt(off, field, "a \"left right\" string, but merges[0] is a [left, right] pair (the two formats cannot be mixed)")
+				return p.errAt(off, mergeField(i), "a \"left right\" string, but merges[0] is a [left, right] pair (the two formats cannot be mixed)")
 			}
 			l, r, ok := strings.Cut(tok.Str, " ")
 			if !ok || strings.Contains(r, " ") {
-				return p.errAt(off, field, "%q is not \"left right\" (exactly one space)", tok.Str)
+				return p.errAt(off, mergeField(i), "%q is not \"left right\" (exactly one space)", tok.Str)
 			}
 			m = [2]string{l, r}
 		case jsonlex.BeginArray:
 			if i > 0 && !p.pairs {
-				return p.errAt(off, field, "a [left, right] pair, but merges[0] is a \"left right\" string (the two formats cannot be mixed)")
+				return p.errAt(off, mergeField(i), "a [left, right] pair, but merges[0] is a \"left right\" string (the two formats cannot be mixed)")
 			}
 			p.pairs = true
 			n := 0
 			for p.lx.More() {
-				e, eoff, err := p.next(field)
+				e, eoff, err := p.lx.Next()
 				if err != nil {
-					return err
+					return p.located(err, mergeField(i))
 				}
 				if e.Kind != jsonlex.String {
-					return p.errAt(eoff, field, "pair elements must be strings, got %s", jsonlex.Describe(e))
+					return p.errAt(eoff, mergeField(i), "pair elements must be strings, got %s", jsonlex.Describe(e))
 				}
 				if n == 2 {
-					return p.errAt(eoff, field, "a pair has exactly two strings")
+					return p.errAt(eoff, mergeField(i), "a pair has exactly two strings")
 				}
 				m[n] = e.Str
 				n++
 			}
-			if _, _, err := p.next(field); err != nil {
-				return err
+			if _, _, err := p.lx.Next(); err != nil {
+				return p.located(err, mergeField(i))
 			}
 			if n != 2 {
-				return p.errAt(off, field, "a pair has exactly two strings, got %d", n)
+				return p.errAt(off, mergeField(i), "a pair has exactly two strings, got %d", n)
 			}
 		default:
-			return p.errAt(off, field, "must be a \"left right\" string or a [left, right] pair, got %s", jsonlex.Describe(tok))
+			return p.errAt(off, mergeField(i), "must be a \"left right\" string or a [left, right] pair, got %s", jsonlex.Describe(tok))
 		}
 		p.merges = append(p.merges, m)
 		p.mergeOff = append(p.mergeOff, off)
@@ -413,7 +423,7 @@ func (p *hfParser) addedTokens() error {
 			have[key] = true
 			switch key {
 			case "id":
-				id, err := p.id(val.token(), val.off, f)
+				id, err := p.idIn(val.token(), val.off, func() string { return f })
 				if err != nil {
 					return err
 				}
@@ -603,7 +613,7 @@ func (p *hfParser) check() (*HFTokenizer, error) {
 	if n := len(p.vocab) + len(p.added); maxID+1 > maxSparse(n) {
 		for _, e := range p.vocab {
 			if e.id == maxID {
-				return nil, p.errAt(e.off, "model.vocab["+strconv.Quote(e.tok)+"]", "id %d leaves most of the id space empty (only %d tokens); the file is corrupt", maxID, n)
+				return nil, p.errAt(e.off, vocabField(e.tok), "id %d leaves most of the id space empty (only %d tokens); the file is corrupt", maxID, n)
 			}
 		}
 		for i, a := range p.added {
@@ -616,15 +626,14 @@ func (p *hfParser) check() (*HFTokenizer, error) {
 	loc.vocabOff = make([]int64, len(t.Vocab))
 	idOf := make(map[string]int, len(p.vocab))
 	for _, e := range p.vocab {
-		field := "model.vocab[" + strconv.Quote(e.tok) + "]"
 		if prev, dup := idOf[e.tok]; dup {
-			return nil, p.errAt(e.off, field, "duplicate token (first with id %d)", prev)
+			return nil, p.errAt(e.off, vocabField(e.tok), "duplicate token (first with id %d)", prev)
 		}
 		if e.tok == "" {
-			return nil, p.errAt(e.off, field, "empty token")
+			return nil, p.errAt(e.off, vocabField(e.tok), "empty token")
 		}
 		if t.Vocab[e.id] != "" {
-			return nil, p.errAt(e.off, field, "id %d is already token %q", e.id, t.Vocab[e.id])
+			return nil, p.errAt(e.off, vocabField(e.tok), "id %d is already token %q", e.id, t.Vocab[e.id])
 		}
 		idOf[e.tok] = e.id
 		t.Vocab[e.id] = e.tok
@@ -656,8 +665,8 @@ func (p *hfParser) check() (*HFTokenizer, error) {
 		if _, added := addedAt[id]; added {
 			continue
 		}
-		if raw, ok := unmap(tok); !ok || len(raw) == 0 {
-			return nil, p.errAt(loc.vocabOff[id], "model.vocab["+strconv.Quote(tok)+"]", "token is not GPT-2 byte-level text (a byte-level BPE stores every byte as one of 256 printable runes)")
+		if !isByteLevel(tok) {
+			return nil, p.errAt(loc.vocabOff[id], vocabField(tok), "token is not GPT-2 byte-level text (a byte-level BPE stores every byte as one of 256 printable runes)")
 		}
 	}
 	for c := range 256 {
@@ -673,29 +682,29 @@ func (p *hfParser) check() (*HFTokenizer, error) {
 	type pair struct{ l, r int }
 	seen := make(map[pair]int, len(p.merges))
 	for i, m := range p.merges {
-		field := "model.merges[" + strconv.Itoa(i) + "]"
+		field := func() string { return mergeField(i) }
 		var ids [2]int
 		for k, part := range m {
 			id, ok := idOf[part]
 			if !ok {
-				return nil, p.errAt(p.mergeOff[i], field, "part %q of merge %q is not a model.vocab token", part, m[0]+" "+m[1])
+				return nil, p.errAt(p.mergeOff[i], field(), "part %q of merge %q is not a model.vocab token", part, m[0]+" "+m[1])
 			}
 			if _, added := addedAt[id]; added {
-				return nil, p.errAt(p.mergeOff[i], field, "part %q of merge %q is an added token", part, m[0]+" "+m[1])
+				return nil, p.errAt(p.mergeOff[i], field(), "part %q of merge %q is an added token", part, m[0]+" "+m[1])
 			}
 			ids[k] = id
 		}
 		res := m[0] + m[1]
 		id, ok := idOf[res]
 		if !ok {
-			return nil, p.errAt(p.mergeOff[i], field, "the merge of %q and %q, %q, is not a model.vocab token", m[0], m[1], res)
+			return nil, p.errAt(p.mergeOff[i], field(), "the merge of %q and %q, %q, is not a model.vocab token", m[0], m[1], res)
 		}
 		if _, added := addedAt[id]; added {
-			return nil, p.errAt(p.mergeOff[i], field, "the merge of %q and %q is the added token %q", m[0], m[1], res)
+			return nil, p.errAt(p.mergeOff[i], field(), "the merge of %q and %q is the added token %q", m[0], m[1], res)
 		}
 		k := pair{ids[0], ids[1]}
 		if j, dup := seen[k]; dup {
-			return nil, p.errAt(p.mergeOff[i], field, "repeats model.merges[%d]", j)
+			return nil, p.errAt(p.mergeOff[i], field(), "repeats model.merges[%d]", j)
 		}
 		seen[k] = i
 	}
@@ -803,3 +812,21 @@ func readTree(lx *jsonlex.Reader, depth int, fail func(int64, string, ...any) er
 	}
 	return v, nil
 }
+
+// isByteLevel reports whether s is non-empty GPT-2 byte-to-unicode text.
+func isByteLevel(s string) bool {
+	for _, r := range s {
+		if r >= rune(len(isMappedRune)) || !isMappedRune[r] {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isMappedRune marks the runes of GPT-2's byte-to-unicode table (all below U+0144).
+var isMappedRune = func() (t [0x144]bool) {
+	for _, r := range byteRune {
+		t[r] = true
+	}
+	return t
+}()

@@ -1,6 +1,11 @@
-// Package runtime is dspark's pure-Go reference runtime: it loads a deepseek2 target and a
-// dflash (DSpark, MLA backbone) draft from GGUF files, runs their forward passes on the CPU
-// and drives lossless speculative decoding.
+// Package runtime is the core of dspark's pure-Go reference runtime: the Target and Draft
+// interfaces (what the decode loop and a draft need from a target, and from a drafter), and
+// the Generator that decodes with a target alone or with lossless speculative decoding over
+// them (each round a draft step, a verify step and a commit step). The models live in their
+// own packages: runtime/deepseek2 (the deepseek2 target) and runtime/dflashmla (the dflash
+// DSpark draft with an MLA backbone), both reading their GGUF through its declaration
+// (gguf/schema). A new target or draft architecture is a new package implementing the
+// interface; nothing here or in the other models changes.
 //
 // Weights stay in the GGUF's memory map (or in huge-page memory the kernels repack them
 // into); the runtime never copies them into the Go heap. Every forward computes each row by

@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
+	"github.com/olekukonko/tablewriter"
 )
 
 // demoReps, when positive, is how many times the demo times each decode (the fastest run is
@@ -336,25 +337,22 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 		return err
 	}
 	defer df.Close()
-	vocab, err := df.Uint32("dflash.vocab_size")
+	cfg, err := dflashmla.ReadConfig(df)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.draft, err)
+		return err
 	}
-	embd, err := df.Uint32("dflash.embedding_length")
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.draft, err)
-	}
-	head, headBytes, release, err := runtime.StandInHead(int(vocab), int(embd), c.seed)
+	vocab, embd := cfg.NVocab, cfg.NEmbd
+	head, headBytes, release, err := drafttime.StandInHead(vocab, embd, c.seed)
 	if err != nil {
 		return err
 	}
 	defer release()
-	d, err := runtime.LoadDraftStandalone(df, head, runtime.TargetOptions{Context: 64, Pack: true})
+	d, err := dflashmla.LoadStandalone(df, head, runtime.Options{Context: 64, Pack: true})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	tm, err := runtime.TimeDraftBlock(d, headBytes, 32, 7, c.seed)
+	tm, err := drafttime.Block(d, headBytes, 32, 7, c.seed)
 	if err != nil {
 		return err
 	}

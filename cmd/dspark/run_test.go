@@ -13,13 +13,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/synth"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // runRoot runs the root command as main does (execute), with every flag back at its default
@@ -169,7 +169,7 @@ func TestRunTargetOnlyAndDraftOnly(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	out, _, code = runRoot(t, "run", "--draft", draft, "--draft-only", "--json", "--threads", "1", "--seed", "9")
-	var tm runtime.DraftTiming
+	var tm drafttime.Timing
 	decodeJSON(t, out, &tm)
 	if code != 0 || len(tm.Drafts) == 0 {
 		t.Fatalf("draft-only --json: exit %d %+v", code, tm)

@@ -12,6 +12,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/safetensors"
 	"github.com/dspark-dev/dspark/synth"
 	"github.com/dspark-dev/dspark/tokenizer"
@@ -80,7 +81,7 @@ func Build(dir string, r Recipe) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := runtime.LoadTarget(f, runtime.TargetOptions{Context: 128, MaxBatch: 64, Pack: true})
+	t, err := deepseek2.Load(f, runtime.Options{Context: 128, MaxBatch: 64, Pack: true})
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -216,7 +217,7 @@ func encodeRows(rows [][]float32, unitRMS bool) []byte {
 }
 
 func scaleBF16(t *safetensors.TensorInfo, data []byte, s float32) ([]byte, error) {
-	if t.Dtype != "BF16" {
+	if t.Dtype != safetensors.BF16 {
 		return nil, fmt.Errorf("want BF16, have %s", t.Dtype)
 	}
 	v := make([]float32, len(data)/2)
@@ -231,9 +232,9 @@ func scaleBF16(t *safetensors.TensorInfo, data []byte, s float32) ([]byte, error
 
 func scaleAny(t *safetensors.TensorInfo, data []byte, s float32) ([]byte, error) {
 	switch t.Dtype {
-	case "BF16":
+	case safetensors.BF16:
 		return scaleBF16(t, data, s)
-	case "F32":
+	case safetensors.F32:
 		v := make([]float32, len(data)/4)
 		dtype.DecodeF32(v, data)
 		for i := range v {
@@ -252,11 +253,11 @@ func fillAny(t *safetensors.TensorInfo, x float32) ([]byte, error) {
 		v[i] = x
 	}
 	switch t.Dtype {
-	case "BF16":
+	case safetensors.BF16:
 		out := make([]byte, 2*len(v))
 		dtype.EncodeBF16(out, v)
 		return out, nil
-	case "F32":
+	case safetensors.F32:
 		out := make([]byte, 4*len(v))
 		dtype.EncodeF32(out, v)
 		return out, nil

@@ -10,6 +10,8 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 )
 
 // EnglishPair is a built English demo pair and what its build measured.
@@ -87,7 +89,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 		return nil, err
 	}
 	defer tf.Close()
-	tg, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: r.ProbeChunk + 128, Pack: true})
+	tg, err := deepseek2.Load(tf, runtime.Options{Context: r.ProbeChunk + 128, Pack: true})
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +130,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 	if err != nil {
 		return nil, err
 	}
-	d, err := runtime.LoadDraft(df, tg, runtime.TargetOptions{Pack: true})
+	d, err := dflashmla.Load(df, tg, runtime.Options{Pack: true})
 	if err != nil {
 		df.Close()
 		return nil, err

@@ -11,6 +11,8 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 )
 
 func testCorpus(t *testing.T) *Corpus {
@@ -129,12 +131,12 @@ func TestEnglishPairTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer df.Close()
-	tg, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: 256, Pack: true})
+	tg, err := deepseek2.Load(tf, runtime.Options{Context: 256, Pack: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	d, err := runtime.LoadDraft(df, tg, runtime.TargetOptions{Pack: true})
+	d, err := dflashmla.Load(df, tg, runtime.Options{Pack: true})
 	if err != nil {
 		t.Fatal(err)
 	}

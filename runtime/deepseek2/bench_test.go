@@ -1,4 +1,4 @@
-package runtime
+package deepseek2
 
 import (
 	"bytes"
@@ -15,6 +15,9 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/mmap"
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"golang.org/x/sys/unix"
@@ -43,7 +46,7 @@ import (
 // selected (one copy per distinct expert and layer), the lm_head (the embedding when tied) and
 // one embedding row per token. The latent KV cache is not counted (at the benchmark context it
 // is ~1 MB against ~200 MB of weights). The runtime reads its repacked copy of the weights
-// (TargetOptions.Pack), held in anonymous memory advised to use huge pages; the reference reads
+// (runtime.Options.Pack), held in anonymous memory advised to use huge pages; the reference reads
 // a copy of the same tensors' GGUF bytes held in the same kind of memory.
 
 const (
@@ -61,7 +64,7 @@ const (
 var benchModels struct {
 	sync.Mutex
 	target *Target
-	draft  *Draft
+	draft  *dflashmla.Draft
 }
 
 // benchTarget loads the target named by DSPARK_BENCH_TARGET, or skips.
@@ -78,7 +81,7 @@ func benchTarget(b *testing.B) *Target {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t, err := LoadTarget(f, TargetOptions{Context: benchContext, Pack: true})
+		t, err := Load(f, runtime.Options{Context: benchContext, Pack: true})
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -89,7 +92,7 @@ func benchTarget(b *testing.B) *Target {
 }
 
 // benchDraft loads the target and the draft named by DSPARK_BENCH_DRAFT, or skips.
-func benchDraft(b *testing.B) (*Target, *Draft) {
+func benchDraft(b *testing.B) (*Target, *dflashmla.Draft) {
 	b.Helper()
 	path := os.Getenv(envBenchDraft)
 	if path == "" {
@@ -103,7 +106,7 @@ func benchDraft(b *testing.B) (*Target, *Draft) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := LoadDraft(f, t, TargetOptions{Pack: true})
+		d, err := dflashmla.Load(f, t, runtime.Options{Pack: true})
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -124,7 +127,7 @@ func benchTokens(n, vocab int, seed uint64) []int {
 }
 
 // benchPrefill resets t, runs the benchmark prompt and returns the greedy next token.
-func benchPrefill(b *testing.B, t *Target, st *Step) int {
+func benchPrefill(b *testing.B, t *Target, st *runtime.Step) int {
 	b.Helper()
 	V := t.Config.NVocab
 	prompt := benchTokens(benchPromptLen, V, 1)
@@ -146,7 +149,7 @@ func selectedExperts(b testing.TB, t *Target, rows []int) [][]int {
 	all := t.layers
 	defer func() { t.layers = all }()
 	out := make([][]int, len(all))
-	var st Step
+	var st runtime.Step
 	for li := c.NDense; li < len(all); li++ {
 		t.layers = all[:li+1]
 		if err := t.Forward(rows, len(rows), nil, &st); err != nil {
@@ -362,7 +365,7 @@ func BenchmarkTargetDecode(b *testing.B) {
 			t := benchTarget(b)
 			clock, restore := useThreads(b, par)
 			defer restore()
-			var st Step
+			var st runtime.Step
 			tok := benchPrefill(b, t, &st)
 			L := t.Len()
 			row := []int{tok}
@@ -398,7 +401,7 @@ func BenchmarkVerify8(b *testing.B) {
 			t := benchTarget(b)
 			clock, restore := useThreads(b, par)
 			defer restore()
-			var st Step
+			var st runtime.Step
 			tok := benchPrefill(b, t, &st)
 			L := t.Len()
 			one := []int{tok}
@@ -439,15 +442,15 @@ func BenchmarkSpeculative(b *testing.B) {
 			t, d := benchDraft(b)
 			clock, restore := useThreads(b, par)
 			defer restore()
-			benchSpeculative(b, &Generator{Target: t, Draft: d}, par, clock)
+			benchSpeculative(b, &runtime.Generator{Target: t, Draft: d}, par, clock)
 		})
 	}
 }
 
-func benchSpeculative(b *testing.B, g *Generator, par int, clock func() time.Duration) {
-	prompt := benchTokens(benchPromptLen, g.Target.Config.NVocab, 1)
+func benchSpeculative(b *testing.B, g *runtime.Generator, par int, clock func() time.Duration) {
+	prompt := benchTokens(benchPromptLen, g.Target.Dims().NVocab, 1)
 	// timed returns gen's result for benchGenTokens tokens and its decode speed.
-	timed := func(gen func([]int, int) (*Result, error)) (*Result, float64) {
+	timed := func(gen func([]int, int) (*runtime.Result, error)) (*runtime.Result, float64) {
 		if par > 1 {
 			r, err := gen(prompt, benchGenTokens)
 			if err != nil {
@@ -513,9 +516,9 @@ func benchSpeculative(b *testing.B, g *Generator, par int, clock func() time.Dur
 // target: the experts found per layer, the plan's total against the tensor table, and the
 // reference copy and its read.
 func TestBenchAccounting(t *testing.T) {
-	spec := defaultTiny()
-	tg := openTarget(t, buildTarget(spec, 11), TargetOptions{Context: 32})
-	var st Step
+	spec := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(spec, 11), runtime.Options{Context: 32})
+	var st runtime.Step
 	if err := tg.Forward([]int{3, 1, 4, 1, 5}, 0, nil, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -524,18 +527,18 @@ func TestBenchAccounting(t *testing.T) {
 	batch := []int{9, 2, 6, 5, 3, 5, 8, 9}
 	sel1 := selectedExperts(t, tg, one)
 	sel8 := selectedExperts(t, tg, batch)
-	if tg.Len() != L || len(tg.layers) != spec.layers {
-		t.Fatalf("selectedExperts left %d cached tokens and %d layers, want %d and %d", tg.Len(), len(tg.layers), L, spec.layers)
+	if tg.Len() != L || len(tg.layers) != spec.Layers {
+		t.Fatalf("selectedExperts left %d cached tokens and %d layers, want %d and %d", tg.Len(), len(tg.layers), L, spec.Layers)
 	}
-	for li := range spec.layers {
-		if li < spec.dense {
+	for li := range spec.Layers {
+		if li < spec.Dense {
 			if sel1[li] != nil || sel8[li] != nil {
 				t.Errorf("dense layer %d: experts %v / %v", li, sel1[li], sel8[li])
 			}
 			continue
 		}
-		if len(sel1[li]) != spec.used {
-			t.Errorf("layer %d: one row selected %v, want %d distinct experts", li, sel1[li], spec.used)
+		if len(sel1[li]) != spec.Used {
+			t.Errorf("layer %d: one row selected %v, want %d distinct experts", li, sel1[li], spec.Used)
 		}
 		for _, e := range sel1[li] {
 			// the batch's first row sees the same context as the single row
@@ -543,8 +546,8 @@ func TestBenchAccounting(t *testing.T) {
 				t.Errorf("layer %d: batch experts %v miss %d chosen by its first row alone", li, sel8[li], e)
 			}
 		}
-		if !slices.IsSorted(sel8[li]) || len(slices.Compact(slices.Clone(sel8[li]))) != len(sel8[li]) || sel8[li][len(sel8[li])-1] >= spec.experts {
-			t.Errorf("layer %d: batch experts %v are not distinct sorted ids below %d", li, sel8[li], spec.experts)
+		if !slices.IsSorted(sel8[li]) || len(slices.Compact(slices.Clone(sel8[li]))) != len(sel8[li]) || sel8[li][len(sel8[li])-1] >= spec.Experts {
+			t.Errorf("layer %d: batch experts %v are not distinct sorted ids below %d", li, sel8[li], spec.Experts)
 		}
 	}
 
@@ -558,19 +561,19 @@ func TestBenchAccounting(t *testing.T) {
 		for i := range tg.File.Tensors {
 			want += int64(tg.File.Tensors[i].Size)
 		}
-		perExpert := int64(2 * spec.embd * spec.ffExp) // BF16 or F16: 2 bytes per weight
-		if !spec.bf16 {
+		perExpert := int64(2 * spec.Embd * spec.FFExp) // BF16 or F16: 2 bytes per weight
+		if !spec.BF16 {
 			perExpert *= 2 // F32
 		}
-		for li := spec.dense; li < spec.layers; li++ {
-			want -= 3 * perExpert * int64(spec.experts-len(c.sel[li]))
+		for li := spec.Dense; li < spec.Layers; li++ {
+			want -= 3 * perExpert * int64(spec.Experts-len(c.sel[li]))
 		}
-		rowBytes := int64(tg.File.Tensors[0].Size) / int64(spec.vocab)
+		rowBytes := int64(tg.File.Tensors[0].Size) / int64(spec.Vocab)
 		if tg.File.Tensors[0].Name != "token_embd.weight" {
 			t.Fatalf("first tensor is %s", tg.File.Tensors[0].Name)
 		}
 		distinct := len(slices.Compact(slices.Sorted(slices.Values(c.rows))))
-		want -= rowBytes * int64(spec.vocab-distinct)
+		want -= rowBytes * int64(spec.Vocab-distinct)
 		p := stepPlan(t, tg, c.rows, c.sel)
 		if p.total != want {
 			t.Errorf("%d rows: plan of %d bytes, want %d", len(c.rows), p.total, want)

@@ -1,4 +1,8 @@
-package runtime
+// Package drafttime times one block of a full-size draft on its own: a stand-in target
+// head, synthetic context features, and each block paired with a streaming read of the
+// same weight bytes (dspark run --draft-only). It is a measurement harness, not part of the
+// runtime's API.
+package drafttime
 
 import (
 	"math"
@@ -8,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/internal/mmap"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
@@ -56,8 +62,8 @@ func StandInHead(vocab, embd int, seed uint64) (head *kernels.Mat, data []byte, 
 	return p, buf, func() { p.Release(); mmap.FreeAnon(buf) }, nil
 }
 
-// DraftTiming is the result of TimeDraftBlock.
-type DraftTiming struct {
+// Timing is the result of Block.
+type Timing struct {
 	ContextPositions int             `json:"context_positions"`
 	InjectTime       time.Duration   `json:"inject_ns"`        // injecting the context features
 	BlockTimes       []time.Duration `json:"block_ns"`         // each timed block (backbone + lm_head + Markov/confidence chain)
@@ -70,13 +76,13 @@ type DraftTiming struct {
 	Drafts           []int           `json:"drafts"`
 }
 
-// TimeDraftBlock feeds ctx positions of synthetic (seeded Gaussian) context features to d,
+// Block feeds ctx positions of synthetic (seeded Gaussian) context features to d,
 // then drafts one block reps times (greedy, Markov head and confidence chain included), each
 // block followed by one streaming read of the same weight bytes, and reports the median of
 // the per-pair ratios: on a shared machine the memory bandwidth drifts by tens of percent
 // within minutes, and a block is only comparable with a read taken next to it. head is the
 // bytes of the lm_head the draft was loaded with (read by every block).
-func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTiming, error) {
+func Block(d *dflashmla.Draft, head []byte, ctx, reps int, seed uint64) (*Timing, error) {
 	c := &d.Config
 	rng := rand.New(rand.NewPCG(seed, 1))
 	hidden := map[int][]float32{}
@@ -92,14 +98,14 @@ func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTi
 	if err := d.AddContext(hidden, 0, ctx); err != nil {
 		return nil, err
 	}
-	res := &DraftTiming{ContextPositions: ctx, InjectTime: time.Since(t0)}
+	res := &Timing{ContextPositions: ctx, InjectTime: time.Since(t0)}
 	dr := speculative.Drafter{Bias: d.MarkovBias}
 	first := 0
 	if !c.SampleFromAnchor {
 		first = 1
 	}
 	rows := make([][]float32, 0, c.BlockSize)
-	regions := append(d.blockRegions(), head)
+	regions := append(blockRegions(d), head)
 	for _, b := range regions {
 		res.BlockBytes += int64(len(b))
 	}
@@ -115,7 +121,7 @@ func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTi
 			rows = append(rows, logits[k*c.NVocab:(k+1)*c.NVocab])
 		}
 		if c.HasConfidence {
-			dr.Confidence = func(k, prev int) float64 { return d.Confidence(hid, first+k, prev) }
+			dr.Confidence = func(k, prev int) float64 { return d.Confidence(hid, first+k-1, prev) }
 		}
 		drafts, _ := dr.Draft(1, rows, nil)
 		bt := time.Since(t0)
@@ -138,11 +144,11 @@ func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTi
 
 // blockRegions lists the weight bytes a block forward reads: every layer, the norms, the
 // Markov and confidence heads (fc and the injected context are not part of a block).
-func (d *Draft) blockRegions() [][]byte {
+func blockRegions(d *dflashmla.Draft) [][]byte {
 	var out [][]byte
 	for i := range d.File.Tensors {
 		t := &d.File.Tensors[i]
-		if t.Name == "fc.weight" || t.Name == "enc.output_norm.weight" {
+		if t.Name == schema.FC || t.Name == schema.EncOutputNorm {
 			continue
 		}
 		if b, err := d.File.TensorData(t); err == nil {

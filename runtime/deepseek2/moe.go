@@ -1,10 +1,11 @@
-package runtime
+package deepseek2
 
 import (
 	"math"
 	"runtime"
 	"sync"
 
+	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
@@ -34,7 +35,7 @@ type moeWorker struct {
 	tasks         []int
 }
 
-func newMoEScratch(n int, c TargetConfig) moeScratch {
+func newMoEScratch(n int, c Config) moeScratch {
 	E, X, K := c.NEmbd, c.NExpert, c.NExpertUsed
 	ff := c.NFFExp * max(1, c.NShared)
 	s := moeScratch{
@@ -57,7 +58,7 @@ func newMoEScratch(n int, c TargetConfig) moeScratch {
 // plus the shared experts. Experts run on several goroutines; each (row, slot) output is
 // computed by one expert call and the weighted sum is taken in selection order, so a row's
 // result depends only on that row, whatever the batch or the schedule.
-func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
+func (t *Target) moe(l *layer, dst, h []float32, n int) {
 	c := &t.Config
 	s := &t.s.moe
 	E, X, K := c.NEmbd, c.NExpert, c.NExpertUsed
@@ -139,14 +140,14 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 			}
 		}
 		if l.gateShexp != nil {
-			addTo(d, s.shared[i*E:(i+1)*E])
+			model.AddTo(d, s.shared[i*E:(i+1)*E])
 		}
 	}
 }
 
 // runExperts computes the worker's experts: each expert over the rows that chose it, the
 // shared experts (task -1) over all n rows; outputs go to disjoint parts of the scratch.
-func (t *Target) runExperts(l *targetLayer, w *moeWorker, h []float32, n int) {
+func (t *Target) runExperts(l *layer, w *moeWorker, h []float32, n int) {
 	c := &t.Config
 	s := &t.s.moe
 	E, K, ff := c.NEmbd, c.NExpertUsed, c.NFFExp
@@ -171,16 +172,11 @@ func (t *Target) runExperts(l *targetLayer, w *moeWorker, h []float32, n int) {
 
 // expert computes down(silu(gate x) * up x) for n rows.
 func expert(dst, x []float32, n int, gate, up, down *kernels.Mat, a, b []float32) {
-	gate.MatMul(a, x, n)
-	up.MatMul(b, x, n)
-	for i := range a {
-		a[i] = silu(a[i]) * b[i]
-	}
-	down.MatMul(dst, a, n)
+	model.SwiGLU(dst, x, n, gate, up, down, a, b)
 }
 
 // route picks one row's experts and weights.
-func (t *Target) route(l *targetLayer, logits, probs, score []float32, sel []int, w []float32) {
+func (t *Target) route(l *layer, logits, probs, score []float32, sel []int, w []float32) {
 	c := &t.Config
 	if c.Sigmoid {
 		for i, v := range logits {

@@ -1,33 +1,36 @@
-package runtime
+package deepseek2
 
 import (
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
 )
 
-func targetVariants() map[string]tinySpec {
-	v := map[string]tinySpec{}
-	base := defaultTiny()
+func targetVariants() map[string]testmodel.TargetSpec {
+	v := map[string]testmodel.TargetSpec{}
+	base := testmodel.DefaultTarget()
 	v["moe"] = base
 	d := base
-	d.dense = d.layers
+	d.Dense = d.Layers
 	v["dense"] = d
 	nq := base
-	nq.qLora = 0
+	nq.QLora = 0
 	v["no-q-lora"] = nq
 	tied := base
-	tied.tied = true
+	tied.Tied = true
 	v["tied"] = tied
 	ny := base
-	ny.yarn = false
+	ny.Yarn = false
 	v["no-yarn"] = ny
 	g := base
-	g.experts, g.groups, g.groupsUsed, g.used, g.sigmoid, g.norm = 8, 4, 2, 3, false, false
+	g.Experts, g.Groups, g.GroupsUsed, g.Used, g.Sigmoid, g.Norm = 8, 4, 2, 3, false, false
 	v["softmax-groups"] = g
 	b := base
-	b.bf16 = true
+	b.BF16 = true
 	v["bf16"] = b
 	return v
 }
@@ -37,48 +40,33 @@ func targetVariants() map[string]tinySpec {
 func TestTargetMatchesReference(t *testing.T) {
 	for name, spec := range targetVariants() {
 		t.Run(name, func(t *testing.T) {
-			m := buildTarget(spec, 11)
-			tg := openTarget(t, m, TargetOptions{Context: 64})
+			m := testmodel.BuildTarget(spec, 11)
+			tg := openTarget(t, m, runtime.Options{Context: 64})
 			rng := rand.New(rand.NewPCG(3, 4))
 			tokens := make([]int, 11)
 			for i := range tokens {
-				tokens[i] = rng.IntN(spec.vocab)
+				tokens[i] = rng.IntN(spec.Vocab)
 			}
-			ref := &refTarget{s: spec, m: m}
-			wantLogits, wantHidden := ref.forward(tokens)
-			var st Step
+			ref := &testmodel.Ref{S: spec, M: m}
+			wantLogits, wantHidden := ref.Forward(tokens)
+			var st runtime.Step
 			done := 0
 			for _, chunk := range []int{3, 1, 5, 2} {
-				taps := []int{0, spec.layers - 1}
+				taps := []int{0, spec.Layers - 1}
 				if err := tg.Forward(tokens[done:done+chunk], 0, taps, &st); err != nil {
 					t.Fatal(err)
 				}
 				for i := 0; i < chunk; i++ {
-					row := st.Logits[i*spec.vocab : (i+1)*spec.vocab]
-					checkClose(t, "logits", done+i, row, wantLogits[done+i], 1e-4)
+					row := st.Logits[i*spec.Vocab : (i+1)*spec.Vocab]
+					testmodel.CheckClose(t, "logits", done+i, row, wantLogits[done+i], 1e-4)
 					for _, k := range taps {
-						h := st.Hidden[k][i*spec.embd : (i+1)*spec.embd]
-						checkClose(t, "hidden", done+i, h, wantHidden[k][done+i], 1e-4)
+						h := st.Hidden[k][i*spec.Embd : (i+1)*spec.Embd]
+						testmodel.CheckClose(t, "hidden", done+i, h, wantHidden[k][done+i], 1e-4)
 					}
 				}
 				done += chunk
 			}
 		})
-	}
-}
-
-func checkClose(t *testing.T, what string, row int, got []float32, want []float64, tol float64) {
-	t.Helper()
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range want {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	var worst float64
-	for i := range got {
-		worst = math.Max(worst, math.Abs(float64(got[i])-want[i]))
-	}
-	if rng := hi - lo; worst > tol*rng || math.IsNaN(worst) {
-		t.Fatalf("%s row %d: max |diff| %.3g > %.0e x range %.3g", what, row, worst, tol, rng)
 	}
 }
 
@@ -88,12 +76,12 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 	for _, name := range []string{"moe", "bf16"} {
 		spec := targetVariants()[name]
 		t.Run(name, func(t *testing.T) {
-			m := buildTarget(spec, 5)
-			a := openTarget(t, m, TargetOptions{Context: 64})
-			b := openTarget(t, m, TargetOptions{Context: 64, Pack: true}) // packed vs unpacked too
+			m := testmodel.BuildTarget(spec, 5)
+			a := openTarget(t, m, runtime.Options{Context: 64})
+			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true}) // packed vs unpacked too
 			prompt := []int{1, 5, 9, 2}
 			block := []int{7, 3, 3, 8, 0, 12, 4, 6}
-			var sa, sb Step
+			var sa, sb runtime.Step
 			for _, tg := range []*Target{a, b} {
 				if err := tg.Forward(prompt, 0, nil, &sa); err != nil {
 					t.Fatal(err)
@@ -102,7 +90,7 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 			if err := b.Forward(block, 0, nil, &sb); err != nil {
 				t.Fatal(err)
 			}
-			V := spec.vocab
+			V := spec.Vocab
 			for i, id := range block {
 				if err := a.Forward([]int{id}, 0, nil, &sa); err != nil {
 					t.Fatal(err)
@@ -119,11 +107,11 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 
 // TestTargetTruncate checks that rejected rows dropped from the cache leave no trace.
 func TestTargetTruncate(t *testing.T) {
-	spec := defaultTiny()
-	m := buildTarget(spec, 9)
-	a := openTarget(t, m, TargetOptions{Context: 32})
-	b := openTarget(t, m, TargetOptions{Context: 32})
-	var sa, sb Step
+	spec := testmodel.DefaultTarget()
+	m := testmodel.BuildTarget(spec, 9)
+	a := openTarget(t, m, runtime.Options{Context: 32})
+	b := openTarget(t, m, runtime.Options{Context: 32})
+	var sa, sb runtime.Step
 	if err := a.Forward([]int{1, 2, 3}, 0, nil, &sa); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +127,7 @@ func TestTargetTruncate(t *testing.T) {
 	if err := b.Forward([]int{1, 2, 3, 4, 5}, 3, nil, &sb); err != nil {
 		t.Fatal(err)
 	}
-	V := spec.vocab
+	V := spec.Vocab
 	for j := 0; j < 2*V; j++ {
 		if sa.Logits[j] != sb.Logits[3*V+j] {
 			t.Fatalf("logit %d differs after truncate: %v vs %v", j, sa.Logits[j], sb.Logits[3*V+j])
@@ -148,17 +136,17 @@ func TestTargetTruncate(t *testing.T) {
 }
 
 func TestTargetErrors(t *testing.T) {
-	spec := defaultTiny()
-	m := buildTarget(spec, 1)
-	tg := openTarget(t, m, TargetOptions{Context: 4, MaxBatch: 4})
-	var st Step
+	spec := testmodel.DefaultTarget()
+	m := testmodel.BuildTarget(spec, 1)
+	tg := openTarget(t, m, runtime.Options{Context: 4, MaxBatch: 4})
+	var st runtime.Step
 	for _, c := range []struct {
 		tokens []int
 		want   string
 	}{
 		{nil, "0 tokens"},
 		{[]int{1, 2, 3, 4, 5}, "want 1..4"},
-		{[]int{spec.vocab}, "out of range"},
+		{[]int{spec.Vocab}, "out of range"},
 	} {
 		if err := tg.Forward(c.tokens, 0, nil, &st); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Forward(%v) = %v, want error containing %q", c.tokens, err, c.want)

@@ -127,8 +127,9 @@ type KeyID struct {
 	ID  int
 }
 
-// Keys returns the tokenizer.ggml.*_token_id keys of the ids that are set, in llama.cpp's
-// order (bos, eos, unk, sep, pad, cls, mask) and with its key names (including its spelling
+// Keys returns the tokenizer.ggml.*_token_id keys of the ids that are set, in the order of
+// llama.cpp's special token types (bos, eos, unk, sep, pad, cls, mask; llama.cpp itself
+// writes them in the order it found them) and with its key names (including its spelling
 // "seperator_token_id").
 func (s SpecialIDs) Keys() []KeyID {
 	var out []KeyID

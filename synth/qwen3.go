@@ -29,6 +29,9 @@ var qwen3Presets = map[string]Qwen3Dims{
 	Small: {Vocab: 32000, Ranks: 31744, Hidden: 1024, FFN: 2816, Layers: 6, Heads: 16, KVHeads: 4, HeadDim: 128},
 }
 
+// qwen3TokenizerFiles are the tokenizer files of a Qwen3 target directory.
+var qwen3TokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json"}
+
 // Qwen3Presets lists the presets a Qwen3 target can be written at.
 var Qwen3Presets = []string{Tiny, Small}
 
@@ -203,9 +206,13 @@ func Qwen3Target(dir string, opts Qwen3Options, wo WriteOptions) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	tokFiles, err := writeQwen3Tokenizer(dir, p.Config, wo.Overwrite)
+	tokFiles, ids, err := WriteQwen3Tokenizer(dir, Qwen3TokenizerOptions{Ranks: p.Config.Ranks()}, wo.Overwrite)
 	if err != nil {
 		return nil, err
+	}
+	if ids.EndOfText != p.Config.BosTokenID || ids.ImEnd != p.Config.EosTokenID || ids.Used > p.Config.VocabSize {
+		return nil, fmt.Errorf("synth: internal: the tokenizer's ids %+v do not fit the config (bos %d, eos %d, vocab %d)",
+			ids, p.Config.BosTokenID, p.Config.EosTokenID, p.Config.VocabSize)
 	}
 	gc, err := marshal(qwen3GenerationConfig{BosTokenID: p.Config.BosTokenID,
 		EosTokenID: []int{p.Config.EosTokenID, p.Config.BosTokenID}, PadTokenID: p.Config.BosTokenID,

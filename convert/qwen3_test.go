@@ -167,6 +167,145 @@ func TestQwen3Metadata(t *testing.T) {
 	}
 }
 
+// TestQwen3Tokenizer checks the tokenizer keys of a converted Qwen3 target against the
+// synthetic tokenizer's layout (synth.Qwen3IDs; families.md section 5): BPE tokens normal,
+// the added tokens control when special or special-looking (<|fim_prefix|>) and
+// user-defined otherwise (<tool_call>, <think>), ids without a token [PAD<id>] unused; the
+// special ids of tokenizer_config.json and config.json; no bos added; the chat template.
+func TestQwen3Tokenizer(t *testing.T) {
+	dir := baseQwen3(t)
+	_, out := convertTo(t, dir, Options{})
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ids := synth.Qwen3IDs(960)
+	u32 := func(key string) int {
+		v, err := f.Uint32(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(v)
+	}
+	if b, e, p := u32("tokenizer.ggml.bos_token_id"), u32("tokenizer.ggml.eos_token_id"), u32("tokenizer.ggml.padding_token_id"); b != ids.EndOfText || e != ids.ImEnd || p != ids.EndOfText {
+		t.Errorf("bos/eos/pad %d/%d/%d, want %d/%d/%d", b, e, p, ids.EndOfText, ids.ImEnd, ids.EndOfText)
+	}
+	if v, ok := f.Lookup("tokenizer.ggml.add_bos_token"); !ok || v.String() != "false" {
+		t.Errorf("add_bos_token %v (present %v)", v, ok)
+	}
+	if v, ok := f.Lookup("tokenizer.chat_template"); !ok || !strings.Contains(v.String(), "<|im_start|>") {
+		t.Errorf("chat template %v (present %v)", v, ok)
+	}
+	tv, _ := f.Lookup("tokenizer.ggml.tokens")
+	yv, _ := f.Lookup("tokenizer.ggml.token_type")
+	toksAny, err := tv.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	typesAny, err := yv.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, types := toksAny.([]string), typesAny.([]int32)
+	if len(toks) != 1024 || len(types) != 1024 {
+		t.Fatalf("%d tokens, %d types, want 1024", len(toks), len(types))
+	}
+	for id, want := range map[int]struct {
+		text string
+		typ  int32
+	}{
+		ids.EndOfText: {"<|endoftext|>", 3}, ids.ImEnd: {"<|im_end|>", 3}, 960 + 14: {"<tool_call>", 4},
+		960 + 16: {"<|fim_prefix|>", 3}, 960 + 24: {"<think>", 4}, ids.Mask: {"<|MASK|>", 3},
+		ids.Used: {fmt.Sprintf("[PAD%d]", ids.Used), 5}, 1023: {"[PAD1023]", 5}, 97: {"", 1}, 0: {"Ā", 1},
+	} {
+		if (want.text != "" && toks[id] != want.text) || types[id] != want.typ {
+			t.Errorf("id %d: %q type %d, want %q type %d", id, toks[id], types[id], want.text, want.typ)
+		}
+	}
+	for id := range 960 {
+		if types[id] != 1 {
+			t.Fatalf("BPE id %d has type %d", id, types[id])
+		}
+	}
+}
+
+// TestQwen3BadTokenizer: a tokenizer.json the reader refuses, or one that does not fit the
+// config, is a located error before anything is written.
+func TestQwen3BadTokenizer(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(tok map[string]any)
+		want []string
+	}{
+		{"merge of non-tokens", func(tok map[string]any) {
+			m := tok["model"].(map[string]any)
+			merges := m["merges"].([]any)
+			merges[3] = "qqqq zzzz"
+		}, []string{"tokenizer.json", "model.merges", "byte offset", "qqqq"}},
+		{"added token past the vocabulary", func(tok map[string]any) {
+			added := tok["added_tokens"].([]any)
+			added[len(added)-1].(map[string]any)["id"] = 5000
+		}, []string{"vocabulary mismatch", "config.json vocab_size is 1024", "defines ids up to 5000"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := editedFile(t, baseQwen3(t), "tokenizer.json", c.edit)
+			out := filepath.Join(t.TempDir(), "out.gguf")
+			p, err := NewPlan(dir, Options{})
+			if err == nil {
+				p.Write(out, WriteOptions{})
+				p.Close()
+				t.Fatal("no error (converted)")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+			if !strings.Contains(err.Error(), dir) {
+				t.Errorf("error does not name %s:\n%v", dir, err)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("something was written")
+			}
+		})
+	}
+}
+
+// editedFile returns a copy of checkpoint dir (other files linked) whose JSON file name is
+// edited by edit.
+func editedFile(t *testing.T, dir, name string, edit func(doc map[string]any)) string {
+	t.Helper()
+	out := t.TempDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != name {
+			if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(out, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	edit(doc)
+	if b, err = json.MarshalIndent(doc, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestQwen3BadInput: each conflict of a Qwen3 config with itself or with its checkpoint is
 // a located error, naming both sources, before anything is written.
 func TestQwen3BadInput(t *testing.T) {

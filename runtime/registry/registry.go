@@ -90,7 +90,7 @@ var Targets = []*TargetArch{
 				CacheBytes: c.CacheBytes, Cache: perPosition(c.NLayer, c.Attn.KVLoraRank+c.Attn.DRope),
 				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab}, nil
 		},
-		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return deepseek2.Load(f, opt) },
+		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return target(deepseek2.Load(f, opt)) },
 	},
 	{
 		Schema: schema.Qwen3,
@@ -103,7 +103,7 @@ var Targets = []*TargetArch{
 				CacheBytes: c.CacheBytes, Cache: perPosition(c.NLayer, 2*c.KVWidth()),
 				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab}, nil
 		},
-		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return qwen3.Load(f, opt) },
+		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return target(qwen3.Load(f, opt)) },
 	},
 }
 
@@ -120,9 +120,25 @@ var Drafts = []*DraftArch{
 				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab, Draft: c.Info()}, nil
 		},
 		Load: func(f *gguf.File, t runtime.Target, opt runtime.Options) (Draft, error) {
-			return dflashmla.Load(f, t, opt)
+			return draft(dflashmla.Load(f, t, opt))
 		},
 	},
+}
+
+// target converts a package's load result, keeping a failed load's nil a nil interface (a
+// nil *T in an interface would not compare equal to nil).
+func target[T Target](t T, err error) (Target, error) {
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func draft[D Draft](d D, err error) (Draft, error) {
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // LookupTarget returns the target architecture of f, or an error naming the file, what it

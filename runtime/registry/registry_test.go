@@ -125,3 +125,37 @@ func TestUnknownArchitecture(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedLoadIsNil: a load that fails returns a nil interface, which a caller can test
+// and need not close.
+func TestFailedLoadIsNil(t *testing.T) {
+	m := testmodel.BuildQwen3(testmodel.DefaultQwen3(), 1)
+	delete(m.T, "blk.1.attn_k_norm.weight")
+	m.Names = slices.DeleteFunc(m.Names, func(n string) bool { return n == "blk.1.attn_k_norm.weight" })
+	f := open(t, m)
+	a, err := LookupTarget(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := a.Load(f, runtime.Options{Context: 8})
+	if err == nil || !strings.Contains(err.Error(), "blk.1.attn_k_norm.weight") {
+		t.Fatalf("load without a k norm: %v", err)
+	}
+	if tg != nil {
+		t.Fatalf("a failed load returned %#v, not nil", tg)
+	}
+	qt, err := a.Load(open(t, testmodel.BuildQwen3(testmodel.DefaultQwen3(), 1)), runtime.Options{Context: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qt.Close()
+	ds := testmodel.DefaultTarget() // hidden 48: the qwen3 target's is 44
+	df := open(t, testmodel.BuildDraft(ds, testmodel.DefaultDraft(ds), 2))
+	d, err := Drafts[0].Load(df, qt, runtime.Options{})
+	if err == nil || !strings.Contains(err.Error(), "target_hidden_size 48 != target embedding_length 44") {
+		t.Fatalf("a draft for another target: %v", err)
+	}
+	if d != nil {
+		t.Fatalf("a failed draft load returned %#v, not nil", d)
+	}
+}

@@ -250,9 +250,7 @@ func BenchmarkPortable(b *testing.B) {
 	for _, packed := range []bool{false, true} {
 		for _, n := range []int{1, 8} {
 			b.Run(fmt.Sprintf("bf16/1024x1024/packed=%v/n=%d", packed, n), func(b *testing.B) {
-				saved := useAsm
-				defer func() { useAsm = saved }()
-				useAsm = false
+				defer setPath(pathPortable)()
 				defer SetParallelism(0)
 				SetParallelism(1)
 				m := benchMat(b, BF16, 1024, 1024)

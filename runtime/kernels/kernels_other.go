@@ -7,17 +7,16 @@ import (
 	"unsafe"
 )
 
-// useAsm is false: this build has no assembly kernels.
-var useAsm = false
+// cpuDot is false: this build has no AVX512_BF16 kernels.
+const cpuDot = false
 
-// hasAsm reports whether this build and CPU can run the assembly kernels.
-func hasAsm() bool { return false }
+// cpuPaths lists the paths of this build: the portable code only.
+func cpuPaths() []path { return []path{pathPortable} }
 
-// panelsAsm is never called without assembly.
-func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) { m.panelsGeneric(dst, x, n, p0, p1) }
-
-// implementation names the path MatVec and MatMul take for packed matrices.
-func implementation() string { return "portable" }
+// The assembly paths are never selected without assembly.
+func (m *Mat) panelsAVX2(s *seg, n, p0, p1 int) { m.panelsGeneric(s, n, p0, p1) }
+func (m *Mat) panels512(s *seg, n, p0, p1 int)  { m.panelsGeneric(s, n, p0, p1) }
+func (m *Mat) panelsDot(s *seg, n, p0, p1 int)  { m.panelsDotGeneric(s, n, p0, p1) }
 
 // readBytes sums n bytes of p as 64-bit words (the benchmarks' bandwidth reference).
 func readBytes(p *byte, n int) uint64 {
@@ -58,3 +57,12 @@ func fmaLoop(n int) {
 
 // fmaSink keeps fmaLoop's result alive.
 var fmaSink float32
+
+// pathNotes says, per path, whether this process can run it (the lines TestKernelPaths
+// prints): only the portable code is built here.
+func pathNotes() []string {
+	return []string{
+		"portable: present (tested)",
+		"avx2, avx512, avx512bf16: NOT TESTED: not built (purego, noasm or not amd64)",
+	}
+}

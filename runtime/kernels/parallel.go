@@ -33,7 +33,7 @@ func Parallelism() int {
 // task is one share of a call: units [u0, u1) of m for all n batch rows.
 type task struct {
 	m      *Mat
-	dst, x []float32
+	c      geo
 	n      int
 	u0, u1 int
 	wg     *sync.WaitGroup
@@ -76,7 +76,7 @@ func ensureWorkers(n int) {
 	for ; workers.started < n; workers.started++ {
 		go func(ch <-chan task) {
 			for t := range ch {
-				t.m.compute(t.dst, t.x, t.n, t.u0, t.u1)
+				t.m.compute(&t.c, t.n, t.u0, t.u1)
 				t.wg.Done()
 			}
 		}(workers.ch)
@@ -84,23 +84,23 @@ func ensureWorkers(n int) {
 }
 
 // run computes units [0, units) of m, split evenly across up to Parallelism goroutines.
-func (m *Mat) run(dst, x []float32, n, units int) {
+func (m *Mat) run(c *geo, n, units int) {
 	parts := Parallelism()
 	if w := m.rows * m.cols * n / minPartWork; w < parts {
 		parts = max(w, 1)
 	}
 	parts = min(parts, units)
 	if parts <= 1 {
-		m.compute(dst, x, n, 0, units)
+		m.compute(c, n, 0, units)
 		return
 	}
 	ensureWorkers(parts - 1)
 	wg := getWaitGroup()
 	wg.Add(parts - 1)
 	for p := 1; p < parts; p++ {
-		workers.ch <- task{m: m, dst: dst, x: x, n: n, u0: units * p / parts, u1: units * (p + 1) / parts, wg: wg}
+		workers.ch <- task{m: m, c: *c, n: n, u0: units * p / parts, u1: units * (p + 1) / parts, wg: wg}
 	}
-	m.compute(dst, x, n, 0, units/parts)
+	m.compute(c, n, 0, units/parts)
 	wg.Wait()
 	putWaitGroup(wg)
 }

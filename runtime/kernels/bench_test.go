@@ -122,6 +122,30 @@ func weightBytes(m *Mat) int {
 	return rb * m.rows
 }
 
+// benchPath is one kernel path of a benchmark: how to select it, its precision, and its own
+// arithmetic peak loop (peak(n) runs n iterations of flops flops on independent chains).
+type benchPath struct {
+	name  string
+	path  path
+	prec  Precision
+	peak  func(n int)
+	flops float64
+}
+
+// forBenchPaths runs f in a sub-benchmark per assembly path this CPU has (the portable code
+// has its own benchmark), for weights of type dt (the BF16 dot path only for BF16).
+func forBenchPaths(b *testing.B, dt DType, f func(b *testing.B, bp benchPath)) {
+	for _, bp := range benchPaths() {
+		if bp.prec == BF16Activations && dt != BF16 {
+			continue
+		}
+		b.Run("path="+bp.name, func(b *testing.B) {
+			defer setPath(bp.path)()
+			f(b, bp)
+		})
+	}
+}
+
 // BenchmarkGEMV measures MatVec on one thread against a plain read of the packed weights
 // (six interleaved streams, like the one-row kernels: on this machine that reads faster
 // than a single stream, so it is the stricter limit).
@@ -129,84 +153,106 @@ func BenchmarkGEMV(b *testing.B) {
 	for _, dt := range allTypes {
 		for _, sh := range benchShapes {
 			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
-				m := benchMat(b, dt, sh[0], sh[1])
-				defer SetParallelism(0)
-				SetParallelism(1)
-				x := randVec(rand.New(rand.NewPCG(1, 1)), m.cols)
-				dst := make([]float32, m.rows)
-				mem := m.pk.mem
-				b.SetBytes(int64(len(mem)))
-				clock, release := threadClock()
-				defer release()
-				stride := len(mem) / 6 &^ 127
-				kern, read, ratio, kBest, rBest := paired(b, clock, func() { readStreams(&mem[0], stride, stride) }, func() { m.MatVec(dst, x) })
-				b.ReportMetric(rBest.Seconds()/kBest.Seconds(), "best-ratio-to-read")
-				b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
-				b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
-				b.ReportMetric(ratio, "ratio-to-read")
+				forBenchPaths(b, dt, func(b *testing.B, bp benchPath) {
+					m := benchMat(b, dt, sh[0], sh[1]).WithPrecision(bp.prec)
+					defer SetParallelism(0)
+					SetParallelism(1)
+					x := randVec(rand.New(rand.NewPCG(1, 1)), m.cols)
+					dst := make([]float32, m.rows)
+					mem := m.pk.mem
+					b.SetBytes(int64(len(mem)))
+					clock, release := threadClock()
+					defer release()
+					stride := len(mem) / 6 &^ 127
+					kern, read, ratio, kBest, rBest := paired(b, clock, func() { readStreams(&mem[0], stride, stride) }, func() { m.MatVec(dst, x) })
+					b.ReportMetric(rBest.Seconds()/kBest.Seconds(), "best-ratio-to-read")
+					b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
+					b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
+					b.ReportMetric(ratio, "ratio-to-read")
+				})
 			})
 		}
 	}
 }
 
-// fmaIters is the length of the FMA reference loop per iteration (192 flops each).
-const fmaIters = 1 << 19
+// peakIters is the length of a peak loop per benchmark iteration.
+const peakIters = 1 << 19
 
-// BenchmarkGEMM8 measures an 8-row MatMul on one thread against an FMA loop on the same
-// core, on a K3-like shape and on a shape that stays in L2 (arithmetic efficiency alone).
+// BenchmarkGEMM8 measures an 8-row MatMul on one thread against the path's own arithmetic
+// peak on the same core (an FMA loop, or a VDPBF16PS loop for the BF16 dot path), on a
+// K3-like shape and on a shape that stays in L2 (arithmetic efficiency alone).
 func BenchmarkGEMM8(b *testing.B) {
 	for _, dt := range allTypes {
 		for _, sh := range [][2]int{benchShapes[0], cacheShape} {
 			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
-				m := benchMat(b, dt, sh[0], sh[1])
-				defer SetParallelism(0)
-				SetParallelism(1)
-				const n = 8
-				x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
-				dst := make([]float32, n*m.rows)
-				b.SetBytes(int64(len(m.pk.mem)))
-				clock, release := threadClock()
-				defer release()
-				kern, fma, ratio, kBest, rBest := paired(b, clock, func() { fmaLoop(fmaIters) }, func() { m.MatMul(dst, x, n) })
-				flops := 2 * float64(m.rows) * float64(m.cols) * n
-				peakFlops := 192 * float64(fmaIters)
-				b.ReportMetric(flops/kBest.Seconds()/(peakFlops/rBest.Seconds()), "best-ratio-to-peak")
-				b.ReportMetric(flops/kern.Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(peakFlops/fma.Seconds()/1e9, "peak-GFLOP/s")
-				b.ReportMetric(ratio*flops/peakFlops, "ratio-to-peak")
+				forBenchPaths(b, dt, func(b *testing.B, bp benchPath) {
+					m := benchMat(b, dt, sh[0], sh[1]).WithPrecision(bp.prec)
+					defer SetParallelism(0)
+					SetParallelism(1)
+					const n = 8
+					x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
+					dst := make([]float32, n*m.rows)
+					b.SetBytes(int64(len(m.pk.mem)))
+					clock, release := threadClock()
+					defer release()
+					kern, peak, ratio, kBest, rBest := paired(b, clock, func() { bp.peak(peakIters) }, func() { m.MatMul(dst, x, n) })
+					flops := 2 * float64(m.rows) * float64(m.cols) * n
+					peakFlops := bp.flops * float64(peakIters)
+					b.ReportMetric(flops/kBest.Seconds()/(peakFlops/rBest.Seconds()), "best-ratio-to-peak")
+					b.ReportMetric(flops/kern.Seconds()/1e9, "GFLOP/s")
+					b.ReportMetric(peakFlops/peak.Seconds()/1e9, "peak-GFLOP/s")
+					b.ReportMetric(ratio*flops/peakFlops, "ratio-to-peak")
+				})
 			})
 		}
 	}
+}
+
+// BenchmarkPeak reports each path's arithmetic peak loop alone (GFLOP/s on one core).
+func BenchmarkPeak(b *testing.B) {
+	forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+		clock, release := threadClock()
+		defer release()
+		bp.peak(1000)
+		b.ResetTimer()
+		t0 := clock()
+		for i := 0; i < b.N; i++ {
+			bp.peak(peakIters)
+		}
+		b.ReportMetric(bp.flops*peakIters*float64(b.N)/(clock()-t0).Seconds()/1e9, "GFLOP/s")
+	})
 }
 
 // cacheShape is small enough (256 KiB of BF16) to stay in L2.
 var cacheShape = [2]int{128, 1024}
 
-// BenchmarkBatchCost measures the time of an n-row MatMul relative to a 1-row MatVec, on one
-// thread and on every thread.
+// BenchmarkBatchCost measures the time of an n-row MatMul relative to a 1-row MatVec of the
+// same path, on one thread and on every thread.
 func BenchmarkBatchCost(b *testing.B) {
 	sh := benchShapes[0]
-	for _, par := range []int{1, 0} {
-		for _, n := range []int{2, 4, 8, 16} {
-			b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
-				m := benchMat(b, BF16, sh[0], sh[1])
-				defer SetParallelism(0)
-				SetParallelism(par)
-				x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
-				dst := make([]float32, n*m.rows)
-				b.SetBytes(int64(len(m.pk.mem)))
-				var clock func() time.Duration
-				if par == 1 {
-					c, release := threadClock()
-					defer release()
-					clock = c
-				}
-				_, _, ratio, kBest, rBest := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
-				b.ReportMetric(1/ratio, "cost-vs-1-row")
-				b.ReportMetric(kBest.Seconds()/rBest.Seconds(), "best-cost-vs-1-row")
-			})
+	forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+		for _, par := range []int{1, 0} {
+			for _, n := range []int{2, 4, 8, 16} {
+				b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
+					m := benchMat(b, BF16, sh[0], sh[1]).WithPrecision(bp.prec)
+					defer SetParallelism(0)
+					SetParallelism(par)
+					x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
+					dst := make([]float32, n*m.rows)
+					b.SetBytes(int64(len(m.pk.mem)))
+					var clock func() time.Duration
+					if par == 1 {
+						c, release := threadClock()
+						defer release()
+						clock = c
+					}
+					_, _, ratio, kBest, rBest := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
+					b.ReportMetric(1/ratio, "cost-vs-1-row")
+					b.ReportMetric(kBest.Seconds()/rBest.Seconds(), "best-cost-vs-1-row")
+				})
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkPack measures the load-time repack (bytes of source weights per second).

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -12,12 +13,57 @@ import (
 
 // What the CPU can run: the AVX2 kernels need AVX2, FMA and F16C; the AVX-512 kernels
 // AVX-512F as well (x/sys/cpu also checks that the OS saves the ZMM state); the dot-product
-// kernels AVX512_BF16.
+// kernels AVX512_BF16, and an instruction that computes what the contract's reference does
+// (dotAgrees): a CPU whose VDPBF16PS differs keeps the portable reference for BF16
+// activations, so the bits of that contract are the same on every machine.
 var (
 	cpuAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 	cpuAVX512 = cpuAVX2 && cpu.X86.HasAVX512F
-	cpuDot    = cpuAVX512 && cpu.X86.HasAVX512BF16
+	cpuBF16   = cpuAVX512 && cpu.X86.HasAVX512BF16
+	cpuDot    = cpuBF16 && dotAgrees()
 )
+
+// dotAgrees runs VDPBF16PS on cases that separate the plausible accumulation orders,
+// roundings and flush rules, plus pseudo-random lanes, and reports whether every result is
+// the reference's (dotPairRef). TestDotInstruction is the thorough version.
+func dotAgrees() bool {
+	cases := [][3]uint32{
+		{0x3f800000, 0x33803380, 0x3f803f80}, // two roundings
+		{0, 0x1f803f80, 0x1f800080},          // flush after the first step
+		{0x00400000, 0x3f800000, 0x00800000}, // subnormal accumulator taken as zero
+		{0x3f800000, 0x45804580, 0x4580c580}, // odd element first
+		{0x80800003, 0x34803f80, 0x00d00000}, // tininess after rounding: kept
+		{0x80800003, 0x34803f80, 0x00d10000}, // and flushed
+	}
+	var acc, got [16]float32
+	var a, b [16]uint32
+	s := uint64(0x9e3779b97f4a7c15)
+	next := func() uint32 { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return uint32(s) }
+	for round := 0; round < 64; round++ {
+		for l := range acc {
+			if c := round*16 + l; c < len(cases) {
+				acc[l], a[l], b[l] = math.Float32frombits(cases[c][0]), cases[c][1], cases[c][2]
+				continue
+			}
+			// random bf16 pairs with exponents near 1 and accumulators that cancel them
+			r := next()
+			a[l], b[l] = r&0x807f807f|0x3c003c00, next()&0x807f807f|0x3c003c00
+			acc[l] = math.Float32frombits(next())
+			if l%2 == 0 {
+				acc[l] = -float32(float64(bf16(uint16(a[l]>>16))) * float64(bf16(uint16(b[l]>>16))))
+			}
+		}
+		got = acc
+		dpbf16(&got[0], &a[0], &b[0])
+		for l := range acc {
+			want := dotPairRef(acc[l], a[l], b[l])
+			if math.Float32bits(got[l]) != math.Float32bits(want) && (got[l] == got[l] || want == want) {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // cpuPaths lists the paths this build and CPU can run, slowest first.
 func cpuPaths() []path { return availablePaths }
@@ -135,6 +181,7 @@ func pathNotes() []string {
 		"portable: present (tested)",
 		yes(cpuAVX2, "avx2", "AVX2, FMA or F16C"),
 		yes(cpuAVX512, "avx512", "AVX-512F"),
-		yes(cpuDot, "avx512bf16", "AVX512_BF16"),
+		yes(cpuDot, "avx512bf16", map[bool]string{false: "AVX512_BF16",
+			true: "a VDPBF16PS that matches the reference (dotAgrees failed: see TestDotInstruction)"}[cpuBF16]),
 	}
 }

@@ -11,42 +11,72 @@ import (
 	"unsafe"
 )
 
-// BenchmarkKernel measures each assembly kernel shape alone (M batch rows x P panels, the
-// widest P per M) on weights that stay in L2, against the FMA loop on the same core: the
-// arithmetic efficiency of the inner loops without the memory system. It reports the best
-// of 50*b.N rounds of the thread's CPU time for both.
-func BenchmarkKernel(b *testing.B) {
-	if !cpuAVX2 {
-		b.Skip("no AVX2")
+// benchPaths lists the assembly paths this CPU has, with their peak loops.
+func benchPaths() []benchPath {
+	var ps []benchPath
+	if cpuAVX2 {
+		ps = append(ps, benchPath{"avx2", pathAVX2, F32Activations, fmaLoop, 192})
 	}
-	for _, dt := range allTypes {
-		m := benchMat(b, dt, 96, 1024)
-		x := randVec(rand.New(rand.NewPCG(1, 2)), maxAVX2Rows*m.cols)
-		var out [maxAVX2Rows * panelRows]float32
-		pf := uintptr(unsafe.Pointer(&m.pk.mem[0])) + prefetchAhead
-		for mr := 1; mr <= maxAVX2Rows; mr++ {
-			np := maxPanelsAVX2[mr]
-			b.Run(fmt.Sprintf("%v/M=%d/P=%d", dt, mr, np), func(b *testing.B) {
-				clock, release := threadClock()
-				defer release()
-				best, bestFMA := time.Duration(1<<62), time.Duration(1<<62)
-				const reps = 8
-				for i := 0; i < b.N*50; i++ { // 50 short rounds per iteration: best of many
-					t0 := clock()
-					for j := 0; j < reps; j++ {
-						callAVX2(dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, &x[0], 4*m.cols, m.cols, &out[0], pf, 128)
+	if cpuAVX512 {
+		ps = append(ps, benchPath{"avx512", pathAVX512, F32Activations, fmaLoop512, 512})
+	}
+	if cpuDot {
+		ps = append(ps, benchPath{"avx512bf16", pathAVX512, BF16Activations, dotLoop, 1024})
+	}
+	return ps
+}
+
+// BenchmarkKernel measures each assembly kernel shape alone (M batch rows x P panels, the
+// widest P per M) on weights that stay in L2, against its path's peak loop on the same core:
+// the arithmetic efficiency of the inner loops without the memory system. It reports the
+// best of 50*b.N rounds of the thread's CPU time for both.
+func BenchmarkKernel(b *testing.B) {
+	for _, bp := range benchPaths() {
+		fam, maxP := famAVX2, maxPanelsAVX2
+		switch {
+		case bp.prec == BF16Activations:
+			fam, maxP = famDot, maxPanelsDot
+		case bp.path == pathAVX512:
+			fam, maxP = famAVX512, maxPanels512
+		}
+		for _, dt := range allTypes {
+			if fam == famDot && dt != BF16 {
+				continue
+			}
+			m := benchMat(b, dt, 96, 1024)
+			xf := randVec(rand.New(rand.NewPCG(1, 2)), max512Rows*m.cols)
+			xb := make([]uint32, max512Rows*m.cols/2)
+			roundPairs(xb, xf, max512Rows, m.cols, m.cols, m.cols/2)
+			x, xs, cols := unsafe.Pointer(&xf[0]), 4*m.cols, m.cols
+			if fam == famDot {
+				x, xs, cols = unsafe.Pointer(&xb[0]), 2*m.cols, m.cols/2
+			}
+			var out [max512Rows * 6 * panelRows]float32
+			pf := uintptr(unsafe.Pointer(&m.pk.mem[0])) + prefetchAhead
+			for mr := 1; mr < len(maxP); mr++ {
+				np := maxP[mr]
+				b.Run(fmt.Sprintf("%s/%v/M=%d/P=%d", bp.name, dt, mr, np), func(b *testing.B) {
+					clock, release := threadClock()
+					defer release()
+					best, bestPeak := time.Duration(1<<62), time.Duration(1<<62)
+					const reps = 8
+					for i := 0; i < b.N*50; i++ { // 50 short rounds per iteration: best of many
+						t0 := clock()
+						for j := 0; j < reps; j++ {
+							callFamily(fam, dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, x, xs, cols, &out[0], pf, 128)
+						}
+						t1 := clock()
+						bp.peak(1 << 11)
+						t2 := clock()
+						best, bestPeak = min(best, t1-t0), min(bestPeak, t2-t1)
 					}
-					t1 := clock()
-					fmaLoop(1 << 12)
-					t2 := clock()
-					best, bestFMA = min(best, t1-t0), min(bestFMA, t2-t1)
-				}
-				flops := reps * 2 * panelRows * float64(mr*np*m.cols)
-				peak := 192 * float64(1<<12) / bestFMA.Seconds()
-				b.ReportMetric(flops/best.Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(peak/1e9, "peak-GFLOP/s")
-				b.ReportMetric(flops/best.Seconds()/peak, "ratio-to-peak")
-			})
+					flops := reps * 2 * panelRows * float64(mr*np*m.cols)
+					peak := bp.flops * float64(1<<11) / bestPeak.Seconds()
+					b.ReportMetric(flops/best.Seconds()/1e9, "GFLOP/s")
+					b.ReportMetric(peak/1e9, "peak-GFLOP/s")
+					b.ReportMetric(flops/best.Seconds()/peak, "ratio-to-peak")
+				})
+			}
 		}
 	}
 }
@@ -58,7 +88,7 @@ func BenchmarkKernel(b *testing.B) {
 // that the instruction ignores the rounding mode and the flush-to-zero bits of MXCSR. On a
 // CPU without AVX512_BF16 it says so (TestKernelPaths prints the line in `make test`).
 func TestDotInstruction(t *testing.T) {
-	if !cpuDot {
+	if !cpuBF16 {
 		t.Skip("this CPU has no AVX512_BF16: VDPBF16PS not tested")
 	}
 	r := rand.New(rand.NewPCG(31, 32))

@@ -78,3 +78,18 @@ func Implementation() string { return Path(F32Activations) }
 // which gives the same bits but is far slower than the float32 path: a runtime should then
 // keep float32 activations.
 func FastBF16() bool { return dotActive() }
+
+// SelectPath makes packed matrices use the named f32 path ("avx512", "avx2" or
+// "portable"; all give the same bits) and, for "avx2" and "portable", the portable reference
+// for BF16 activations. It is for benchmarks and comparisons (e.g. the AVX2 path on a CPU that
+// has AVX-512); it must not be called while products are running. It fails for a path this
+// build or CPU lacks.
+func SelectPath(name string) error {
+	for _, p := range cpuPaths() {
+		if p.String() == name {
+			curPath = p
+			return nil
+		}
+	}
+	return fmt.Errorf("kernels: path %q is not available here (have %v)", name, cpuPaths())
+}

@@ -100,7 +100,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 	k := avx2{d, s}
 	name := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P)
 	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
-	g.prologue(name, s)
+	g.prologue(name, s, false)
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			for h := 0; h < 2; h++ {
@@ -113,7 +113,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 		g.f("\tVMOVDQU bf16hi<>(SB), %s", k.mask())
 	}
 	group := func() {
-		g.prefetch(unroll*d.step, s)
+		g.prefetch(unroll*d.step, s, false)
 		for u := 0; u < unroll; u++ {
 			g.column2(k, u)
 		}

@@ -94,7 +94,7 @@ func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
 	k.check()
 	name := fmt.Sprintf("z%sM%dP%d", d.prefix, s.M, s.P)
 	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
-	g.prologue(name, s)
+	g.prologue(name, s, multiPrefetch(s))
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			r := k.acc(m, p)
@@ -105,7 +105,7 @@ func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
 		g.f("\tVMOVDQU32 bf16hi<>(SB), %s", k.mask())
 	}
 	group := func() {
-		g.prefetch(unroll*d.step, s)
+		g.prefetch(unroll*d.step, s, multiPrefetch(s))
 		for u := 0; u < unroll; u++ {
 			g.column512(k, u)
 		}

@@ -36,7 +36,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 		log.Fatalf("dot kernel %v needs %d registers", s, breg(s.M))
 	}
 	g.f("// func %s(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
-	g.prologue(name, s)
+	g.prologue(name, s, multiPrefetch(s))
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			g.f("\tVPXORD Z%d, Z%d, Z%d", acc(m, p), acc(m, p), acc(m, p))
@@ -60,7 +60,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.f("\tSHRQ $1, CX")
 	g.f("\tJZ %s_tail", name)
 	g.f("%s_loop:", name)
-	g.prefetch(128, s)
+	g.prefetch(128, s, multiPrefetch(s))
 	pair(0)
 	pair(1)
 	g.advance(s, "SI", "R12", 128, 8)

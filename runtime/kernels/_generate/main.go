@@ -93,7 +93,7 @@ func xat(m, off int) string {
 // prologue loads the arguments shared by every panel kernel and sets up the x and panel
 // base registers: SI weights of panel 0, R12 of panel 3, R8 panel stride, DX x row 0, R10
 // row 3, R14 row 6, R9 x row stride, CX columns, DI out, AX/R13 prefetch pointer and step.
-func (g *gen) prologue(name string, s shape) {
+func (g *gen) prologue(name string, s shape, pfMulti bool) {
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	g.f("\tMOVQ w+0(FP), SI")
 	g.f("\tMOVQ panelStride+8(FP), R8")
@@ -101,7 +101,7 @@ func (g *gen) prologue(name string, s shape) {
 	g.f("\tMOVQ xStride+24(FP), R9")
 	g.f("\tMOVQ cols+32(FP), CX")
 	g.f("\tMOVQ out+40(FP), DI")
-	if s.P == 1 {
+	if s.P == 1 || pfMulti {
 		g.f("\tMOVQ pf+48(FP), AX")
 		g.f("\tMOVQ pfStep+56(FP), R13")
 	}
@@ -124,15 +124,25 @@ func (g *gen) prologue(name string, s shape) {
 // its own panel, or a slice of the next panel while it rereads the current one from cache.
 // Multi-panel kernels read several streams at once and leave prefetching to the hardware
 // (software prefetches measurably slowed them down).
-func (g *gen) prefetch(bytes int, s shape) {
-	if s.P != 1 {
+func (g *gen) prefetch(bytes int, s shape, pfMulti bool) {
+	if s.P != 1 && !pfMulti {
 		return
 	}
-	for off := 0; off < bytes || off == 0; off += 64 {
-		g.f("\tPREFETCHT0 %d(AX)", off)
+	for p := 0; p < s.P; p++ {
+		for off := 0; off < bytes || off == 0; off += 64 {
+			g.f("\tPREFETCHT0 %s", mem("AX", "", p, off))
+		}
 	}
 	g.f("\tADDQ R13, AX")
 }
+
+// multiPrefetch reports whether a multi-panel AVX-512 or dot kernel of shape s prefetches
+// its panels ahead (the compute-heavy shapes: with few streams and many rows per weight, the
+// hardware prefetcher alone leaves the core waiting).
+func multiPrefetch(s shape) bool { return s.P > 1 && s.P <= 3 && s.M >= pfMinRows }
+
+// pfMinRows is the least batch-row count of a prefetching multi-panel kernel.
+const pfMinRows = 4
 
 // advance emits the pointer increments after a group: wb bytes of weights per panel, xb
 // bytes of each x row.

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // scenario is a two-layer cache with nCtx injected context rows, and a batch of new rows.
@@ -536,5 +538,46 @@ func TestEmptyBatch(t *testing.T) {
 	s.cache.Reset()
 	if s.cache.Len() != 0 {
 		t.Errorf("Reset left Len %d", s.cache.Len())
+	}
+}
+
+// TestForwardPathsAgree checks that a layer's output and cache rows are the same bits on
+// every kernel path (portable, avx2, avx512): attention has one numerical contract, in
+// purego builds too (the portable vector kernels define the bits the assembly repeats).
+func TestForwardPathsAgree(t *testing.T) {
+	defer kernels.SelectPath(kernels.Implementation())
+	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}} {
+		cfg := smallConfig(20, true)
+		cfg.NHead = tc.nHead
+		const n = 6
+		var want, wantCache []float32
+		for _, p := range []string{"portable", "avx2", "avx512"} {
+			if kernels.SelectPath(p) != nil {
+				continue
+			}
+			s := newScenario(t, 13, cfg, tc.nCtx, n, tc.nCtx+n+1, 8)
+			out := make([]float32, n*cfg.NEmbd)
+			if err := s.att[1].Forward(out, s.h, n, s.pos, s.cache, 1, Causal); err != nil {
+				t.Fatal(err)
+			}
+			var rows []float32
+			for i := range n {
+				rows = append(rows, s.cache.Row(1, tc.nCtx+i)...)
+			}
+			if want == nil {
+				want, wantCache = out, rows
+				continue
+			}
+			for k := range out {
+				if math.Float32bits(out[k]) != math.Float32bits(want[k]) {
+					t.Fatalf("ctx %d path %s: output %d = %v, portable %v", tc.nCtx, p, k, out[k], want[k])
+				}
+			}
+			for k := range rows {
+				if math.Float32bits(rows[k]) != math.Float32bits(wantCache[k]) {
+					t.Fatalf("ctx %d path %s: cache value %d differs", tc.nCtx, p, k)
+				}
+			}
+		}
 	}
 }

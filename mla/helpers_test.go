@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // dense is a plain row-major float32 matrix implementing Linear for tests. Each output is a
@@ -332,4 +334,16 @@ func rangeTol(vals []float64, tol float64) float64 {
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	return tol * (hi - lo)
+}
+
+// forPaths runs f once per kernel path of this build and CPU ("portable", "avx2", "avx512";
+// the vector kernels of attention give the same bits on all of them), each in a subtest.
+func forPaths(t *testing.T, f func(t *testing.T)) {
+	defer kernels.SelectPath(kernels.Implementation())
+	for _, p := range []string{"avx512", "avx2", "portable"} {
+		if kernels.SelectPath(p) != nil {
+			continue
+		}
+		t.Run(p, f)
+	}
 }

@@ -564,6 +564,41 @@ func dotLoop(n int)
 //go:noescape
 func dpbf16(acc *float32, a, b *uint32)
 
+// dotAsm computes dotGeneric's dot product (len(b) == len(a)).
+//
+//go:noescape
+func dotAsm(a, b []float32) float32
+
+// axpyAsm is axpyGeneric (len(x) == len(y)).
+//
+//go:noescape
+func axpyAsm(y []float32, alpha float32, x []float32)
+
+// dot4Asm sets out[k] = dotAsm(q, rows[k*stride:]) for k < 4; the caller guarantees rows[3*stride+len(q)-1] and out[3] exist.
+//
+//go:noescape
+func dot4Asm(q, rows []float32, stride int, out []float32)
+
+// axpyRowsAsm sets acc[j] += p[t]*rows[t*stride+j] for t in order (axpyAsm once per row); the caller guarantees the rows exist.
+//
+//go:noescape
+func axpyRowsAsm(acc, p, rows []float32, stride int)
+
+// dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and four rows; the caller guarantees the rows and out[11] exist.
+//
+//go:noescape
+func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)
+
+// axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.
+//
+//go:noescape
+func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
+
+// expShiftAsm is expShiftGeneric for len(x) a multiple of 8.
+//
+//go:noescape
+func expShiftAsm(x []float32, m float32)
+
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.
 var (

@@ -581,3 +581,54 @@ func TestForwardPathsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedWeightsSameBits checks that the optional fused weights (q_a with kv_a_mqa in one
+// matrix, grouped k_b and v_b) give the same bits as the separate ones, with and without
+// q-LoRA, and that their shapes are validated.
+func TestFusedWeightsSameBits(t *testing.T) {
+	for _, qLora := range []int{20, 0} {
+		cfg := smallConfig(qLora, true)
+		const n = 5
+		var outs [2][]float32
+		var rows [2][]float32
+		for v := range 2 {
+			s := newScenario(t, 17, cfg, 9, n, 9+n+1, 8)
+			at := s.att[1]
+			if v == 1 {
+				var err error
+				if at, err = at.WithWeights(fused(at.w)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			outs[v] = make([]float32, n*cfg.NEmbd)
+			if err := at.Forward(outs[v], s.h, n, s.pos, s.cache, 1, Causal); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				rows[v] = append(rows[v], s.cache.Row(1, 9+i)...)
+			}
+		}
+		for k := range outs[0] {
+			if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
+				t.Fatalf("q_lora %d: output %d: separate %v, fused %v", qLora, k, outs[0][k], outs[1][k])
+			}
+		}
+		for k := range rows[0] {
+			if math.Float32bits(rows[0][k]) != math.Float32bits(rows[1][k]) {
+				t.Fatalf("q_lora %d: cache value %d differs", qLora, k)
+			}
+		}
+	}
+	cfg := smallConfig(20, false)
+	f := newLayerFixture(t, rand.New(rand.NewPCG(1, 1)), cfg)
+	bad := fused(f.w)
+	bad.KVAQ = stacked(f.w.KVA)
+	if _, err := NewAttention(cfg, bad, 4); err == nil || !strings.Contains(err.Error(), "stacked") {
+		t.Errorf("short KVAQ accepted: %v", err)
+	}
+	bad = fused(f.w)
+	bad.KBAll = &groupedDense{f.w.KB[:2]}
+	if _, err := NewAttention(cfg, bad, 4); err == nil || !strings.Contains(err.Error(), "grouped") {
+		t.Errorf("KBAll with 2 heads accepted: %v", err)
+	}
+}

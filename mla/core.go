@@ -20,6 +20,7 @@ type scratch struct {
 	nHead, kvl, width, mb int
 
 	qa, q, c, cs []float32   // projections of the batch
+	cq           []float32   // KVAQ's outputs: [c | qa or q] per row
 	qn, qabs     []float32   // one head's q_nope rows and absorbed queries
 	qfull        []float32   // [head][row] x width: [q_abs | roped q_pe]
 	acc          []float32   // [head][row] x kv_lora: running sum, then o_lat
@@ -42,6 +43,15 @@ type attendJob struct {
 	maxEnd   int
 }
 
+// qProj is the width of a row's query projection: QLoraRank, or NHead*(DNope+DRope) without
+// q-LoRA.
+func qProj(cfg *Config) int {
+	if cfg.QLoraRank > 0 {
+		return cfg.QLoraRank
+	}
+	return cfg.NHead * (cfg.DNope + cfg.DRope)
+}
+
 func newScratch(cfg *Config, mb, procs int) *scratch {
 	dr := cfg.DRope
 	width := cfg.KVLoraRank + dr
@@ -50,6 +60,7 @@ func newScratch(cfg *Config, mb, procs int) *scratch {
 		qa:     make([]float32, mb*cfg.QLoraRank),
 		q:      make([]float32, mb*cfg.NHead*(cfg.DNope+dr)),
 		c:      make([]float32, mb*width),
+		cq:     make([]float32, mb*(width+qProj(cfg))),
 		cs:     make([]float32, mb*dr),
 		qn:     make([]float32, mb*cfg.DNope),
 		qabs:   make([]float32, mb*cfg.KVLoraRank),

@@ -347,3 +347,41 @@ func forPaths(t *testing.T, f func(t *testing.T)) {
 		t.Run(p, f)
 	}
 }
+
+// stacked returns the matrices' rows stacked into one dense matrix (a test KVAQ).
+func stacked(ms ...Linear) *dense {
+	d := &dense{cols: ms[0].Cols()}
+	for _, m := range ms {
+		dm := m.(*dense)
+		d.rows += dm.rows
+		d.w = append(d.w, dm.w...)
+	}
+	return d
+}
+
+// groupedDense is a Grouped made of dense matrices, each computed alone.
+type groupedDense struct{ ms []Linear }
+
+func (g *groupedDense) Rows() int   { return len(g.ms) * g.ms[0].Rows() }
+func (g *groupedDense) Cols() int   { return g.ms[0].Cols() }
+func (g *groupedDense) Groups() int { return len(g.ms) }
+
+func (g *groupedDense) MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int) {
+	r := g.ms[0].Rows()
+	for gi, m := range g.ms {
+		for j := range n {
+			m.MatVec(dst[j*dRow+gi*dGroup:j*dRow+gi*dGroup+r], x[j*xRow+gi*xGroup:])
+		}
+	}
+}
+
+// fused returns w with the optional fused forms set (KVAQ, KBAll, VBAll).
+func fused(w Weights) Weights {
+	if w.QA != nil {
+		w.KVAQ = stacked(w.KVA, w.QA)
+	} else {
+		w.KVAQ = stacked(w.KVA, w.Q)
+	}
+	w.KBAll, w.VBAll = &groupedDense{w.KB}, &groupedDense{w.VB}
+	return w
+}

@@ -94,13 +94,18 @@ type Draft struct {
 	cache   *mla.LatentCache
 	weights *binder
 
-	s draftScratch
+	numerics Numerics
+	s        draftScratch
 }
+
+// Numerics says which kernel path and activation precision the draft's products use (its
+// lm_head is the target's, or the stand-in head of LoadDraftStandalone, with theirs).
+func (d *Draft) Numerics() Numerics { return d.numerics }
 
 type draftLayer struct {
 	attnNorm, ffnNorm []float32
 	attn              *mla.Attention
-	gate, up, down    *kernels.Mat
+	ffn               ffn
 }
 
 type draftScratch struct {
@@ -148,6 +153,7 @@ func LoadDraftStandalone(f *gguf.File, head *kernels.Mat, opt TargetOptions) (*D
 	if opt.Context <= 0 {
 		opt.Context = 256
 	}
+	head = head.WithPrecision(opt.activations())
 	return loadDraft(f, c, head.Row, head, opt)
 }
 
@@ -160,8 +166,8 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 		opt.Context = 4096
 	}
 	E, V, r := c.NEmbd, c.NVocab, c.MarkovRank
-	b := newBinder(f, opt.Pack)
-	d := &Draft{Config: c, File: f, embed: embed, head: head}
+	b := newBinder(f, opt)
+	d := &Draft{Config: c, File: f, embed: embed, head: head, numerics: numericsFor(opt)}
 	d.fc = b.mat("fc.weight", len(c.TargetLayers)*c.TargetHidden, E)
 	d.encNorm = b.vec("enc.output_norm.weight", E)
 	d.outNorm = b.vec("output_norm.weight", E)
@@ -185,9 +191,7 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 		l.attnNorm = b.vec(p+"attn_norm.weight", E)
 		l.ffnNorm = b.vec(p+"ffn_norm.weight", E)
 		w := b.attention(p, a)
-		l.gate = b.mat(p+"ffn_gate.weight", E, c.NFF)
-		l.up = b.mat(p+"ffn_up.weight", E, c.NFF)
-		l.down = b.mat(p+"ffn_down.weight", c.NFF, E)
+		l.ffn = b.ffn(p+"ffn_gate.weight", p+"ffn_up.weight", p+"ffn_down.weight", E, c.NFF)
 		if b.err != nil {
 			b.release()
 			return nil, b.err
@@ -212,7 +216,7 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 	d.s = draftScratch{
 		feat: make([]float32, n*len(c.TargetLayers)*c.TargetHidden), ctx: make([]float32, n*E),
 		x: make([]float32, g*E), h: make([]float32, g*E), attnOut: make([]float32, g*E),
-		a: make([]float32, g*c.NFF), b: make([]float32, g*c.NFF), ffo: make([]float32, g*E),
+		a: make([]float32, g*c.NFF), b: make([]float32, 2*g*c.NFF), ffo: make([]float32, g*E),
 		pos: make([]int, n), logits: make([]float32, g*V), hidden: make([]float32, g*E),
 		w1row: make([]float32, max(r, 1)), bias: make([]float32, V), confIn: make([]float32, E+r), confOut: make([]float32, 1),
 	}
@@ -339,13 +343,7 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 		}
 		addTo(x, d.s.attnOut[:g*E])
 		rmsRows(h, x, l.ffnNorm, g, E, c.Eps)
-		a, b := d.s.a[:g*c.NFF], d.s.b[:g*c.NFF]
-		l.gate.MatMul(a, h, g)
-		l.up.MatMul(b, h, g)
-		for i := range a {
-			a[i] = silu(a[i]) * b[i]
-		}
-		l.down.MatMul(d.s.ffo[:g*E], a, g)
+		l.ffn.forward(d.s.ffo[:g*E], h, g, d.s.a, d.s.b)
 		addTo(x, d.s.ffo[:g*E])
 	}
 	hid := d.s.hidden[:g*E]

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -79,6 +80,11 @@ func buildDraft(ts tinySpec, s draftSpec, seed uint64) *model {
 
 func openDraft(t testing.TB, m *model, tg *Target) (*Draft, error) {
 	t.Helper()
+	return openDraftOpt(t, m, tg, TargetOptions{})
+}
+
+func openDraftOpt(t testing.TB, m *model, tg *Target, opt TargetOptions) (*Draft, error) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "draft.gguf")
 	m.write(t, path)
 	f, err := gguf.Open(path)
@@ -86,18 +92,37 @@ func openDraft(t testing.TB, m *model, tg *Target) (*Draft, error) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return LoadDraft(f, tg, TargetOptions{})
+	return LoadDraft(f, tg, opt)
+}
+
+// parityOptions are the ways a pair is loaded for the parity tests: unpacked (portable
+// kernels), packed (fused matrices, the fastest f32 path), and BF16 weights packed with bf16
+// activations (the VDPBF16PS kernels where the CPU has them; elsewhere f32).
+var parityOptions = map[string]struct {
+	opt  TargetOptions
+	bf16 bool // BF16 weights
+}{
+	"unpacked":         {TargetOptions{Context: 128}, false},
+	"packed":           {TargetOptions{Context: 128, Pack: true}, false},
+	"bf16-packed-bf16": {TargetOptions{Context: 128, Pack: true, Activations: kernels.BF16Activations}, true},
 }
 
 // TestGreedyParity: at T = 0, speculative decoding must equal plain greedy decoding token for
 // token, over many prompts, block sizes and both anchor conventions.
 func TestGreedyParity(t *testing.T) {
+	for name, po := range parityOptions {
+		t.Run(name, func(t *testing.T) { testGreedyParity(t, po.opt, po.bf16) })
+	}
+}
+
+func testGreedyParity(t *testing.T, opt TargetOptions, bf16 bool) {
 	ts := defaultTiny()
-	tg := openTarget(t, buildTarget(ts, 21), TargetOptions{Context: 128})
+	ts.bf16 = bf16
+	tg := openTarget(t, buildTarget(ts, 21), opt)
 	for _, anchor := range []bool{true, false} {
 		ds := defaultDraft(ts)
 		ds.anchor = anchor
-		d, err := openDraft(t, buildDraft(ts, ds, 4), tg)
+		d, err := openDraftOpt(t, buildDraft(ts, ds, 4), tg, TargetOptions{Pack: opt.Pack, Activations: opt.Activations})
 		if err != nil {
 			t.Fatal(err)
 		}

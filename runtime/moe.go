@@ -4,8 +4,6 @@ import (
 	"math"
 	"runtime"
 	"sync"
-
-	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // moeParallelWork is the number of multiply-adds (an upper bound over the layer's experts)
@@ -45,7 +43,7 @@ func newMoEScratch(n int, c TargetConfig) moeScratch {
 	}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		s.workers = append(s.workers, moeWorker{in: make([]float32, n*E), out: make([]float32, n*E),
-			a: make([]float32, n*ff), b: make([]float32, n*ff), tasks: make([]int, 0, X+1)})
+			a: make([]float32, n*ff), b: make([]float32, 2*n*ff), tasks: make([]int, 0, X+1)})
 	}
 	s.loads = make([]int, len(s.workers))
 	return s
@@ -86,7 +84,7 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 			s.tasks = append(s.tasks, e)
 		}
 	}
-	if l.gateShexp != nil {
+	if l.shared != nil {
 		s.tasks = append(s.tasks, -1)
 	}
 	load := func(e int) int {
@@ -138,7 +136,7 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 				d[j] += w * y[j]
 			}
 		}
-		if l.gateShexp != nil {
+		if l.shared != nil {
 			addTo(d, s.shared[i*E:(i+1)*E])
 		}
 	}
@@ -149,11 +147,10 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 func (t *Target) runExperts(l *targetLayer, w *moeWorker, h []float32, n int) {
 	c := &t.Config
 	s := &t.s.moe
-	E, K, ff := c.NEmbd, c.NExpertUsed, c.NFFExp
+	E, K := c.NEmbd, c.NExpertUsed
 	for _, e := range w.tasks {
 		if e < 0 {
-			sh := l.gateShexp.Rows()
-			expert(s.shared[:n*E], h, n, l.gateShexp, l.upShexp, l.downShex, w.a[:n*sh], w.b[:n*sh])
+			l.shared.forward(s.shared[:n*E], h, n, w.a, w.b)
 			continue
 		}
 		js := s.byExpert[s.first[e]:s.first[e+1]]
@@ -162,21 +159,11 @@ func (t *Target) runExperts(l *targetLayer, w *moeWorker, h []float32, n int) {
 			r := j / K
 			copy(w.in[q*E:(q+1)*E], h[r*E:(r+1)*E])
 		}
-		expert(w.out[:m*E], w.in[:m*E], m, l.gateExp[e], l.upExp[e], l.downExp[e], w.a[:m*ff], w.b[:m*ff])
+		l.experts[e].forward(w.out[:m*E], w.in[:m*E], m, w.a, w.b)
 		for q, j := range js {
 			copy(s.slotOut[j*E:(j+1)*E], w.out[q*E:(q+1)*E])
 		}
 	}
-}
-
-// expert computes down(silu(gate x) * up x) for n rows.
-func expert(dst, x []float32, n int, gate, up, down *kernels.Mat, a, b []float32) {
-	gate.MatMul(a, x, n)
-	up.MatMul(b, x, n)
-	for i := range a {
-		a[i] = silu(a[i]) * b[i]
-	}
-	down.MatMul(dst, a, n)
 }
 
 // route picks one row's experts and weights.

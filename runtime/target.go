@@ -23,18 +23,21 @@ type Target struct {
 	maxBatch int
 	s        targetScratch
 	weights  *binder
+	numerics Numerics
 }
+
+// Numerics says which kernel path and activation precision the target's products use.
+func (t *Target) Numerics() Numerics { return t.numerics }
 
 type targetLayer struct {
 	attnNorm, ffnNorm []float32
 	attn              *mla.Attention
-	// dense FFN or shared experts
-	gate, up, down *kernels.Mat
+	dense             ffn // the dense FFN (layers < NDense)
 	// MoE
-	router                       *kernels.Mat
-	bias                         []float32
-	gateExp, upExp, downExp      []*kernels.Mat
-	gateShexp, upShexp, downShex *kernels.Mat
+	router  *kernels.Mat
+	bias    []float32
+	experts []ffn
+	shared  *ffn // nil without shared experts
 }
 
 type targetScratch struct {
@@ -50,8 +53,50 @@ type TargetOptions struct {
 	// MaxBatch is the largest number of rows one Forward accepts (0: 64).
 	MaxBatch int
 	// Pack repacks the weight matrices into the kernels' fast layout at load time, in
-	// huge-page memory outside the Go heap (freed by Close).
+	// huge-page memory outside the Go heap (freed by Close), and fuses the matrices that share
+	// an input (kv_a_mqa with q_a, gate with up) and the per-head k_b / v_b blocks.
 	Pack bool
+	// Activations is the precision of the activations in the products of BF16 weight
+	// matrices: kernels.F32Activations (the default: the reference, identical on every
+	// machine) or kernels.BF16Activations (activations rounded to bfloat16, as llama.cpp does
+	// for BF16 weights; faster where VDPBF16PS is fast, and less accurate). BF16 activations
+	// are only used where the kernels run them on hardware (kernels.FastBF16); elsewhere the
+	// model keeps F32Activations and Numerics says why.
+	Activations kernels.Precision
+}
+
+// activations returns the precision the options give the kernels.
+func (o TargetOptions) activations() kernels.Precision {
+	if o.Activations == kernels.BF16Activations && kernels.FastBF16() {
+		return kernels.BF16Activations
+	}
+	return kernels.F32Activations
+}
+
+// Numerics says how a loaded model computes, for reports: the kernel path, the activation
+// precision used and, when it differs, the one requested and why.
+type Numerics struct {
+	Kernels     string `json:"kernels"`                         // kernels.Path of the precision used
+	Activations string `json:"activations"`                     // "f32" or "bf16"
+	Requested   string `json:"activations_requested,omitempty"` // set when it differs from Activations
+	Note        string `json:"note,omitempty"`
+}
+
+// numericsFor describes what opt gives on this machine.
+func numericsFor(opt TargetOptions) Numerics {
+	p := opt.activations()
+	n := Numerics{Kernels: kernels.Path(p), Activations: p.String()}
+	if !opt.Pack {
+		n.Kernels = "portable"
+	}
+	if p != opt.Activations {
+		n.Requested = opt.Activations.String()
+		n.Note = "this CPU has no fast bf16 kernels (AVX512_BF16 with the reference's results); f32 activations used"
+	}
+	if p == kernels.BF16Activations {
+		n.Note = "bf16 activations: faster on BF16 weights, less accurate than the f32 reference (llama.cpp's log-probs move by 0.02-0.07 this way)"
+	}
+	return n
 }
 
 // LoadTarget binds a deepseek2 GGUF (already opened, mmap-backed) and allocates its cache.
@@ -69,14 +114,14 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 	if opt.Context <= 0 {
 		opt.Context = min(cfg.NCtx, 4096)
 	}
-	b := newBinder(f, opt.Pack)
+	b := newBinder(f, opt)
 	E := cfg.NEmbd
 	emb, _ := f.Tensor("token_embd.weight")
 	if emb == nil || len(emb.Dims) != 2 {
 		return nil, fmt.Errorf("%s: missing 2-D tensor token_embd.weight", f.Path)
 	}
 	cfg.NVocab = int(emb.Dims[1])
-	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch}
+	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, numerics: numericsFor(opt)}
 	t.tokEmbd = b.mat("token_embd.weight", E, cfg.NVocab)
 	t.outNorm = b.vec("output_norm.weight", E)
 	if b.has("output.weight") {
@@ -92,22 +137,16 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 		l.ffnNorm = b.vec(p+"ffn_norm.weight", E)
 		w := b.attention(p, a)
 		if i < cfg.NDense {
-			l.gate = b.mat(p+"ffn_gate.weight", E, cfg.NFF)
-			l.up = b.mat(p+"ffn_up.weight", E, cfg.NFF)
-			l.down = b.mat(p+"ffn_down.weight", cfg.NFF, E)
+			l.dense = b.ffn(p+"ffn_gate.weight", p+"ffn_up.weight", p+"ffn_down.weight", E, cfg.NFF)
 		} else {
 			l.router = b.mat(p+"ffn_gate_inp.weight", E, cfg.NExpert)
 			if b.has(p + "exp_probs_b.bias") {
 				l.bias = b.vec(p+"exp_probs_b.bias", cfg.NExpert)
 			}
-			l.gateExp = b.stack(p+"ffn_gate_exps.weight", E, cfg.NFFExp, cfg.NExpert)
-			l.upExp = b.stack(p+"ffn_up_exps.weight", E, cfg.NFFExp, cfg.NExpert)
-			l.downExp = b.stack(p+"ffn_down_exps.weight", cfg.NFFExp, E, cfg.NExpert)
+			l.experts = b.experts(p, E, cfg.NFFExp, cfg.NExpert)
 			if cfg.NShared > 0 {
-				sh := cfg.NFFExp * cfg.NShared
-				l.gateShexp = b.mat(p+"ffn_gate_shexp.weight", E, sh)
-				l.upShexp = b.mat(p+"ffn_up_shexp.weight", E, sh)
-				l.downShex = b.mat(p+"ffn_down_shexp.weight", sh, E)
+				sh := b.ffn(p+"ffn_gate_shexp.weight", p+"ffn_up_shexp.weight", p+"ffn_down_shexp.weight", E, cfg.NFFExp*cfg.NShared)
+				l.shared = &sh
 			}
 		}
 		if b.err != nil {
@@ -138,7 +177,7 @@ func (t *Target) allocScratch() {
 	ff := max(t.Config.NFF, t.Config.NFFExp*max(1, t.Config.NShared))
 	t.s = targetScratch{
 		x: make([]float32, n*E), h: make([]float32, n*E), attnOut: make([]float32, n*E),
-		ffA: make([]float32, n*ff), ffB: make([]float32, n*ff), ffOut: make([]float32, n*E),
+		ffA: make([]float32, n*ff), ffB: make([]float32, 2*n*ff), ffOut: make([]float32, n*E),
 		pos: make([]int, n),
 	}
 	if t.Config.NExpert > 0 {
@@ -210,7 +249,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *Step) er
 		addTo(x, t.s.attnOut[:n*E])
 		rmsRows(h, x, l.ffnNorm, n, E, c.Eps)
 		if li < c.NDense {
-			t.swiglu(t.s.ffOut[:n*E], h, n, l.gate, l.up, l.down)
+			l.dense.forward(t.s.ffOut[:n*E], h, n, t.s.ffA, t.s.ffB)
 		} else {
 			t.moe(l, t.s.ffOut[:n*E], h, n)
 		}
@@ -235,18 +274,6 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *Step) er
 		t.output.MatMul(out.Logits[logitsFrom*V:n*V], h[:m*E], m)
 	}
 	return nil
-}
-
-// swiglu computes down(silu(gate h) * up h) for n rows.
-func (t *Target) swiglu(dst, h []float32, n int, gate, up, down *kernels.Mat) {
-	ff := gate.Rows()
-	a, b := t.s.ffA[:n*ff], t.s.ffB[:n*ff]
-	gate.MatMul(a, h, n)
-	up.MatMul(b, h, n)
-	for i := range a {
-		a[i] = silu(a[i]) * b[i]
-	}
-	down.MatMul(dst, a, n)
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }

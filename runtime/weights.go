@@ -11,16 +11,20 @@ import (
 
 // binder binds GGUF tensors by name to kernel matrices and float32 vectors, recording the
 // first error with the file and tensor it concerns, so a loader reads like the tensor table.
+// With pack it repacks matrices into the kernels' fast layout, fuses matrices that share an
+// input (stack) and groups per-head matrices (group); every matrix it returns computes with
+// the activation precision prec.
 type binder struct {
 	f      *gguf.File
 	err    error
 	used   map[string]bool
-	pack   bool           // repack matrices into the kernels' fast layout
-	packed []*kernels.Mat // matrices to Release on Close
+	pack   bool              // repack matrices into the kernels' fast layout
+	prec   kernels.Precision // activation precision of every matrix
+	packed []*kernels.Mat    // matrices to Release on Close
 }
 
-func newBinder(f *gguf.File, pack bool) *binder {
-	return &binder{f: f, used: map[string]bool{}, pack: pack}
+func newBinder(f *gguf.File, opt TargetOptions) *binder {
+	return &binder{f: f, used: map[string]bool{}, pack: opt.Pack, prec: opt.activations()}
 }
 
 // release frees every packed matrix.
@@ -85,16 +89,21 @@ func kernelType(t gguf.GGMLType) (kernels.DType, bool) {
 	return 0, false
 }
 
-// mat binds a 2-D tensor {cols, rows} as a rows x cols matrix.
+// mat binds a 2-D tensor {cols, rows} as a rows x cols matrix (packed when the binder packs).
 func (b *binder) mat(name string, cols, rows int) *kernels.Mat {
+	return b.own(b.view(name, cols, rows))
+}
+
+// view binds a 2-D tensor {cols, rows} as a rows x cols zero-copy view of the file.
+func (b *binder) view(name string, cols, rows int) *kernels.Mat {
 	t, data := b.tensor(name, uint64(cols), uint64(rows))
 	if t == nil {
 		return nil
 	}
-	return b.newMat(name, t.Type, rows, cols, data)
+	return b.newView(name, t.Type, rows, cols, data)
 }
 
-func (b *binder) newMat(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
+func (b *binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
 	kt, ok := kernelType(typ)
 	if !ok {
 		b.fail("tensor %s has type %v; the runtime supports F32, F16, BF16 and Q8_0", name, typ)
@@ -105,20 +114,52 @@ func (b *binder) newMat(name string, typ gguf.GGMLType, rows, cols int, data []b
 		b.fail("tensor %s: %v", name, err)
 		return nil
 	}
-	if b.pack {
-		p, err := m.Pack()
-		if err != nil {
-			b.fail("tensor %s: %v", name, err)
-			return nil
-		}
-		b.packed = append(b.packed, p)
-		return p
-	}
-	return m
+	return m.WithPrecision(b.prec)
 }
 
-// stack binds a 3-D tensor {cols, rows, n} as n matrices of rows x cols (experts, heads).
-func (b *binder) stack(name string, cols, rows, n int) []*kernels.Mat {
+// own packs a view when the binder packs (recording the copy for release) and returns the
+// matrix to compute with.
+func (b *binder) own(m *kernels.Mat) *kernels.Mat {
+	if m == nil || !b.pack {
+		return m
+	}
+	p, err := m.Pack()
+	return b.keep(p, err, "packing")
+}
+
+// keep records a packed matrix made by the binder and returns it with the binder's precision.
+func (b *binder) keep(p *kernels.Mat, err error, what string) *kernels.Mat {
+	if err != nil {
+		b.fail("%s: %v", what, err)
+		return nil
+	}
+	b.packed = append(b.packed, p)
+	return p.WithPrecision(b.prec)
+}
+
+// stacked fuses views that multiply the same input into one packed matrix (their outputs
+// side by side, bit-identical to the separate products); nil when the binder does not pack.
+func (b *binder) stacked(what string, ms ...*kernels.Mat) *kernels.Mat {
+	if !b.pack || b.err != nil {
+		return nil
+	}
+	p, err := kernels.Stack(ms...)
+	return b.keep(p, err, what)
+}
+
+// grouped packs equally shaped views as one grouped matrix (kernels.Group); nil when the
+// binder does not pack.
+func (b *binder) grouped(what string, ms ...*kernels.Mat) *kernels.Mat {
+	if !b.pack || b.err != nil {
+		return nil
+	}
+	p, err := kernels.Group(ms...)
+	return b.keep(p, err, what)
+}
+
+// views binds a 3-D tensor {cols, rows, n} as n zero-copy views of rows x cols (experts,
+// heads).
+func (b *binder) views(name string, cols, rows, n int) []*kernels.Mat {
 	t, data := b.tensor(name, uint64(cols), uint64(rows), uint64(n))
 	if t == nil {
 		return nil
@@ -126,7 +167,45 @@ func (b *binder) stack(name string, cols, rows, n int) []*kernels.Mat {
 	per := len(data) / n
 	out := make([]*kernels.Mat, n)
 	for i := range out {
-		out[i] = b.newMat(name, t.Type, rows, cols, data[i*per:(i+1)*per])
+		out[i] = b.newView(name, t.Type, rows, cols, data[i*per:(i+1)*per])
+	}
+	return out
+}
+
+// mats binds a 3-D tensor as n matrices, packed when the binder packs.
+func (b *binder) mats(name string, cols, rows, n int) []*kernels.Mat {
+	ms := b.views(name, cols, rows, n)
+	for i := range ms {
+		ms[i] = b.own(ms[i])
+	}
+	return ms
+}
+
+// ffn binds a SwiGLU feed-forward of width ff on an input of width e: with packing, gate and
+// up are one stacked matrix.
+func (b *binder) ffn(gate, up, down string, e, ff int) ffn {
+	f := ffn{down: b.mat(down, ff, e)}
+	g, u := b.view(gate, e, ff), b.view(up, e, ff)
+	if f.gateUp = b.stacked("stacking "+gate+" and "+up, g, u); f.gateUp == nil {
+		f.gate, f.up = g, u
+	}
+	return f
+}
+
+// experts binds the routed experts of one MoE layer (3-D tensors, one matrix per expert).
+func (b *binder) experts(p string, e, ff, n int) []ffn {
+	gs := b.views(p+"ffn_gate_exps.weight", e, ff, n)
+	us := b.views(p+"ffn_up_exps.weight", e, ff, n)
+	ds := b.mats(p+"ffn_down_exps.weight", ff, e, n)
+	if b.err != nil {
+		return nil
+	}
+	out := make([]ffn, n)
+	for i := range out {
+		out[i] = ffn{down: ds[i]}
+		if out[i].gateUp = b.stacked(fmt.Sprintf("stacking expert %d of %sffn_gate_exps and _up_exps", i, p), gs[i], us[i]); out[i].gateUp == nil {
+			out[i].gate, out[i].up = gs[i], us[i]
+		}
 	}
 	return out
 }
@@ -177,22 +256,52 @@ func heads(ms []*kernels.Mat) []mla.Linear {
 
 // attention binds the MLA tensors of the layer with name prefix p (deepseek2 names, shared
 // by the target and the dflash draft): q-LoRA or a full Q, kv_a with its norm, the per-head
-// k_b / v_b halves of kv_b, and the output projection.
+// k_b / v_b halves of kv_b, and the output projection. With packing it also fills the fused
+// forms mla uses: kv_a_mqa stacked with q_a (or q), k_b and v_b grouped by head; the
+// separate KVA is a view of the stack, and the per-head and q_a matrices stay unpacked views
+// (only validation and the float64 reference read them).
 func (b *binder) attention(p string, a mla.Config) mla.Weights {
 	E, qk := a.NEmbd, a.DNope+a.DRope
+	kva := b.view(p+"attn_kv_a_mqa.weight", E, a.KVLoraRank+a.DRope)
+	kb := b.views(p+"attn_k_b.weight", a.DNope, a.KVLoraRank, a.NHead)
+	vb := b.views(p+"attn_v_b.weight", a.KVLoraRank, a.DV, a.NHead)
 	w := mla.Weights{
-		KVA:     b.mat(p+"attn_kv_a_mqa.weight", E, a.KVLoraRank+a.DRope),
 		KVANorm: b.vec(p+"attn_kv_a_norm.weight", a.KVLoraRank),
-		KB:      heads(b.stack(p+"attn_k_b.weight", a.DNope, a.KVLoraRank, a.NHead)),
-		VB:      heads(b.stack(p+"attn_v_b.weight", a.KVLoraRank, a.DV, a.NHead)),
+		KB:      heads(kb),
+		VB:      heads(vb),
 		O:       b.mat(p+"attn_output.weight", a.NHead*a.DV, E),
 	}
+	var q *kernels.Mat
 	if a.QLoraRank > 0 {
-		w.QA = b.mat(p+"attn_q_a.weight", E, a.QLoraRank)
+		q = b.view(p+"attn_q_a.weight", E, a.QLoraRank)
+		w.QA = q
 		w.QANorm = b.vec(p+"attn_q_a_norm.weight", a.QLoraRank)
 		w.QB = b.mat(p+"attn_q_b.weight", a.QLoraRank, a.NHead*qk)
 	} else {
-		w.Q = b.mat(p+"attn_q.weight", E, a.NHead*qk)
+		q = b.view(p+"attn_q.weight", E, a.NHead*qk)
+		w.Q = q
+	}
+	if b.err != nil {
+		return w
+	}
+	if !b.pack {
+		w.KVA = kva
+		return w
+	}
+	if kvaq := b.stacked("stacking "+p+"attn_kv_a_mqa with the query projection", kva, q); kvaq != nil {
+		w.KVAQ = kvaq
+		sub, err := kvaq.Sub(0, a.KVLoraRank+a.DRope) // a prefix starts on a panel
+		if err != nil {
+			b.fail("%sattn_kv_a_mqa: %v", p, err)
+			return w
+		}
+		w.KVA = sub
+	}
+	if g := b.grouped("grouping "+p+"attn_k_b", kb...); g != nil {
+		w.KBAll = g
+	}
+	if g := b.grouped("grouping "+p+"attn_v_b", vb...); g != nil {
+		w.VBAll = g
 	}
 	return w
 }

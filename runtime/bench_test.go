@@ -49,6 +49,11 @@ import (
 const (
 	envBenchTarget = "DSPARK_BENCH_TARGET"
 	envBenchDraft  = "DSPARK_BENCH_DRAFT"
+	// envBenchKernels selects the kernel path (kernels.SelectPath: avx512, avx2, portable) and
+	// envBenchActivations the activation precision (f32, bf16) of the models; unset: the
+	// defaults (the fastest path, f32).
+	envBenchKernels     = "DSPARK_BENCH_KERNELS"
+	envBenchActivations = "DSPARK_BENCH_ACTIVATIONS"
 
 	benchPromptLen = 64  // context before the timed steps
 	benchGenTokens = 32  // tokens generated per Speculative iteration
@@ -62,6 +67,26 @@ var benchModels struct {
 	sync.Mutex
 	target *Target
 	draft  *Draft
+}
+
+// benchOptions returns the load options of the benchmark models, after selecting the kernel
+// path named by DSPARK_BENCH_KERNELS.
+func benchOptions(b *testing.B, opt TargetOptions) TargetOptions {
+	b.Helper()
+	opt.Pack = true
+	if p := os.Getenv(envBenchKernels); p != "" {
+		if err := kernels.SelectPath(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if a := os.Getenv(envBenchActivations); a != "" {
+		p, err := kernels.ParsePrecision(a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt.Activations = p
+	}
+	return opt
 }
 
 // benchTarget loads the target named by DSPARK_BENCH_TARGET, or skips.
@@ -78,7 +103,7 @@ func benchTarget(b *testing.B) *Target {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t, err := LoadTarget(f, TargetOptions{Context: benchContext, Pack: true})
+		t, err := LoadTarget(f, benchOptions(b, TargetOptions{Context: benchContext}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -103,7 +128,7 @@ func benchDraft(b *testing.B) (*Target, *Draft) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := LoadDraft(f, t, TargetOptions{Pack: true})
+		d, err := LoadDraft(f, t, benchOptions(b, TargetOptions{}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)

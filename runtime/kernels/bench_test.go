@@ -327,3 +327,65 @@ func BenchmarkPortable(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSmallMatrices measures one-row products over many small packed matrices called
+// one after another (the experts and attention projections of a decode step), cold in
+// cache, against a plain read of the same bytes, on one thread: the rate at which small
+// matrices stream, to compare with BenchmarkGEMV's large-matrix rate.
+func BenchmarkSmallMatrices(b *testing.B) {
+	for _, sh := range [][2]int{{1024, 150}, {300, 1024}, {272, 1024}, {2048, 256}} {
+		b.Run(fmt.Sprintf("bf16/%dx%d", sh[0], sh[1]), func(b *testing.B) {
+			forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+				if bp.prec != F32Activations {
+					return
+				}
+				per := sh[0] * sh[1] * 2
+				count := max(1, (128<<20)/per) // 128 MB in all: far beyond the caches
+				rb := sh[1] * 2
+				data := make([]byte, rb*sh[0])
+				r := rand.New(rand.NewPCG(5, 6))
+				for i := 0; i+2 <= len(data); i += 2 {
+					binary.LittleEndian.PutUint16(data[i:], uint16(r.Uint32())&0x807f|uint16(119+r.IntN(14))<<7)
+				}
+				view, _ := NewMat(BF16, sh[0], sh[1], data)
+				ms := make([]*Mat, count)
+				var total int
+				for i := range ms {
+					p, err := view.Pack()
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer p.Release()
+					ms[i] = p
+					total += len(p.pk.mem)
+				}
+				defer SetParallelism(0)
+				SetParallelism(1)
+				x := randVec(rand.New(rand.NewPCG(1, 1)), sh[1])
+				dst := make([]float32, sh[0])
+				clock, release := threadClock()
+				defer release()
+				read := func() {
+					for _, m := range ms {
+						mem := m.pk.mem
+						stride := len(mem) / 6 &^ 127
+						readStreams(&mem[0], stride, stride)
+						if rest := (len(mem) - 6*stride) &^ 127; rest > 0 {
+							readBytes(&mem[6*stride], rest)
+						}
+					}
+				}
+				kern, rd, ratio, _, _ := paired(b, clock, read, func() {
+					for _, m := range ms {
+						m.MatVec(dst, x)
+					}
+				})
+				b.SetBytes(int64(total))
+				b.ReportMetric(float64(total)/kern.Seconds()/1e9, "GB/s")
+				b.ReportMetric(float64(total)/rd.Seconds()/1e9, "read-GB/s")
+				b.ReportMetric(ratio, "ratio-to-read")
+				b.ReportMetric(float64(count), "matrices")
+			})
+		})
+	}
+}

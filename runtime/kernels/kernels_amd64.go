@@ -144,12 +144,22 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 	// groupBytes is the average number of weight bytes per 4 columns.
 	groupBytes := pk.panelBytes / max(1, m.cols/4)
 	if n <= maxRows {
-		for p := p0; p < p1; {
-			np := min(maxPanels[n], p1-p)
+		// One pass: np panels per call, np = the widest kernel. The panels of a call are
+		// lanes apart (panel i, i+lane, i+2*lane, ...), so that each of the kernel's np
+		// streams reads one long contiguous run of the weights across the calls, as a plain
+		// read with np streams does; the panels left over go in one narrower call.
+		np := min(maxPanels[n], p1-p0)
+		lane := (p1 - p0) / np
+		for i := 0; i < lane; i++ {
+			p := p0 + i
 			own := base + uintptr(p*pk.panelBytes)
-			callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
-			s.store(out[:], 0, n, np, p)
-			p += np
+			callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
+			s.storeLanes(out[:], 0, n, np, p, lane)
+		}
+		if p := p0 + lane*np; p < p1 {
+			own := base + uintptr(p*pk.panelBytes)
+			callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
+			s.store(out[:], 0, n, p1-p, p)
 		}
 		return
 	}

@@ -178,12 +178,15 @@ func (m *Mat) compute(c *geo, n, u0, u1 int) {
 
 // store copies the valid rows of a kernel's output (c batch rows, np panels from local panel
 // pn of the group) to the rows j0.. of s.
-func (s *seg) store(out []float32, j0, c, np, pn int) {
+func (s *seg) store(out []float32, j0, c, np, pn int) { s.storeLanes(out, j0, c, np, pn, 1) }
+
+// storeLanes is store for a kernel whose np panels are pn, pn+lane, pn+2*lane, ...
+func (s *seg) storeLanes(out []float32, j0, c, np, pn, lane int) {
 	for p := 0; p < np; p++ {
-		r0 := (pn + p) * panelRows
+		r0 := (pn + p*lane) * panelRows
 		nr := min(panelRows, s.rows-r0)
 		if nr <= 0 {
-			return
+			continue
 		}
 		for j := 0; j < c; j++ {
 			o := out[(j*np+p)*panelRows:]

@@ -415,6 +415,48 @@ func BenchmarkTargetDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkThreads compares, on the wall clock and interleaved step by step, a forward on
+// one thread (GOMAXPROCS 1, kernels on one goroutine) with the same forward on every thread,
+// for a one-row decode step and an 8-row verify step: speedup = time(1 thread) / time(all);
+// two threads must never be slower than one (speedup >= 1).
+func BenchmarkThreads(b *testing.B) {
+	n := goruntime.GOMAXPROCS(0)
+	if n < 2 {
+		b.Skip("one CPU")
+	}
+	for _, rowsN := range []int{1, benchVerifyLen} {
+		b.Run(fmt.Sprintf("rows=%d/threads=1-vs-%d", rowsN, n), func(b *testing.B) {
+			t := benchTarget(b)
+			var st Step
+			tok := benchPrefill(b, t, &st)
+			L := t.Len()
+			rows := append([]int{tok}, benchTokens(rowsN-1, t.Config.NVocab, 2)...)
+			forward := func(threads int) func() {
+				return func() {
+					goruntime.GOMAXPROCS(threads)
+					kernels.SetParallelism(threads)
+					if err := t.Truncate(L); err != nil {
+						b.Fatal(err)
+					}
+					if err := t.Forward(rows, 0, nil, &st); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			defer func() {
+				goruntime.GOMAXPROCS(n)
+				kernels.SetParallelism(0)
+			}()
+			start := time.Now()
+			wall := func() time.Duration { return time.Since(start) }
+			kern, one, speedup, _ := interleave(b, wall, forward(1), forward(n))
+			b.ReportMetric(one.Seconds()*1e3, "ms/1-thread")
+			b.ReportMetric(kern.Seconds()*1e3, "ms/all-threads")
+			b.ReportMetric(speedup, "speedup")
+		})
+	}
+}
+
 // BenchmarkVerify8 times an 8-row forward (logits for every row, as a verify step needs)
 // against a 1-row forward at the same 64-token context.
 func BenchmarkVerify8(b *testing.B) {

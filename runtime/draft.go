@@ -167,7 +167,7 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 	}
 	E, V, r := c.NEmbd, c.NVocab, c.MarkovRank
 	b := newBinder(f, opt)
-	d := &Draft{Config: c, File: f, embed: embed, head: head, numerics: numericsFor(opt)}
+	d := &Draft{Config: c, File: f, embed: embed, head: head}
 	d.fc = b.mat("fc.weight", len(c.TargetLayers)*c.TargetHidden, E)
 	d.encNorm = b.vec("enc.output_norm.weight", E)
 	d.outNorm = b.vec("output_norm.weight", E)
@@ -210,6 +210,7 @@ func loadDraft(f *gguf.File, c DraftConfig, embed func(int, []float32), head *ke
 		return nil, b.err
 	}
 	d.weights = b
+	d.numerics = numericsFor(opt, b.bf16 || head.DType() == kernels.BF16)
 	d.cache = mla.NewLatentCache(c.NLayer, opt.Context+c.BlockSize, a.KVLoraRank, a.DRope)
 	n := max(opt.MaxBatch, c.BlockSize)
 	g := c.BlockSize

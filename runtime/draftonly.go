@@ -68,6 +68,7 @@ type DraftTiming struct {
 	Ratios           []float64       `json:"ratios"`           // each block's time over its paired stream read's
 	Ratio            float64         `json:"ratio"`            // median of Ratios
 	Drafts           []int           `json:"drafts"`
+	Numerics         Numerics        `json:"numerics"` // the draft's kernel path and activation precision
 }
 
 // TimeDraftBlock feeds ctx positions of synthetic (seeded Gaussian) context features to d,
@@ -92,7 +93,7 @@ func TimeDraftBlock(d *Draft, head []byte, ctx, reps int, seed uint64) (*DraftTi
 	if err := d.AddContext(hidden, 0, ctx); err != nil {
 		return nil, err
 	}
-	res := &DraftTiming{ContextPositions: ctx, InjectTime: time.Since(t0)}
+	res := &DraftTiming{ContextPositions: ctx, InjectTime: time.Since(t0), Numerics: d.Numerics()}
 	dr := speculative.Drafter{Bias: d.MarkovBias}
 	first := 0
 	if !c.SampleFromAnchor {

@@ -82,19 +82,28 @@ type Numerics struct {
 	Note        string `json:"note,omitempty"`
 }
 
-// numericsFor describes what opt gives on this machine.
-func numericsFor(opt TargetOptions) Numerics {
+// numericsFor describes what opt gives on this machine to a model whose matrices include
+// BF16 ones (bf16) or not.
+func numericsFor(opt TargetOptions, bf16 bool) Numerics {
 	p := opt.activations()
+	if !bf16 {
+		p = kernels.F32Activations
+	}
 	n := Numerics{Kernels: kernels.Path(p), Activations: p.String()}
 	if !opt.Pack {
 		n.Kernels = "portable"
 	}
-	if p != opt.Activations {
+	switch {
+	case p == opt.Activations:
+	case !bf16:
+		n.Requested = opt.Activations.String()
+		n.Note = "no BF16 weight matrices: bf16 activations apply to BF16 weights only"
+	default:
 		n.Requested = opt.Activations.String()
 		n.Note = "this CPU has no fast bf16 kernels (AVX512_BF16 with the reference's results); f32 activations used"
 	}
 	if p == kernels.BF16Activations {
-		n.Note = "bf16 activations: faster on BF16 weights, less accurate than the f32 reference (llama.cpp's log-probs move by 0.02-0.07 this way)"
+		n.Note = "bf16 activations on BF16 weights: less accurate than the f32 reference (llama.cpp's log-probs move by 0.02-0.07 this way); docs/kernels.md says where it is faster"
 	}
 	return n
 }
@@ -121,7 +130,7 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 		return nil, fmt.Errorf("%s: missing 2-D tensor token_embd.weight", f.Path)
 	}
 	cfg.NVocab = int(emb.Dims[1])
-	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, numerics: numericsFor(opt)}
+	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch}
 	t.tokEmbd = b.mat("token_embd.weight", E, cfg.NVocab)
 	t.outNorm = b.vec("output_norm.weight", E)
 	if b.has("output.weight") {
@@ -167,6 +176,7 @@ func LoadTarget(f *gguf.File, opt TargetOptions) (*Target, error) {
 		return nil, b.err
 	}
 	t.weights = b
+	t.numerics = numericsFor(opt, b.bf16)
 	t.cache = mla.NewLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope)
 	t.allocScratch()
 	return t, nil

@@ -21,6 +21,7 @@ type binder struct {
 	pack   bool              // repack matrices into the kernels' fast layout
 	prec   kernels.Precision // activation precision of every matrix
 	packed []*kernels.Mat    // matrices to Release on Close
+	bf16   bool              // some matrix has BF16 weights (the only ones prec affects)
 }
 
 func newBinder(f *gguf.File, opt TargetOptions) *binder {
@@ -114,6 +115,7 @@ func (b *binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []
 		b.fail("tensor %s: %v", name, err)
 		return nil
 	}
+	b.bf16 = b.bf16 || kt == kernels.BF16
 	return m.WithPrecision(b.prec)
 }
 

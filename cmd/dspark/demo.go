@@ -47,12 +47,16 @@ func runDemo(w io.Writer, f *runFlags) error {
 		return err
 	}
 	defer df.Close()
-	target, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	opt, err := loadOptions(f, f.ctx)
+	if err != nil {
+		return err
+	}
+	target, err := runtime.LoadTarget(tf, opt)
 	if err != nil {
 		return err
 	}
 	defer target.Close()
-	draft, err := runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	draft, err := runtime.LoadDraft(df, target, opt)
 	if err != nil {
 		return err
 	}
@@ -64,6 +68,7 @@ func runDemo(w io.Writer, f *runFlags) error {
 	fmt.Fprintf(w, "dspark demo: embedded pair (target: deepseek2, %d layers, hidden %d, vocab %d; draft: dflash/MLA, %d layers, block %d, Markov rank %d)\n",
 		target.Config.NLayer, target.Config.NEmbd, target.Config.NVocab, draft.Config.NLayer, draft.Config.BlockSize, draft.Config.MarkovRank)
 	fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
+	printNumerics(w, target.Numerics())
 	g := &runtime.Generator{Target: target, Draft: draft, EOS: runtime.EOS(tf), MaxDraft: f.block, Threshold: f.threshold}
 	var all speculative.Stats
 	var plainTime, specTime float64
@@ -143,7 +148,11 @@ func runDraftOnly(w io.Writer, f *runFlags) error {
 		return err
 	}
 	defer release()
-	d, err := runtime.LoadDraftStandalone(df, head, runtime.TargetOptions{Context: 64, Pack: true})
+	opt, err := loadOptions(f, 64)
+	if err != nil {
+		return err
+	}
+	d, err := runtime.LoadDraftStandalone(df, head, opt)
 	if err != nil {
 		return err
 	}
@@ -158,6 +167,7 @@ func runDraftOnly(w io.Writer, f *runFlags) error {
 	}
 	fmt.Fprintf(w, "draft: %s (%d tensors, %d layers, block size %d, vocab %d, hidden %d)\n",
 		f.draft, len(df.Tensors), d.Config.NLayer, d.Config.BlockSize, vocab, embd)
+	printNumerics(w, tm.Numerics)
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)
 	fmt.Fprintf(w, "one block (median of %d): %v; streaming its %.2f GB of weights once (read after each block): %v\n",

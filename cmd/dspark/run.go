@@ -13,6 +13,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
@@ -24,6 +25,7 @@ type runFlags struct {
 	topK, block, ctx              int
 	seed                          uint64
 	json, draftOnly, noPlain      bool
+	activations                   string
 }
 
 func init() { rootCmd.AddCommand(newRunCmd()) }
@@ -57,7 +59,17 @@ With no model arguments it runs the embedded demo pair.`,
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.noPlain, "no-plain", false, "skip the plain target-only run used for the speedup figure")
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
+	fl.StringVar(&f.activations, "activations", "f32", "activation precision of BF16 matrix products: f32 (exact reference) or bf16 (faster where the CPU has fast AVX512_BF16, less accurate)")
 	return cmd
+}
+
+// loadOptions returns the model load options of the run flags (--ctx, --activations).
+func loadOptions(f *runFlags, ctx int) (runtime.TargetOptions, error) {
+	p, err := kernels.ParsePrecision(f.activations)
+	if err != nil {
+		return runtime.TargetOptions{}, usagef("--activations: %q is not f32 or bf16", f.activations)
+	}
+	return runtime.TargetOptions{Context: ctx, Pack: true, Activations: p}, nil
 }
 
 // runReport is the JSON schema of `dspark run --json`.
@@ -76,9 +88,14 @@ type runReport struct {
 	PerPosition  []float64          `json:"acceptance_per_position,omitempty"`
 	Stats        *speculative.Stats `json:"stats,omitempty"`
 	MatchesPlain *bool              `json:"matches_plain,omitempty"`
+	Numerics     runtime.Numerics   `json:"numerics"` // kernel path and activation precision
 }
 
 func runRun(w io.Writer, f *runFlags) error {
+	opt, err := loadOptions(f, f.ctx)
+	if err != nil {
+		return err
+	}
 	if f.draftOnly {
 		return runDraftOnly(w, f)
 	}
@@ -103,7 +120,7 @@ func runRun(w io.Writer, f *runFlags) error {
 		return err
 	}
 	defer tf.Close()
-	target, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: f.ctx, Pack: true})
+	target, err := runtime.LoadTarget(tf, opt)
 	if err != nil {
 		return err
 	}
@@ -119,14 +136,14 @@ func runRun(w io.Writer, f *runFlags) error {
 	}
 	g := &runtime.Generator{Target: target, Params: params, EOS: runtime.EOS(tf),
 		MaxDraft: f.block, Threshold: f.threshold}
-	rep := runReport{Target: f.target, Prompt: prompt}
+	rep := runReport{Target: f.target, Prompt: prompt, Numerics: target.Numerics()}
 	if f.draft != "" {
 		df, err := gguf.Open(f.draft)
 		if err != nil {
 			return err
 		}
 		defer df.Close()
-		if g.Draft, err = runtime.LoadDraft(df, target, runtime.TargetOptions{Context: f.ctx, Pack: true}); err != nil {
+		if g.Draft, err = runtime.LoadDraft(df, target, opt); err != nil {
 			return err
 		}
 		rep.Draft = f.draft
@@ -186,6 +203,7 @@ func printReport(w io.Writer, r *runReport) {
 		fmt.Fprintf(w, "draft:  %s\n", r.Draft)
 	}
 	fmt.Fprintf(w, "prompt: %d tokens\n", len(r.Prompt))
+	printNumerics(w, r.Numerics)
 	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
 	if r.Text != nil {
 		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
@@ -205,6 +223,18 @@ func printReport(w io.Writer, r *runReport) {
 		fmt.Fprintf(w, "greedy output identical to plain decoding: %v\n", *r.MatchesPlain)
 	}
 	printStatsTables(w, r)
+}
+
+// printNumerics prints the kernel path and activation precision of a run.
+func printNumerics(w io.Writer, n runtime.Numerics) {
+	fmt.Fprintf(w, "kernels: %s, activations %s", n.Kernels, n.Activations)
+	if n.Requested != "" {
+		fmt.Fprintf(w, " (%s requested)", n.Requested)
+	}
+	if n.Note != "" {
+		fmt.Fprintf(w, "; %s", n.Note)
+	}
+	fmt.Fprintln(w)
 }
 
 // printStatsTables prints the acceptance statistics and the per-position table.

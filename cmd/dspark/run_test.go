@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // runCLI runs a fresh run command with args (args[0] is "run") and returns its output
@@ -50,6 +52,9 @@ func TestRunSpeculativeJSON(t *testing.T) {
 	if rep.Stats == nil || rep.Stats.Rounds == 0 || rep.Tau < 1 || rep.Text == nil || rep.PlainTPS <= 0 || rep.SpecTPS <= 0 {
 		t.Fatalf("incomplete report: %+v", rep)
 	}
+	if rep.Numerics.Kernels != kernels.Path(kernels.F32Activations) || rep.Numerics.Activations != "f32" {
+		t.Fatalf("numerics %+v, want kernels %s and f32 activations", rep.Numerics, kernels.Path(kernels.F32Activations))
+	}
 
 	// Text prompt through the target's tokenizer, table output.
 	out, code = runCLI(t, "run", "--target", target, "--draft", draft, "--prompt", "Hello 世界, 42!", "-n", "8")
@@ -88,7 +93,40 @@ func TestRunTargetOnlyAndDraftOnly(t *testing.T) {
 	}
 }
 
+// TestRunActivations checks that --activations bf16 runs (with greedy parity) and is
+// reported in the table and the JSON: as bf16 where the kernels have fast bf16 products, as
+// f32 with the request noted elsewhere.
+func TestRunActivations(t *testing.T) {
+	target, draft := convertedPair(t)
+	out, code := runCLI(t, "run", "--target", target, "--draft", draft, "--tokens", "5,6,7", "-n", "12", "--json", "--activations", "bf16")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var rep runReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want, requested := "bf16", ""
+	if !kernels.FastBF16() {
+		want, requested = "f32", "bf16"
+	}
+	if rep.Numerics.Activations != want || rep.Numerics.Requested != requested || rep.Numerics.Note == "" || rep.MatchesPlain == nil || !*rep.MatchesPlain {
+		t.Fatalf("report %+v", rep)
+	}
+	out, code = runCLI(t, "run", "--target", target, "--tokens", "3", "-n", "2", "--activations", "bf16")
+	if code != 0 || !strings.Contains(out, "kernels: ") || !strings.Contains(out, "activations "+want) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, "run", "--draft", draft, "--draft-only", "--json", "--activations", "bf16")
+	if code != 0 || !strings.Contains(out, `"activations": "`+want+`"`) {
+		t.Fatalf("draft-only: exit %d:\n%s", code, out)
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
+	if out, code := runCLI(t, "run", "--activations", "fp8"); code != exitUsage || !strings.Contains(out, "--activations") {
+		t.Errorf("--activations fp8: exit %d\n%s", code, out)
+	}
 	for _, args := range [][]string{
 		{"run", "--draft", "x.gguf"},
 		{"run", "--target", "x.gguf", "--tokens", "1", "--prompt", "a"},

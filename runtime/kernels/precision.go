@@ -71,15 +71,22 @@ func ParsePrecision(s string) (Precision, error) {
 
 // roundBF16 rounds f to the nearest bfloat16, ties to even, as VCVTNEPS2BF16 does: a
 // subnormal becomes a zero of its sign, a NaN stays a (quiet) NaN.
-func roundBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	switch {
-	case u&0x7f800000 == 0:
-		return uint16(u>>16) & 0x8000
-	case u&0x7fffffff > 0x7f800000:
-		return uint16(u>>16) | 0x40
+func roundBF16(f float32) uint16 { return uint16(roundBits(math.Float32bits(f))) }
+
+// roundBits is roundBF16 on the bits, in the low 16 bits of the result. Normal numbers (the
+// activations of a model) take one predictable branch; zeros, subnormals, Inf and NaN the
+// other.
+func roundBits(u uint32) uint32 {
+	if (u&0x7f800000)-0x00800000 < 0x7f000000 { // exponent 1..254
+		return (u + 0x7fff + (u>>16)&1) >> 16
 	}
-	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+	if u&0x7f800000 == 0 {
+		return (u >> 16) & 0x8000
+	}
+	if u&0x7fffff != 0 {
+		return u>>16 | 0x40
+	}
+	return u >> 16
 }
 
 // dazBF16 widens a BF16 weight for the dot-product contract: subnormals become zeros of
@@ -142,15 +149,17 @@ func dotPairRef(acc float32, a, b uint32) float32 {
 // pairs words per row, the odd pad of each row zero: dst[j*pairs+q] = xb[2q] | xb[2q+1]<<16.
 func roundPairs(dst []uint32, x []float32, n, xRow, cols, pairs int) {
 	for j := 0; j < n; j++ {
-		row := x[j*xRow : j*xRow+cols]
-		d := dst[j*pairs : (j+1)*pairs]
-		k := 0
-		for q := range d[:cols/2] {
-			d[q] = uint32(roundBF16(row[k])) | uint32(roundBF16(row[k+1]))<<16
-			k += 2
-		}
-		if cols%2 == 1 {
-			d[pairs-1] = uint32(roundBF16(row[cols-1]))
-		}
+		roundRow(dst[j*pairs:(j+1)*pairs], x[j*xRow:j*xRow+cols])
+	}
+}
+
+// roundRow rounds one row of activations into len(d) = (len(row)+1)/2 pairs.
+func roundRow(d []uint32, row []float32) {
+	for len(row) >= 2 && len(d) > 0 {
+		d[0] = roundBits(math.Float32bits(row[0])) | roundBits(math.Float32bits(row[1]))<<16
+		d, row = d[1:], row[2:]
+	}
+	if len(row) == 1 {
+		d[0] = roundBits(math.Float32bits(row[0]))
 	}
 }

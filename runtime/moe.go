@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // moeParallelWork is the number of multiply-adds (an upper bound over the layer's experts)
@@ -19,17 +20,16 @@ type moeScratch struct {
 	shared               []float32 // n x NEmbd
 	groupScore           []float32
 	groupKeep            []bool
-	first, count         []int // per expert: its assignments in byExpert
-	byExpert             []int // (row*K + slot) indices grouped by expert (a counting sort)
-	tasks                []int // experts with rows, then -1 for the shared experts
+	first, count         []int         // per expert: its assignments in byExpert
+	byExpert             []int         // (row*K + slot) indices grouped by expert (a counting sort)
+	tasks                []int         // experts with rows and -1 for the shared experts, largest first
+	next                 *atomic.Int64 // next task to take
 	workers              []moeWorker
-	loads                []int // rows dealt to each worker
 }
 
 // moeWorker is the private scratch of one goroutine running experts.
 type moeWorker struct {
 	in, out, a, b []float32
-	tasks         []int
 }
 
 func newMoEScratch(n int, c TargetConfig) moeScratch {
@@ -40,12 +40,12 @@ func newMoEScratch(n int, c TargetConfig) moeScratch {
 		sel: make([]int, n*K), w: make([]float32, n*K), slotOut: make([]float32, n*K*E),
 		shared: make([]float32, n*E), groupScore: make([]float32, c.NGroup), groupKeep: make([]bool, c.NGroup),
 		first: make([]int, X+1), count: make([]int, X), byExpert: make([]int, n*K), tasks: make([]int, 0, X+1),
+		next: new(atomic.Int64),
 	}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		s.workers = append(s.workers, moeWorker{in: make([]float32, n*E), out: make([]float32, n*E),
-			a: make([]float32, n*ff), b: make([]float32, 2*n*ff), tasks: make([]int, 0, X+1)})
+			a: make([]float32, n*ff), b: make([]float32, 2*n*ff)})
 	}
-	s.loads = make([]int, len(s.workers))
 	return s
 }
 
@@ -77,7 +77,8 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 		s.byExpert[s.first[e]+s.count[e]] = j
 		s.count[e]++
 	}
-	// Deal the experts (and the shared experts, task -1) to the workers, largest first.
+	// The experts with rows (and the shared experts, task -1), largest first, go to whichever
+	// goroutine is free first: if a worker is not scheduled, the caller runs its tasks.
 	s.tasks = s.tasks[:0]
 	for e := 0; e < X; e++ {
 		if s.count[e] > 0 {
@@ -93,25 +94,16 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 		}
 		return s.count[e]
 	}
+	for i := 1; i < len(s.tasks); i++ { // tasks are few: insertion sort by load, stable
+		for j := i; j > 0 && load(s.tasks[j]) > load(s.tasks[j-1]); j-- {
+			s.tasks[j], s.tasks[j-1] = s.tasks[j-1], s.tasks[j]
+		}
+	}
 	nw := min(len(s.workers), len(s.tasks))
 	if rows := n * (K + max(1, c.NShared)); rows*3*c.NFFExp*E < moeParallelWork {
 		nw = 1 // waking another goroutine would cost more than its share of the work
 	}
-	for w := range s.workers {
-		s.workers[w].tasks = s.workers[w].tasks[:0]
-	}
-	loads := s.loads[:nw]
-	clear(loads)
-	for _, e := range s.tasks { // tasks are few; a linear scan for the least-loaded worker
-		best := 0
-		for w := 1; w < nw; w++ {
-			if loads[w] < loads[best] {
-				best = w
-			}
-		}
-		s.workers[best].tasks = append(s.workers[best].tasks, e)
-		loads[best] += load(e)
-	}
+	s.next.Store(0)
 	if nw <= 1 {
 		t.runExperts(l, &s.workers[0], h, n)
 	} else {
@@ -142,13 +134,19 @@ func (t *Target) moe(l *targetLayer, dst, h []float32, n int) {
 	}
 }
 
-// runExperts computes the worker's experts: each expert over the rows that chose it, the
-// shared experts (task -1) over all n rows; outputs go to disjoint parts of the scratch.
+// runExperts takes tasks until none is left, with w's scratch: each expert over the rows that
+// chose it, the shared experts (task -1) over all n rows; outputs go to disjoint parts of the
+// scratch, so which goroutine runs a task changes no bit.
 func (t *Target) runExperts(l *targetLayer, w *moeWorker, h []float32, n int) {
 	c := &t.Config
 	s := &t.s.moe
 	E, K := c.NEmbd, c.NExpertUsed
-	for _, e := range w.tasks {
+	for {
+		k := int(s.next.Add(1) - 1)
+		if k >= len(s.tasks) {
+			return
+		}
+		e := s.tasks[k]
 		if e < 0 {
 			l.shared.forward(s.shared[:n*E], h, n, w.a, w.b)
 			continue

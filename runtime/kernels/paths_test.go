@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -28,9 +27,10 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the generator")
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		t.Skipf("no go command at %s", gobin)
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		fmt.Println("kernels: no go command in PATH: generated code not compared with the generator")
+		t.Skip("no go command in PATH")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(gobin, "run", "./_generate", "-dir", dir)

@@ -71,16 +71,25 @@ func (j *job) release() {
 	}
 }
 
+// queueLen is the capacity of the workers' queue.
+const queueLen = 64
+
 // jobs is a free list of jobs (a channel rather than a sync.Pool, which may drop items and
-// allocate again).
-var jobs = make(chan *job, 64)
+// allocate again). A caller does not wait for the workers it queued a job for: one that is
+// not scheduled keeps its hold on a finished job for a while, so the free list must hold
+// more jobs than calls in flight. ensureWorkers fills it with every job the pool can hold at
+// once (one per queue slot and per worker, and one per caller up to GOMAXPROCS+1), so that
+// calls allocate nothing in steady state however late the workers are.
+var jobs = make(chan *job, 4*queueLen)
+
+func newJob() *job { return &job{finished: make(chan struct{}, 1)} }
 
 func getJob() *job {
 	select {
 	case j := <-jobs:
 		return j
 	default:
-		return &job{finished: make(chan struct{}, 1)}
+		return newJob() // more concurrent callers than ensureWorkers planned for
 	}
 }
 
@@ -88,15 +97,23 @@ func getJob() *job {
 var workers struct {
 	mu      sync.Mutex
 	started int
+	jobs    int // jobs made for the free list
 	ch      chan *job
 }
 
-// ensureWorkers starts workers until at least n are running.
+// ensureWorkers starts workers until at least n are running, and fills the free list of
+// jobs to match.
 func ensureWorkers(n int) {
 	workers.mu.Lock()
 	defer workers.mu.Unlock()
 	if workers.ch == nil {
-		workers.ch = make(chan *job, 64)
+		workers.ch = make(chan *job, queueLen)
+	}
+	if workers.started >= n {
+		return
+	}
+	for want := min(cap(jobs), queueLen+n+runtime.GOMAXPROCS(0)+1); workers.jobs < want; workers.jobs++ {
+		jobs <- newJob()
 	}
 	for ; workers.started < n; workers.started++ {
 		go func(ch <-chan *job) {

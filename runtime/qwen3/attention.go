@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/dspark-dev/dspark/mla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // parallelWork is the number of multiply-adds below which attention runs on the calling
@@ -40,52 +41,24 @@ func rotateHeads(x, cs []float32, d int) {
 	}
 }
 
-// dot returns the float32 dot product of a and b (len(b) >= len(a)), summed in a fixed
-// order: eight running sums over the elements i mod 8, then added pairwise.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3, s4, s5, s6, s7 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-		s4 += a[i+4] * b[i+4]
-		s5 += a[i+5] * b[i+5]
-		s6 += a[i+6] * b[i+6]
-		s7 += a[i+7] * b[i+7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-}
-
-// axpy adds alpha x to y.
-func axpy(y []float32, alpha float32, x []float32) {
-	x = x[:len(y)]
-	for i := range y {
-		y[i] += alpha * x[i]
-	}
-}
-
 // attention is the grouped-query attention of one forward: its shape and per-worker score
-// buffers. Each (row, head) pair is computed by the same sequence of operations whatever
-// the batch size or the split across workers, so a row's output does not depend on the rows
-// beside it.
+// buffers. A unit of work is one row and one key/value head with its group of query heads;
+// each query head is computed by the same sequence of kernel calls whatever the batch size,
+// the grouping of heads into the kernels' three-query calls (bit-identical to one query at a
+// time) or the split across workers, so a row's output does not depend on the rows beside it.
 type attention struct {
-	heads, groups, d int
-	scale            float32
-	scores           [][]float32 // per worker: one score per cached position
-	wg               sync.WaitGroup
+	heads, kv, group, d int
+	scale               float32
+	capacity            int
+	scores              [][]float32 // per worker: group x capacity scores
+	wg                  sync.WaitGroup
 }
 
 func newAttention(c *Config, capacity, workers int) *attention {
-	a := &attention{heads: c.NHead, groups: c.NHead / c.NHeadKV, d: c.HeadDim,
-		scale: float32(1 / math.Sqrt(float64(c.HeadDim))), scores: make([][]float32, max(workers, 1))}
+	a := &attention{heads: c.NHead, kv: c.NHeadKV, group: c.NHead / c.NHeadKV, d: c.HeadDim,
+		scale: float32(1 / math.Sqrt(float64(c.HeadDim))), capacity: capacity, scores: make([][]float32, max(workers, 1))}
 	for w := range a.scores {
-		a.scores[w] = make([]float32, capacity)
+		a.scores[w] = make([]float32, a.group*capacity)
 	}
 	return a
 }
@@ -94,9 +67,9 @@ func newAttention(c *Config, capacity, workers int) *attention {
 // cached keys and values k, v (width = key/value heads x d per position): row i, at
 // position start+i, sees positions 0..start+i (causal).
 func (a *attention) run(out, q, k, v []float32, n, start, width int) {
-	units := n * a.heads
+	units := n * a.kv
 	workers := len(a.scores)
-	work := units * (start + n) * a.d
+	work := n * a.heads * (start + n) * a.d
 	if workers == 1 || units == 1 || work < parallelWork {
 		a.units(out, q, k, v, 0, units, start, width, a.scores[0])
 		return
@@ -114,34 +87,59 @@ func (a *attention) run(out, q, k, v []float32, n, start, width int) {
 	a.wg.Wait()
 }
 
-// units computes the (row, head) pairs u0..u1-1 (u = row x heads + head).
+// units computes the units u0..u1-1 (u = row x kv heads + kv head): the scores of the
+// group's query heads against the cached keys (three queries per kernel call where it can),
+// the softmax, and the weighted sums of the cached values.
 func (a *attention) units(out, q, k, v []float32, u0, u1, start, width int, sc []float32) {
-	d, qw := a.d, a.heads*a.d
+	d, qw, G, C := a.d, a.heads*a.d, a.group, a.capacity
 	for u := u0; u < u1; u++ {
-		i, hd := u/a.heads, u%a.heads
-		off := (hd / a.groups) * d // the key/value head of this query head
-		qh := q[i*qw+hd*d : i*qw+(hd+1)*d]
-		oh := out[i*qw+hd*d : i*qw+(hd+1)*d]
+		i, g := u/a.kv, u%a.kv
 		end := start + i + 1
-		s := sc[:end]
-		mx := float32(math.Inf(-1))
-		for t := range s {
-			s[t] = dot(qh, k[t*width+off:]) * a.scale
-			mx = max(mx, s[t])
+		keys, vals := k[g*d:], v[g*d:] // position t at t*width
+		qh := func(h int) []float32 { return q[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d] }
+		s := func(h int) []float32 { return sc[h*C : h*C+end] }
+		for h := 0; h < G; {
+			if G-h >= 3 {
+				kernels.Dot3Rows(qh(h), qh(h+1), qh(h+2), keys, width, s(h), s(h+1), s(h+2))
+				h += 3
+				continue
+			}
+			kernels.DotRows(qh(h), keys, width, s(h))
+			h++
 		}
-		var z float64
-		for t := range s {
-			e := float32(math.Exp(float64(s[t] - mx)))
-			s[t] = e
-			z += float64(e)
+		var inv [3]float32
+		for h := 0; h < G; h++ {
+			sh := s(h)
+			mx := float32(math.Inf(-1))
+			for t := range sh {
+				sh[t] *= a.scale
+				mx = max(mx, sh[t])
+			}
+			inv[h%3] = float32(1 / kernels.ExpShift(sh, mx))
+			oh := out[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d]
+			clear(oh)
+			if h%3 == 2 { // three heads done: their weighted sums in one pass over the values
+				o := out[i*qw+(g*G+h-2)*d:]
+				kernels.Axpy3Rows(o, d, d, sc[(h-2)*C:], C, end, vals, width)
+				scale3(o, d, inv)
+			}
 		}
-		clear(oh)
-		for t, w := range s {
-			axpy(oh, w, v[t*width+off:])
+		for h := G - G%3; h < G; h++ { // the heads left over
+			oh := out[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d]
+			kernels.AxpyRows(oh, s(h), vals, width)
+			for j := range oh {
+				oh[j] *= inv[h%3]
+			}
 		}
-		inv := float32(1 / z)
+	}
+}
+
+// scale3 multiplies the three heads of d values starting at o by inv[0], inv[1], inv[2].
+func scale3(o []float32, d int, inv [3]float32) {
+	for a := range 3 {
+		oh := o[a*d : (a+1)*d]
 		for j := range oh {
-			oh[j] *= inv
+			oh[j] *= inv[a]
 		}
 	}
 }

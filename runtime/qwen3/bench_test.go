@@ -59,7 +59,7 @@ func benchTarget(b *testing.B) *Target {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t, err := Load(f, runtime.Options{Context: benchContext, Pack: true})
+		t, err := Load(f, benchutil.LoadOptions(b, runtime.Options{Context: benchContext}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)

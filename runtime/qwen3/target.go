@@ -30,19 +30,21 @@ type Target struct {
 	s        scratch
 	weights  *model.Binder
 	values   *schema.Values
+	numerics runtime.Numerics
 }
 
 var _ runtime.Target = (*Target)(nil)
 
 type layer struct {
 	attnNorm, ffnNorm, qNorm, kNorm []float32
-	q, k, v, o                      *kernels.Mat
-	gate, up, down                  *kernels.Mat
+	qkv                             model.QKV
+	o                               *kernels.Mat
+	ffn                             model.FFN
 }
 
 type scratch struct {
-	x, h, q, k, v, att, attnOut, ffA, ffB, ffOut []float32
-	cs                                           []float32 // per row: the RoPE table of its position
+	x, h, q, k, v, qkv, att, attnOut, ffA, ffB, ffOut []float32
+	cs                                                []float32 // per row: the RoPE table of its position
 }
 
 // Load binds a qwen3 GGUF (already opened, mmap-backed) through its declaration and
@@ -62,7 +64,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	if opt.Context <= 0 {
 		opt.Context = min(cfg.NCtx, 4096)
 	}
-	b := model.NewBinder(f, v, opt.Pack)
+	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
 	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, values: v, tokens: v.Strs(schema.TokTokens)}
 	t.tokEmbd = b.Mat(schema.TokenEmbd, -1)
 	t.outNorm = b.Vec(schema.OutputNorm, -1)
@@ -74,11 +76,11 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	for i := 0; i < cfg.NLayer; i++ {
 		t.layers = append(t.layers, layer{
 			attnNorm: b.Vec(schema.AttnNorm, i),
-			q:        b.Mat(schema.AttnQ, i), k: b.Mat(schema.AttnK, i), v: b.Mat(schema.AttnV, i),
-			qNorm: b.Vec(schema.AttnQNorm, i), kNorm: b.Vec(schema.AttnKNorm, i),
+			qkv:      b.QKV(i),
+			qNorm:    b.Vec(schema.AttnQNorm, i), kNorm: b.Vec(schema.AttnKNorm, i),
 			o:       b.Mat(schema.AttnOutput, i),
 			ffnNorm: b.Vec(schema.FFNNorm, i),
-			gate:    b.Mat(schema.FFNGate, i), up: b.Mat(schema.FFNUp, i), down: b.Mat(schema.FFNDown, i),
+			ffn:     b.FFN(schema.FFNGate, schema.FFNUp, schema.FFNDown, i),
 		})
 		if b.Err() != nil {
 			b.Release()
@@ -90,6 +92,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		return nil, err
 	}
 	t.weights = b
+	t.numerics = runtime.NumericsFor(opt, b.BF16())
 	if t.cache, err = newCache(cfg.NLayer, opt.Context, cfg.KVWidth()); err != nil {
 		b.Release()
 		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
@@ -105,12 +108,15 @@ func (t *Target) allocScratch() {
 	E, Q, KV := c.NEmbd, c.NHead*c.HeadDim, c.KVWidth()
 	t.s = scratch{
 		x: make([]float32, n*E), h: make([]float32, n*E),
-		q: make([]float32, n*Q), k: make([]float32, n*KV), v: make([]float32, n*KV),
+		q: make([]float32, n*Q), k: make([]float32, n*KV), v: make([]float32, n*KV), qkv: make([]float32, n*(Q+2*KV)),
 		att: make([]float32, n*Q), attnOut: make([]float32, n*E),
-		ffA: make([]float32, n*c.NFF), ffB: make([]float32, n*c.NFF), ffOut: make([]float32, n*E),
+		ffA: make([]float32, n*c.NFF), ffB: make([]float32, 2*n*c.NFF), ffOut: make([]float32, n*E),
 		cs: make([]float32, n*c.HeadDim),
 	}
 }
+
+// Numerics says which kernel path and activation precision the target's products use.
+func (t *Target) Numerics() runtime.Numerics { return t.numerics }
 
 // Close frees the repacked weights (with Options.Pack); the GGUF file stays open.
 func (t *Target) Close() { t.weights.Release() }
@@ -188,9 +194,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	for li := range t.layers {
 		l := &t.layers[li]
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
-		l.q.MatMul(q, h, n)
-		l.k.MatMul(k, h, n)
-		l.v.MatMul(v, h, n)
+		l.qkv.Forward(q, k, v, h, n, s.qkv)
 		for i := range n {
 			cs := s.cs[i*D : (i+1)*D]
 			qi, ki := q[i*Q:(i+1)*Q], k[i*KV:(i+1)*KV]
@@ -207,7 +211,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		l.o.MatMul(s.attnOut[:n*E], att, n)
 		model.AddTo(x, s.attnOut[:n*E])
 		model.RMSRows(h, x, l.ffnNorm, n, E, c.Eps)
-		model.SwiGLU(s.ffOut[:n*E], h, n, l.gate, l.up, l.down, s.ffA[:n*c.NFF], s.ffB[:n*c.NFF])
+		l.ffn.Forward(s.ffOut[:n*E], h, n, s.ffA, s.ffB)
 		model.AddTo(x, s.ffOut[:n*E])
 		for _, tk := range taps {
 			if tk == li {

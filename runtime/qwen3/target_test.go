@@ -10,6 +10,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // openTarget writes m to a temp dir and loads it.
@@ -156,14 +157,24 @@ func TestReferenceCatchesMistakes(t *testing.T) {
 }
 
 // TestBatchBitIdentity checks that a row's logits and hidden states are bit-identical whether
-// it is computed alone or inside a batch of 8 (the premise of greedy parity), packed or not.
+// it is computed alone or inside a batch of 8 (the premise of greedy parity), packed (q/k/v
+// and gate/up fused) or not, and with BF16 weights under bf16 activations as well (packed
+// both sides then: the contract's kernels against each other).
 func TestBatchBitIdentity(t *testing.T) {
-	for _, name := range []string{"gqa", "bf16", "tied"} {
-		spec := variants()[name]
+	for _, name := range []string{"gqa", "bf16", "tied", "bf16-act"} {
+		spec := variants()[strings.TrimSuffix(name, "-act")]
 		t.Run(name, func(t *testing.T) {
 			m := testmodel.BuildQwen3(spec, 5)
-			a := openTarget(t, m, runtime.Options{Context: 64})
-			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+			oa, ob := runtime.Options{Context: 64}, runtime.Options{Context: 64, Pack: true}
+			if name == "bf16-act" {
+				oa = runtime.Options{Context: 64, Pack: true, Activations: kernels.BF16Activations}
+				ob = oa
+			}
+			a := openTarget(t, m, oa)
+			b := openTarget(t, m, ob)
+			if name == "bf16-act" && kernels.FastBF16() && a.Numerics().Activations != "bf16" {
+				t.Fatalf("bf16 activations requested on a CPU with them: numerics %+v", a.Numerics())
+			}
 			prompt := []int{1, 5, 9, 2}
 			block := []int{7, 3, 3, 8, 0, 12, 4, 6}
 			taps := []int{1}

@@ -44,6 +44,8 @@ type Info struct {
 // Target is a loaded target model.
 type Target interface {
 	runtime.Target
+	// Numerics says which kernel path and activation precision its products use.
+	Numerics() runtime.Numerics
 	// Close frees what the load allocated outside the Go heap; the file stays open.
 	Close()
 	// Values are the file's keys resolved against its declaration, with what the load read
@@ -54,6 +56,7 @@ type Target interface {
 // Draft is a loaded draft model.
 type Draft interface {
 	runtime.Draft
+	Numerics() runtime.Numerics
 	Close()
 	Values() *schema.Values
 }

@@ -6,6 +6,7 @@
 package benchutil
 
 import (
+	"os"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -13,9 +14,39 @@ import (
 	"time"
 
 	"github.com/dspark-dev/dspark/internal/mmap"
+	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"golang.org/x/sys/unix"
 )
+
+// EnvKernels selects the kernel path of the benchmarks' models (kernels.SelectPath: avx512,
+// avx2, portable) and EnvActivations their activation precision (f32, bf16); unset: the
+// defaults (the fastest path, f32).
+const (
+	EnvKernels     = "DSPARK_BENCH_KERNELS"
+	EnvActivations = "DSPARK_BENCH_ACTIVATIONS"
+)
+
+// LoadOptions returns the load options of a benchmark model: opt, packed, with the
+// activation precision EnvActivations names, after selecting the kernel path EnvKernels
+// names.
+func LoadOptions(b testing.TB, opt runtime.Options) runtime.Options {
+	b.Helper()
+	opt.Pack = true
+	if p := os.Getenv(EnvKernels); p != "" {
+		if err := kernels.SelectPath(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if a := os.Getenv(EnvActivations); a != "" {
+		p, err := kernels.ParsePrecision(a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt.Activations = p
+	}
+	return opt
+}
 
 // ReadPlan is the list of GGUF byte spans one forward step reads as weights.
 type ReadPlan struct {

@@ -19,7 +19,21 @@ type Generator struct {
 	// MaxDraft caps the drafts per round (0: the draft's block size, or g-1 for DFlash).
 	MaxDraft int
 	// Threshold is the confidence-head survival threshold (0: always draft the full block).
+	// It is used only when Stop is nil.
 	Threshold float64
+	// Stop, when set, decides every round whether to draft and how many drafts to verify
+	// (speculative.Full, speculative.Threshold, *speculative.Schedule); nil keeps the
+	// Threshold rule. A rule with a Reset method (Schedule) is reset at the start of every
+	// generation.
+	Stop speculative.StopRule
+	// Temperatures calibrate the confidence head, one per draft position (Sequential
+	// Temperature Scaling, see speculative.Calibrate); nil uses its values as they are.
+	Temperatures []float64
+	// OnRound, when set, is called after every speculative round with the confidence head's
+	// raw values c_1, c_2, … for the positions the stop rule was asked about (none when the
+	// round drafted no block, or the draft has no confidence head), the number of drafts
+	// verified and the number accepted. dspark calibrate records survival from it.
+	OnRound func(conf []float64, drafted, accepted int)
 	// EOS lists tokens that end generation (included in the output).
 	EOS []int
 	// TopLogProbs, when positive, records for every generated token its log-probability and
@@ -199,6 +213,12 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	g.drafter.Params = g.Params
 	g.drafter.Bias = d.MarkovBias
 	g.drafter.Threshold = g.Threshold
+	g.drafter.Stop = g.Stop
+	g.drafter.Temperatures = g.Temperatures
+	if r, ok := g.Stop.(interface{ Reset() }); ok {
+		r.Reset()
+	}
+	useConf := d.Config.HasConfidence && (g.Threshold > 0 || g.Stop != nil || g.OnRound != nil)
 	res := &Result{}
 	t0 := time.Now()
 	anchor, row, err := g.prefill(prompt)
@@ -223,7 +243,9 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 		td := time.Now()
 		var drafts []int
 		var q [][]float64
-		if k > 0 {
+		var conf []float64
+		block := k > 0 && (g.Stop == nil || g.Stop.DraftRound())
+		if block {
 			logits, hidden, err := d.Block(anchor)
 			if err != nil {
 				return nil, err
@@ -232,12 +254,13 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 			for r := first; r < first+k; r++ {
 				g.rows = append(g.rows, logits[r*V:(r+1)*V])
 			}
-			if dc.HasConfidence && g.Threshold > 0 {
+			if useConf {
 				g.drafter.Confidence = func(k, prev int) float64 { return d.Confidence(hidden, first+k, prev) }
 			} else {
 				g.drafter.Confidence = nil
 			}
 			drafts, q = g.drafter.Draft(anchor, g.rows, g.RNG)
+			conf = g.drafter.Confidences()
 		}
 		res.Stats.DraftTime += time.Since(td)
 		tv := time.Now()
@@ -277,7 +300,11 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 			return nil, err
 		}
 		res.Stats.VerifyTime += time.Since(tv)
+		res.Stats.Offer(k, block)
 		res.Stats.Record(len(drafts), a)
+		if g.OnRound != nil {
+			g.OnRound(conf, len(drafts), a)
+		}
 		// Verify row j predicted drafts[j] (j < a) and row a the next token.
 		for j := 0; j <= a; j++ {
 			x := v.Next

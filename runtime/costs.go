@@ -8,7 +8,7 @@ import (
 )
 
 // CostPasses is how many passes MeasureCosts makes by default: each times every verify size
-// once, so a size's figure is the median of CostPasses timings.
+// once, so a size's raw figure is the median of CostPasses timings.
 const CostPasses = 3
 
 // MeasureCosts times the parts of a speculative round for t and d on this machine, for the
@@ -16,8 +16,11 @@ const CostPasses = 3
 // with the draft's taps and every row's post-processing under params (what a verify does),
 // one draft block, and the drafter's work per drafted token. It makes passes passes (0:
 // CostPasses), alternating the order of the sizes between passes so that a drift of the
-// machine's speed during the measurement does not favour one end, and returns the median
-// of each. It runs on a short context of its own (so verify times are those of short
+// machine's speed during the measurement does not favour one end. It returns the median of
+// each, the verify medians made non-decreasing in m by isotonic regression (pool adjacent
+// violators): a bigger verify never does less work, and on a shared machine a single size's
+// median can be off by tens of percent, which would make the scheduler stop at a spuriously
+// expensive size. It runs on a short context of its own (so verify times are those of short
 // contexts: attention over long ones costs more) and leaves both caches empty.
 //
 // On the English demo pair (a 340 MB target) three passes take about 0.4 s on two cores.
@@ -107,7 +110,32 @@ func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (s
 	for _, v := range verify {
 		c.Verify = append(c.Verify, median(v).Seconds())
 	}
+	c.Verify = nonDecreasing(c.Verify)
 	return c, c.Validate(sizes - 1)
+}
+
+// nonDecreasing returns the least-squares non-decreasing fit of x (pool adjacent violators:
+// every run of entries that decreases is replaced by its mean).
+func nonDecreasing(x []float64) []float64 {
+	type block struct {
+		mean float64
+		n    int
+	}
+	var bs []block
+	for _, v := range x {
+		bs = append(bs, block{v, 1})
+		for len(bs) > 1 && bs[len(bs)-2].mean > bs[len(bs)-1].mean {
+			a, b := bs[len(bs)-2], bs[len(bs)-1]
+			bs = append(bs[:len(bs)-2], block{(a.mean*float64(a.n) + b.mean*float64(b.n)) / float64(a.n+b.n), a.n + b.n})
+		}
+	}
+	out := make([]float64, 0, len(x))
+	for _, b := range bs {
+		for range b.n {
+			out = append(out, b.mean)
+		}
+	}
+	return out
 }
 
 // fixedRNG is a generator that always returns the same value: the measurement's draws need

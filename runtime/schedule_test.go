@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dspark-dev/dspark/runtime/speculative"
+)
+
+// TestGreedyParityEveryStopRule: greedy speculative output equals plain greedy output under
+// every stop rule (full blocks, threshold, the scheduler over measured costs, and the
+// scheduler, calibrated, over costs that make it choose many lengths and skip blocks), and
+// the per-round statistics add up.
+func TestGreedyParityEveryStopRule(t *testing.T) {
+	ts := defaultTiny()
+	tg := openTarget(t, buildTarget(ts, 21), TargetOptions{Context: 128})
+	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 4), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured, err := MeasureCosts(tg, d, speculative.Params{}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Verify rows cost 0.3 plain steps each: drafts of survival below about 0.35 do not pay
+	// (the tiny pair's random draft is rarely right, but its confidences, sharpened by the
+	// temperatures, spread over (0, 1)).
+	steep := speculative.CostModel{DraftBlock: 0.05, Verify: []float64{1, 1.3, 1.6, 1.9, 2.2}}
+	for _, c := range []struct {
+		name     string
+		stop     speculative.StopRule
+		temps    []float64
+		varied   bool // must verify several lengths and skip blocks
+		shortens bool // must verify fewer drafts than offered
+	}{
+		{"full", nil, nil, false, false},
+		{"threshold", speculative.Threshold(0.6), nil, false, true},
+		{"scheduled, measured costs", &speculative.Schedule{Costs: measured}, nil, false, false},
+		{"scheduled, steep costs, calibrated", &speculative.Schedule{Costs: steep}, []float64{0.3, 0.3, 0.3, 0.3}, true, true},
+	} {
+		g := &Generator{Target: tg, Draft: d, Stop: c.stop, Temperatures: c.temps}
+		rng := rand.New(rand.NewPCG(1, 2))
+		var stats speculative.Stats
+		lengths := map[int]int{}
+		g.OnRound = func(conf []float64, drafted, accepted int) { lengths[drafted]++ }
+		for p := 0; p < 6; p++ {
+			prompt := make([]int, 1+rng.IntN(9))
+			for i := range prompt {
+				prompt[i] = rng.IntN(ts.vocab)
+			}
+			plain, err := g.Plain(prompt, 24)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := g.Speculative(prompt, 24)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(plain.Tokens, spec.Tokens) {
+				t.Fatalf("%s: prompt %v:\nplain %v\nspec  %v", c.name, prompt, plain.Tokens, spec.Tokens)
+			}
+			stats.Add(&spec.Stats)
+		}
+		if stats.Offered < stats.Drafted || stats.Blocks > stats.Rounds || stats.RowsSaved() < 0 {
+			t.Errorf("%s: inconsistent stats %+v", c.name, stats)
+		}
+		if c.shortens && stats.RowsSaved() == 0 {
+			t.Errorf("%s: no verify row saved (offered %d, drafted %d)", c.name, stats.Offered, stats.Drafted)
+		}
+		if c.varied && (len(lengths) < 3 || stats.Blocks == stats.Rounds) {
+			t.Errorf("%s: lengths %v, %d blocks in %d rounds: want several lengths and skipped blocks", c.name, lengths, stats.Blocks, stats.Rounds)
+		}
+		if c.stop == nil && stats.Drafted != stats.Offered {
+			t.Errorf("full blocks verified %d of %d drafts offered", stats.Drafted, stats.Offered)
+		}
+		t.Logf("%s: rounds %d, blocks %d, offered %d, drafted %d, accepted %d, lengths %v", c.name, stats.Rounds, stats.Blocks, stats.Offered, stats.Drafted, stats.Accepted, lengths)
+	}
+}
+
+// TestOnRound: full blocks report one raw confidence per draft, with the verify outcome.
+func TestOnRound(t *testing.T) {
+	ts := defaultTiny()
+	tg := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 128})
+	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Generator{Target: tg, Draft: d, Stop: speculative.Full{}, Params: speculative.Params{Temperature: 1},
+		RNG: rand.New(rand.NewPCG(5, 6))}
+	var rounds, accepted int
+	g.OnRound = func(conf []float64, drafted, acc int) {
+		rounds++
+		accepted += acc
+		if len(conf) != drafted {
+			t.Errorf("round %d: %d confidences for %d drafts", rounds, len(conf), drafted)
+		}
+		for _, c := range conf {
+			if !(c > 0 && c < 1) {
+				t.Errorf("confidence %v", c)
+			}
+		}
+	}
+	res, err := g.Speculative([]int{1, 2, 3}, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rounds != res.Stats.Rounds || accepted != res.Stats.Accepted {
+		t.Errorf("OnRound saw %d rounds, %d accepted; stats %+v", rounds, accepted, res.Stats)
+	}
+}
+
+func TestMeasureCosts(t *testing.T) {
+	ts := defaultTiny()
+	tg := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 64})
+	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []speculative.Params{{}, {Temperature: 0.8, TopP: 0.9}} {
+		c, err := MeasureCosts(tg, d, p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(d.Config.MaxDrafts()); err != nil || len(c.Verify) != d.Config.MaxDrafts()+1 {
+			t.Errorf("%+v: %v", c, err)
+		}
+		if !slices.IsSorted(c.Verify) {
+			t.Errorf("verify times %v not non-decreasing", c.Verify)
+		}
+		if tg.Len() != 0 || d.Len() != 0 {
+			t.Errorf("caches left with %d and %d positions", tg.Len(), d.Len())
+		}
+	}
+	// A context too small to time anything is an error, not a panic.
+	small := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 4})
+	ds, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MeasureCosts(small, ds, speculative.Params{}, 1); err == nil {
+		t.Error("a 4-token context: no error")
+	}
+}
+
+func TestNonDecreasing(t *testing.T) {
+	for _, c := range []struct{ in, want []float64 }{
+		{[]float64{1, 2, 3}, []float64{1, 2, 3}},
+		{[]float64{1, 3, 2, 4}, []float64{1, 2.5, 2.5, 4}},
+		{[]float64{3, 2, 1}, []float64{2, 2, 2}},
+		{[]float64{1, 1.24, 1.67, 1.62, 1.66, 1.80}, []float64{1, 1.24, 1.645, 1.645, 1.66, 1.80}},
+		{nil, []float64{}},
+	} {
+		got := nonDecreasing(c.in)
+		if len(got) != len(c.want) {
+			t.Fatalf("%v -> %v", c.in, got)
+		}
+		for i := range got {
+			if d := got[i] - c.want[i]; d > 1e-12 || d < -1e-12 {
+				t.Errorf("%v -> %v, want %v", c.in, got, c.want)
+				break
+			}
+		}
+	}
+}

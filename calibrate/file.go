@@ -275,7 +275,7 @@ const KeyPrefix = "dspark.calibration."
 
 // Keys returns f as GGUF metadata: KeyPrefix + version, block_size, positions,
 // source_sha256 and count, and per entry i: i.sampling.temperature, i.sampling.top_k,
-// i.sampling.top_p, i.temperatures, i.ece_before, i.ece_after.
+// i.sampling.top_p, i.temperatures, i.rounds, i.held_out_rounds, i.ece_before, i.ece_after.
 func (f *File) Keys() []gguf.KV {
 	kv := func(k string, v gguf.Value) gguf.KV { return gguf.KV{Key: KeyPrefix + k, Value: v} }
 	out := []gguf.KV{
@@ -292,6 +292,8 @@ func (f *File) Keys() []gguf.KV {
 			kv(p+"sampling.top_k", gguf.U32(uint32(e.Sampling.TopK))),
 			kv(p+"sampling.top_p", gguf.F64(e.Sampling.TopP)),
 			kv(p+"temperatures", gguf.F64s(e.Temperatures)),
+			kv(p+"rounds", gguf.U32(uint32(e.Rounds))),
+			kv(p+"held_out_rounds", gguf.U32(uint32(e.HeldOutRounds))),
 			kv(p+"ece_before", gguf.F64s(orEmpty(e.ECEBefore))),
 			kv(p+"ece_after", gguf.F64s(orEmpty(e.ECEAfter))))
 	}
@@ -355,7 +357,8 @@ func FromGGUF(g *gguf.File) (f *File, ok bool, err error) {
 	for i := 0; i < n && err == nil; i++ {
 		p := fmt.Sprintf("%d.", i)
 		e := Entry{Sampling: Sampling{Temperature: f64(p + "sampling.temperature"), TopK: u32(p + "sampling.top_k"), TopP: f64(p + "sampling.top_p")},
-			Temperatures: f64s(p + "temperatures"), ECEBefore: f64s(p + "ece_before"), ECEAfter: f64s(p + "ece_after")}
+			Temperatures: f64s(p + "temperatures"), Rounds: u32(p + "rounds"), HeldOutRounds: u32(p + "held_out_rounds"),
+			ECEBefore: f64s(p + "ece_before"), ECEAfter: f64s(p + "ece_after")}
 		if err == nil {
 			err = checkTemperatures(g, KeyPrefix+p+"temperatures", e.Temperatures)
 		}

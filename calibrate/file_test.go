@@ -226,7 +226,8 @@ func TestGGUFCopy(t *testing.T) {
 	}
 	for i, e := range f.Calibrations {
 		g := got.Calibrations[i]
-		if g.Sampling != e.Sampling || !equalFloats(g.Temperatures, e.Temperatures) || !equalFloats(g.ECEAfter, e.ECEAfter) {
+		if g.Sampling != e.Sampling || !equalFloats(g.Temperatures, e.Temperatures) || !equalFloats(g.ECEAfter, e.ECEAfter) ||
+			g.Rounds != e.Rounds || g.HeldOutRounds != e.HeldOutRounds {
 			t.Errorf("entry %d: %+v, want %+v", i, g, e)
 		}
 	}
@@ -332,7 +333,10 @@ func TestFileSHA256(t *testing.T) {
 func TestDiagram(t *testing.T) {
 	trueT := []float64{1.7, 1.4, 2.2}
 	held := synthetic(4, 3000, trueT, 2.2, 1.2)
-	d := &Diagram{Title: "reliability of the survival predictions (held-out prompts)", Positions: Evaluate(held, Fit(held, 3, Grid()))}
+	d := &Diagram{Title: "reliability of the survival predictions (held-out prompts)", Sections: []Section{
+		{"greedy decoding", Evaluate(held, Fit(held, 3, Grid()))},
+		{"temperature 0.8", Evaluate(held, []float64{1.5, 1.5, 1.5})},
+	}}
 	var svg bytes.Buffer
 	if err := d.WriteSVG(&svg); err != nil {
 		t.Fatal(err)
@@ -358,7 +362,8 @@ func TestDiagram(t *testing.T) {
 		}
 	}
 	want := 2 // the legend
-	for _, p := range d.panels() {
+	ps, _ := d.panels()
+	for _, p := range ps {
 		for _, bs := range [][]Bin{p.before, p.after} {
 			for _, b := range bs {
 				if b.Count > 0 {
@@ -367,7 +372,7 @@ func TestDiagram(t *testing.T) {
 			}
 		}
 	}
-	if circles != want || texts < 4*(len(trueT)+1) || !strings.Contains(svg.String(), "position 2") {
+	if circles != want || texts < 2*4*(len(trueT)+1) || !strings.Contains(svg.String(), "position 2") || !strings.Contains(svg.String(), "temperature 0.8") {
 		t.Errorf("SVG has %d circles (want %d) and %d texts", circles, want, texts)
 	}
 	var pb bytes.Buffer
@@ -379,7 +384,7 @@ func TestDiagram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, h, _ := d.size()
+	w, h := d.size()
 	if img.Bounds().Dx() != int(w) || img.Bounds().Dy() != int(h) {
 		t.Errorf("PNG is %v, want %vx%v", img.Bounds(), w, h)
 	}

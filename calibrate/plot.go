@@ -11,27 +11,47 @@ import (
 	"strings"
 )
 
-// Diagram is a reliability diagram: one panel per draft position, and one for all positions
-// together, each plotting the observed survival of a bin against its mean prediction,
-// before calibration (red) and after (blue), on the diagonal of perfect calibration.
+// Diagram is a reliability diagram: for each section (a calibration), one panel per draft
+// position and one for all positions together, each plotting the observed survival of a bin
+// against its mean prediction, before calibration (red) and after (blue), on the diagonal of
+// perfect calibration.
 type Diagram struct {
+	Title    string
+	Sections []Section
+}
+
+// Section is one calibration's panels: the positions' evaluation, under a heading.
+type Section struct {
 	Title     string
 	Positions []Position
 }
 
-// panel is one square of the diagram.
+// panel is one square of the diagram; heading, when set, starts a section on its row.
 type panel struct {
+	heading       string
 	title, sub    string
 	before, after []Bin
 }
 
-func (d *Diagram) panels() []panel {
-	var ps []panel
-	for _, p := range d.Positions {
-		ps = append(ps, panel{fmt.Sprintf("position %d (n=%d)", p.Position, p.Samples), fmt.Sprintf("ECE %.3f -> %.3f", p.ECEBefore, p.ECEAfter), p.BinsBefore, p.BinsAfter})
+// panels lays the sections out: every section starts a new row.
+func (d *Diagram) panels() (ps []panel, cols int) {
+	cols = 1
+	for _, s := range d.Sections {
+		cols = max(cols, min(4, len(s.Positions)+1))
 	}
-	b, a, eb, ea := Pooled(d.Positions)
-	return append(ps, panel{"all positions", fmt.Sprintf("ECE %.3f -> %.3f", eb, ea), b, a})
+	for _, s := range d.Sections {
+		for len(ps)%cols != 0 {
+			ps = append(ps, panel{}) // an empty cell: the section starts a row
+		}
+		first := len(ps)
+		for _, p := range s.Positions {
+			ps = append(ps, panel{title: fmt.Sprintf("position %d (n=%d)", p.Position, p.Samples), sub: fmt.Sprintf("ECE %.3f -> %.3f", p.ECEBefore, p.ECEAfter), before: p.BinsBefore, after: p.BinsAfter})
+		}
+		b, a, eb, ea := Pooled(s.Positions)
+		ps = append(ps, panel{title: "all positions", sub: fmt.Sprintf("ECE %.3f -> %.3f", eb, ea), before: b, after: a})
+		ps[first].heading = s.Title
+	}
+	return ps, cols
 }
 
 var (
@@ -59,17 +79,30 @@ const (
 	panelW    = plotSide + panelPadL + 16
 	panelH    = plotSide + panelPadT + 40
 	headerH   = 72.0
+	headingH  = 22.0 // a section heading above its first row
 )
 
-func (d *Diagram) size() (w, h float64, cols int) {
-	n := len(d.panels())
-	cols = min(4, n)
-	rows := (n + cols - 1) / cols
-	return float64(cols) * panelW, headerH + float64(rows)*panelH, cols
+// rowTops returns the top of every row of panels and the diagram's size.
+func (d *Diagram) layout() (ps []panel, cols int, tops []float64, w, h float64) {
+	ps, cols = d.panels()
+	y := headerH
+	for i := 0; i < len(ps); i += cols {
+		if ps[i].heading != "" {
+			y += headingH
+		}
+		tops = append(tops, y)
+		y += panelH
+	}
+	return ps, cols, tops, float64(cols) * panelW, y
+}
+
+func (d *Diagram) size() (w, h float64) {
+	_, _, _, w, h = d.layout()
+	return w, h
 }
 
 func (d *Diagram) draw(c canvas) {
-	w, _, cols := d.size()
+	ps, cols, tops, w, _ := d.layout()
 	c.text(w/2, 22, d.Title, 9, "middle")
 	c.line(w/2-230, 42, w/2-210, 42, colBefore, 2.5, false)
 	c.dot(w/2-220, 42, 3.5, colBefore)
@@ -78,9 +111,15 @@ func (d *Diagram) draw(c canvas) {
 	c.line(w/2+20, 42, w/2+40, 42, colAfter, 2.5, false)
 	c.dot(w/2+30, 42, 3.5, colAfter)
 	c.text(w/2+46, 46, "after calibration", 7, "start")
-	for i, p := range d.panels() {
+	for i, p := range ps {
+		if p.heading != "" {
+			c.text(8, tops[i/cols]-8, p.heading, 7, "start")
+		}
+		if p.title == "" {
+			continue
+		}
 		x0 := float64(i%cols)*panelW + panelPadL
-		y0 := headerH + float64(i/cols)*panelH + panelPadT
+		y0 := tops[i/cols] + panelPadT
 		px := func(v float64) float64 { return x0 + v*plotSide }
 		py := func(v float64) float64 { return y0 + (1-v)*plotSide }
 		c.text(x0+plotSide/2, y0-24, p.title, 6, "middle")
@@ -131,7 +170,7 @@ func (d *Diagram) draw(c canvas) {
 // WriteSVG writes the diagram as an SVG document.
 func (d *Diagram) WriteSVG(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	width, height, _ := d.size()
+	width, height := d.size()
 	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif">`+"\n", width, height, width, height)
 	fmt.Fprintf(bw, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	d.draw(&svgCanvas{w: bw})
@@ -162,7 +201,7 @@ func (s *svgCanvas) text(x, y float64, str string, size float64, anchor string) 
 
 // WritePNG writes the diagram as a PNG image (text in a built-in 5x7 pixel font).
 func (d *Diagram) WritePNG(w io.Writer) error {
-	width, height, _ := d.size()
+	width, height := d.size()
 	img := image.NewRGBA(image.Rect(0, 0, int(width), int(height)))
 	for i := range img.Pix {
 		img.Pix[i] = 0xff

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dspark-dev/dspark/runtime/speculative"
@@ -15,28 +16,37 @@ const CostPasses = 3
 // verify scheduler (speculative.Schedule): a target forward over m = 1 .. MaxDrafts+1 rows
 // with the draft's taps and every row's post-processing under params (what a verify does),
 // one draft block, and the drafter's work per drafted token. It makes passes passes (0:
-// CostPasses), alternating the order of the sizes between passes so that a drift of the
-// machine's speed during the measurement does not favour one end. It returns the median of
-// each, the verify medians made non-decreasing in m by isotonic regression (pool adjacent
-// violators): a bigger verify never does less work, and on a shared machine a single size's
-// median can be off by tens of percent, which would make the scheduler stop at a spuriously
-// expensive size. It runs on a short context of its own (so verify times are those of short
-// contexts: attention over long ones costs more) and leaves both caches empty.
+// CostPasses; see MeasureCostPasses) and returns CombineCosts of them.
 //
-// On the English demo pair (a 340 MB target) three passes take about 0.4 s on two cores.
+// On the English demo pair (a 340 MB target) three passes take about 1 s on two cores.
 func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (speculative.CostModel, error) {
+	ps, err := MeasureCostPasses(t, d, params, passes)
+	if err != nil {
+		return speculative.CostModel{}, err
+	}
+	c := CombineCosts(ps)
+	return c, c.Validate(len(c.Verify) - 1)
+}
+
+// MeasureCostPasses makes passes passes (0: CostPasses) of MeasureCosts' timings and returns
+// each as a cost model of its own. A pass times every verify size once, the order of the sizes
+// alternating between passes so that a drift of the machine's speed during the measurement
+// does not favour one end, then one draft block and its drafter. It runs on a short context
+// of its own (so verify times are those of short contexts: attention over long ones costs
+// more) and leaves both caches empty.
+func MeasureCostPasses(t *Target, d *Draft, params speculative.Params, passes int) ([]speculative.CostModel, error) {
 	if passes <= 0 {
 		passes = CostPasses
 	}
 	if err := params.Validate(); err != nil {
-		return speculative.CostModel{}, err
+		return nil, err
 	}
 	dc := &d.Config
 	V := t.Config.NVocab
 	sizes := min(dc.MaxDrafts()+1, t.maxBatch, t.cache.Cap())
 	warm := min(16, t.cache.Cap()-sizes, d.cache.Cap()-dc.BlockSize-passes)
 	if sizes < 1 || warm < 1 {
-		return speculative.CostModel{}, fmt.Errorf("measure costs: a context of %d tokens is too small to time a verify", t.cache.Cap())
+		return nil, fmt.Errorf("measure costs: a context of %d tokens is too small to time a verify", t.cache.Cap())
 	}
 	t.Reset()
 	d.Reset()
@@ -49,13 +59,11 @@ func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (s
 	var st Step
 	taps := d.Taps()
 	if err := t.Forward(tokens[:warm], warm-1, taps, &st); err != nil {
-		return speculative.CostModel{}, err
+		return nil, err
 	}
 	if err := d.AddContext(st.Hidden, 0, warm); err != nil {
-		return speculative.CostModel{}, err
+		return nil, err
 	}
-	verify := make([][]time.Duration, sizes)
-	var block, token []time.Duration
 	p := make([]float64, V)
 	rows := make([][]float32, dc.MaxDrafts())
 	first := 0
@@ -64,7 +72,10 @@ func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (s
 	}
 	drafter := speculative.Drafter{Params: params, Bias: d.MarkovBias, Stop: speculative.Full{}}
 	rng := fixedRNG(0.5)
-	for pass := range passes {
+	out := make([]speculative.CostModel, passes)
+	for pass := range out {
+		c := &out[pass]
+		c.Verify = make([]float64, sizes)
 		for i := range sizes {
 			m := i + 1
 			if pass%2 == 1 {
@@ -72,12 +83,12 @@ func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (s
 			}
 			t0 := time.Now()
 			if err := t.Forward(tokens[warm:warm+m], 0, taps, &st); err != nil {
-				return speculative.CostModel{}, err
+				return nil, err
 			}
 			for j := range m {
 				row := st.Logits[j*V : (j+1)*V]
 				if err := speculative.CheckLogits(row); err != nil {
-					return speculative.CostModel{}, fmt.Errorf("measure costs: target logits: %w", err)
+					return nil, fmt.Errorf("measure costs: target logits: %w", err)
 				}
 				if params.Greedy() {
 					speculative.Argmax(row)
@@ -85,17 +96,17 @@ func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (s
 					speculative.Probs(p, row, params)
 				}
 			}
-			verify[m-1] = append(verify[m-1], time.Since(t0))
+			c.Verify[m-1] = time.Since(t0).Seconds()
 			if err := t.Truncate(warm); err != nil {
-				return speculative.CostModel{}, err
+				return nil, err
 			}
 		}
 		t0 := time.Now()
 		logits, hidden, err := d.Block(tokens[warm])
 		if err != nil {
-			return speculative.CostModel{}, err
+			return nil, err
 		}
-		block = append(block, time.Since(t0))
+		c.DraftBlock = time.Since(t0).Seconds()
 		for k := range rows {
 			rows[k] = logits[(first+k)*V : (first+k+1)*V]
 		}
@@ -104,14 +115,44 @@ func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (s
 		}
 		t0 = time.Now()
 		drafter.Draft(tokens[warm], rows, rng)
-		token = append(token, time.Since(t0)/time.Duration(len(rows)))
+		c.DraftToken = time.Since(t0).Seconds() / float64(len(rows))
 	}
-	c := speculative.CostModel{DraftBlock: median(block).Seconds(), DraftToken: median(token).Seconds()}
-	for _, v := range verify {
-		c.Verify = append(c.Verify, median(v).Seconds())
+	return out, nil
+}
+
+// CombineCosts is the cost model of several passes: the median of each time (the upper one
+// of an even count), the verify medians made non-decreasing in m by isotonic regression (pool
+// adjacent violators): a bigger verify never does less work, and on a shared machine a single
+// size's median can be off by tens of percent, which would make the scheduler stop at a
+// spuriously expensive size. Passes with fewer verify sizes than the first are ignored.
+func CombineCosts(passes []speculative.CostModel) speculative.CostModel {
+	if len(passes) == 0 {
+		return speculative.CostModel{}
+	}
+	sizes := len(passes[0].Verify)
+	var block, token []float64
+	verify := make([][]float64, sizes)
+	for _, p := range passes {
+		if len(p.Verify) < sizes {
+			continue
+		}
+		block, token = append(block, p.DraftBlock), append(token, p.DraftToken)
+		for m := range verify {
+			verify[m] = append(verify[m], p.Verify[m])
+		}
+	}
+	c := speculative.CostModel{DraftBlock: median64(block), DraftToken: median64(token), Verify: make([]float64, sizes)}
+	for m, v := range verify {
+		c.Verify[m] = median64(v)
 	}
 	c.Verify = nonDecreasing(c.Verify)
-	return c, c.Validate(sizes - 1)
+	return c
+}
+
+func median64(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // nonDecreasing returns the least-squares non-decreasing fit of x (pool adjacent violators:

@@ -163,3 +163,20 @@ func TestNonDecreasing(t *testing.T) {
 		}
 	}
 }
+
+func TestCombineCosts(t *testing.T) {
+	ps := []speculative.CostModel{
+		{DraftBlock: 3, DraftToken: 0.1, Verify: []float64{1, 2, 9}},
+		{DraftBlock: 1, DraftToken: 0.3, Verify: []float64{2, 1, 3}},
+		{DraftBlock: 2, DraftToken: 0.2, Verify: []float64{3, 5, 4}},
+		{DraftBlock: 100, Verify: []float64{100}}, // too few sizes: ignored
+	}
+	c := CombineCosts(ps)
+	// Medians 2, 0.2, (2, 2, 4); the verify medians already non-decreasing.
+	if c.DraftBlock != 2 || c.DraftToken != 0.2 || !slices.Equal(c.Verify, []float64{2, 2, 4}) {
+		t.Errorf("CombineCosts = %+v", c)
+	}
+	if z := CombineCosts(nil); z.Verify != nil {
+		t.Errorf("no passes: %+v", z)
+	}
+}

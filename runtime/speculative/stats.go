@@ -19,11 +19,13 @@ type Stats struct {
 	Emitted  int `json:"emitted"`  // tokens committed: accepted drafts plus one per round
 
 	// Offered is the drafts full blocks would have proposed in these rounds (the round's
-	// cap: the block, --max-drafts, the tokens still wanted), and Blocks the rounds that
-	// computed a draft block at all (a stop rule may skip it); see Offer. Offered - Drafted
-	// is the verify rows a stop rule saved against full blocks.
+	// cap: the block, --max-drafts, the tokens still wanted), Blocks the rounds that
+	// computed a draft block, and Skipped the rounds that could have drafted but whose stop
+	// rule skipped the block (see Offer). Offered - Drafted is the verify rows a stop rule
+	// saved against full blocks.
 	Offered int `json:"offered"`
 	Blocks  int `json:"blocks"`
+	Skipped int `json:"skipped"`
 
 	// PerPosition[i] is about draft position i+1.
 	PerPosition []PositionStats `json:"per_position"`
@@ -58,8 +60,11 @@ func (s *Stats) Record(drafted, accepted int) {
 // Record.
 func (s *Stats) Offer(offered int, block bool) {
 	s.Offered += offered
-	if block {
+	switch {
+	case block:
 		s.Blocks++
+	case offered > 0:
+		s.Skipped++
 	}
 }
 
@@ -78,6 +83,7 @@ func (s *Stats) Add(o *Stats) {
 	s.Emitted += o.Emitted
 	s.Offered += o.Offered
 	s.Blocks += o.Blocks
+	s.Skipped += o.Skipped
 	for len(s.PerPosition) < len(o.PerPosition) {
 		s.PerPosition = append(s.PerPosition, PositionStats{})
 	}

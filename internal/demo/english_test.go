@@ -9,9 +9,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/speculative"
 )
+
+// TestCalibrationPrompts: the calibration and held-out prompts are neither the demo's prompts
+// nor each other's, and none repeats.
+func TestCalibrationPrompts(t *testing.T) {
+	seen := map[string]string{}
+	for _, set := range []struct {
+		name string
+		ps   []string
+	}{{"EnglishPrompts", EnglishPrompts}, {"CalibrationPrompts", CalibrationPrompts}, {"HeldOutPrompts", HeldOutPrompts}} {
+		for _, p := range set.ps {
+			if other, ok := seen[p]; ok {
+				t.Errorf("%q is in %s and %s", p, other, set.name)
+			}
+			seen[p] = set.name
+		}
+	}
+	if len(CalibrationPrompts) < 2*len(HeldOutPrompts) || len(HeldOutPrompts) < 8 {
+		t.Errorf("%d calibration and %d held-out prompts", len(CalibrationPrompts), len(HeldOutPrompts))
+	}
+}
 
 func testCorpus(t *testing.T) *Corpus {
 	t.Helper()
@@ -142,6 +164,24 @@ func TestEnglishPairTiny(t *testing.T) {
 	if !d.Config.HasConfidence || d.Config.MarkovRank != TestEnglish.MarkovRank || d.Config.BlockSize != 7 {
 		t.Fatalf("draft config %+v", d.Config)
 	}
+	// The build calibrated the head for greedy and sampled decoding, in the draft's keys.
+	cal, ok, err := calibrate.FromGGUF(df)
+	if err != nil || !ok || len(cal.Calibrations) != 2 || cal.Positions != 7 || len(p.Calibration) != 2 {
+		t.Fatalf("calibration keys: ok %v, %v, %+v", ok, err, cal)
+	}
+	for i, e := range cal.Calibrations {
+		if e.Sampling != calibrate.SamplingOf([]speculative.Params{{}, SampledParams}[i]) || e.Rounds < 10 {
+			t.Errorf("calibration %d: %+v", i, e)
+		}
+		if s := p.Calibration[i]; s.FitECEAfter > s.FitECEBefore {
+			t.Errorf("%s: ECE on the calibration prompts %.4f after, %.4f before", e.Sampling, s.FitECEAfter, s.FitECEBefore)
+		}
+	}
+	costs, err := runtime.MeasureCosts(tg, d, speculative.Params{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := &runtime.Generator{Target: tg, Draft: d, Stop: &speculative.Schedule{Costs: costs}, Temperatures: cal.Calibrations[0].Temperatures}
 	g := &runtime.Generator{Target: tg, Draft: d}
 	var emitted, rounds int
 	for _, prompt := range EnglishPrompts {
@@ -156,6 +196,9 @@ func TestEnglishPairTiny(t *testing.T) {
 		}
 		if !slices.Equal(plain.Tokens, spec.Tokens) {
 			t.Fatalf("%q: greedy speculative output differs from plain", prompt)
+		}
+		if sc, err := sched.Speculative(ids, 48); err != nil || !slices.Equal(plain.Tokens, sc.Tokens) {
+			t.Fatalf("%q: scheduled greedy speculative output differs from plain (%v)", prompt, err)
 		}
 		run := 1
 		for i := 1; i < len(plain.Tokens); i++ {

@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test vet race test-purego test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo k3-full demo-assets clean
+	bench-convert bench-synth bench-run bench-demo bench-schedule k3-full demo-assets clean
 
 all: build
 
@@ -69,6 +69,11 @@ bench-run: build
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).
 bench-demo:
 	$(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
+
+## bench-schedule: on the English demo pair, the verify scheduler against full blocks in one
+## process, greedy and sampled (paired alternating runs, median ratio of tokens per second).
+bench-schedule:
+	$(GO) test -run '^$$' -bench '^BenchmarkSchedule$$' -benchtime 5x -count 1 ./cmd/dspark
 
 ## k3-full: full-size synthetic K3 DSpark draft -> GGUF -> inspect --check (72 tensors).
 k3-full: build

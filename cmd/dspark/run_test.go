@@ -89,7 +89,7 @@ func convertedPair(t *testing.T) (target, draft string) {
 var testDir string
 
 func TestMain(m *testing.M) {
-	// The demo's default pair is built on first use (about a minute); these tests run the
+	// The demo's default pair is built on first use (a few minutes); these tests run the
 	// embedded pair unless they give --cache-dir (TestRunDemoEnglish builds a small one).
 	demoQuick = true
 	var err error

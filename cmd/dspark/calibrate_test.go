@@ -233,7 +233,7 @@ func TestCalibrateEndToEnd(t *testing.T) {
 	}
 	// The text report shows the schedule.
 	text, code = runCLI(t, "run", "--target", target, "--draft", draft, "--calibration", side, "--prompt", "A slice is", "-n", "16")
-	if code != 0 || !strings.Contains(text, "verify schedule: scheduled") || !strings.Contains(text, "cost model (measured at start-up") || !strings.Contains(text, "verify rows saved") {
+	if code != 0 || !strings.Contains(text, "verify schedule: scheduled") || !strings.Contains(text, "cost model (median of") || !strings.Contains(text, "verify rows saved") {
 		t.Errorf("text report:\n%s", text)
 	}
 }
@@ -337,5 +337,54 @@ func TestRunScheduleFlags(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, c.flag) || strings.Contains(errOut, "panic") {
 			t.Errorf("%v: exit %d, want %d naming %s\n%s%s", c.args[1:], code, exitUsage, c.flag, out, errOut)
 		}
+	}
+}
+
+// TestCostCache: the scheduler's cost model pools this run's passes with the cached ones of
+// the same pair and machine (at most costCacheMax); a damaged cache file is ignored and
+// replaced; another pair gets a file of its own.
+func TestCostCache(t *testing.T) {
+	target, draft := englishTestPair(t)
+	defer func(d func() string) { costCacheDir = d }(costCacheDir)
+	dir := t.TempDir()
+	costCacheDir = func() string { return dir }
+	run := func(d string) *costReport {
+		t.Helper()
+		out, errOut, code := runRoot(t, "run", "--target", target, "--draft", d, "--prompt", "A slice is", "-n", "8", "--json", "--no-plain")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		var r runReport
+		decodeJSON(t, out, &r)
+		return r.Schedule.Costs
+	}
+	c1 := run(draft)
+	c2 := run(draft)
+	if c1.Passes != 3 || c1.NewPasses != 3 || c2.Passes != 6 || c2.NewPasses != 3 || c1.Cache != c2.Cache || !strings.HasPrefix(c1.Cache, dir) {
+		t.Fatalf("passes %d/%d then %d/%d, caches %q %q", c1.Passes, c1.NewPasses, c2.Passes, c2.NewPasses, c1.Cache, c2.Cache)
+	}
+	for range 10 {
+		run(draft)
+	}
+	if c := run(draft); c.Passes != costCacheMax {
+		t.Errorf("%d passes pooled, want the cap %d", c.Passes, costCacheMax)
+	}
+	os.WriteFile(c1.Cache, []byte("{not json"), 0o644)
+	if c := run(draft); c.Passes != 3 {
+		t.Errorf("damaged cache: %d passes pooled, want this run's 3", c.Passes)
+	}
+	// The calibrated copy of the draft is another file: another cache entry.
+	cp := filepath.Join(t.TempDir(), "copy.gguf")
+	src, _ := gguf.Open(draft)
+	f, _, err := calibrate.FromGGUF(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := calibrate.WriteGGUF(src, cp, f, false); err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if c := run(cp); c.Cache == c1.Cache || c.Passes != 3 {
+		t.Errorf("another draft file shares the cache entry %q (%d passes)", c.Cache, c.Passes)
 	}
 }

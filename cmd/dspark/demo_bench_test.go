@@ -75,6 +75,9 @@ func BenchmarkDemo(b *testing.B) {
 	}
 }
 
+// userCostCache is the cost cache of the user (TestMain points costCacheDir elsewhere).
+var userCostCache func() string
+
 func median64(x []float64) float64 {
 	s := slices.Clone(x)
 	slices.Sort(s)
@@ -89,6 +92,8 @@ func median64(x []float64) float64 {
 // scheduled / full tokens-per-second ratio, with the verify rows saved, the drafts verified
 // per round and tau of each. Greedy outputs must be identical. make bench-schedule runs it.
 func BenchmarkSchedule(b *testing.B) {
+	defer func(d func() string) { costCacheDir = d }(costCacheDir)
+	costCacheDir = userCostCache // pooled with earlier runs' passes, as a user's runs are
 	f, err := demo.Open(demo.OpenOptions{CacheDir: os.Getenv("DSPARK_DEMO_CACHE")})
 	if err != nil {
 		b.Fatal(err)

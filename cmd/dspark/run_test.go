@@ -96,6 +96,10 @@ func TestMain(m *testing.M) {
 	if testDir, err = os.MkdirTemp("", "dspark-cmd-test-"); err != nil {
 		panic(err)
 	}
+	// The verify scheduler's cost cache goes to the test directory, not the user's cache
+	// (the benchmarks put it back: userCostCache).
+	userCostCache = costCacheDir
+	costCacheDir = func() string { return filepath.Join(testDir, "costs") }
 	code := m.Run()
 	os.RemoveAll(testDir)
 	os.Exit(code)

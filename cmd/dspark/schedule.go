@@ -28,7 +28,9 @@ type schedSetup struct {
 	cal       *calibrate.File // nil: none
 	costs     *speculative.CostModel
 	measured  time.Duration // how long measuring the costs took
-	passes    int
+	passes    int           // passes pooled in the cost model
+	newPasses int           // of which measured by this run
+	cache     string        // the cost cache file
 }
 
 // setupSchedule resolves the run's verify schedule (docs/cli.md, "Verify schedules"): it
@@ -101,11 +103,14 @@ func (c *runConfig) setupSchedule(m *models, stderr io.Writer) (*schedSetup, err
 	}
 	if s.mode == schedScheduled {
 		t0 := time.Now()
-		costs, err := runtime.MeasureCosts(m.target, d, c.params, runtime.CostPasses)
+		mc, err := measureCosts(m, c.params)
 		if err != nil {
 			return nil, err
 		}
-		s.costs, s.measured, s.passes = &costs, time.Since(t0), runtime.CostPasses
+		if mc.measureError != nil {
+			note("the cost model could not be cached (%v): it is this run's measurement only", mc.measureError)
+		}
+		s.costs, s.measured, s.passes, s.newPasses, s.cache = &mc.costs, time.Since(t0), mc.passes, mc.new, mc.cache
 	}
 	return s, nil
 }
@@ -135,6 +140,7 @@ func (s *schedSetup) apply(g *runtime.Generator, params speculative.Params, note
 	case schedScheduled:
 		g.Stop = &speculative.Schedule{Costs: *s.costs}
 		rep.Costs = newCostReport(s.costs, s.measured, s.passes)
+		rep.Costs.NewPasses, rep.Costs.Cache = s.newPasses, s.cache
 	}
 	return rep
 }
@@ -164,7 +170,9 @@ type costReport struct {
 		Verify     []float64 `json:"verify"`
 	} `json:"in_plain_steps"`
 	MeasureSeconds float64 `json:"measure_seconds"`
-	Passes         int     `json:"passes"`
+	Passes         int     `json:"passes"`     // pooled: the median of each time over them
+	NewPasses      int     `json:"new_passes"` // measured at this start (the rest from the cache)
+	Cache          string  `json:"cache,omitempty"`
 }
 
 func newCostReport(c *speculative.CostModel, took time.Duration, passes int) *costReport {
@@ -228,8 +236,8 @@ func printSchedule(w io.Writer, r *scheduleReport, v *verifyReport) {
 		for i, x := range c.InPlainSteps.Verify {
 			verify[i] = fmt.Sprintf("%.2f", x)
 		}
-		fmt.Fprintf(w, "cost model (measured at start-up in %.2f s, median of %d passes; in plain steps of %.1f ms): draft block %.2f, per drafted token %.3f, verify of 1..%d rows %s\n",
-			c.MeasureSeconds, c.Passes, c.Verify[0]*1e3, c.InPlainSteps.DraftBlock, c.InPlainSteps.DraftToken, len(verify), strings.Join(verify, " "))
+		fmt.Fprintf(w, "cost model (median of %d passes, %d measured at start-up in %.2f s; in plain steps of %.1f ms): draft block %.2f, per drafted token %.3f, verify of 1..%d rows %s\n",
+			c.Passes, c.NewPasses, c.MeasureSeconds, c.Verify[0]*1e3, c.InPlainSteps.DraftBlock, c.InPlainSteps.DraftToken, len(verify), strings.Join(verify, " "))
 	}
 	if v != nil {
 		fmt.Fprintf(w, "verified %.2f drafts per round (full blocks: %.2f); %d of %d verify rows saved (%.0f %%); %.2f tokens per round; %d draft blocks skipped\n",

@@ -183,6 +183,19 @@ func TestCalibrateEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(text, "TEMPERATURE") || !strings.Contains(text, "ECE BEFORE") || !strings.Contains(text, "held-out ECE") {
 		t.Fatalf("text report: exit %d\n%s", code, text)
 	}
+	// The built-in prompts: the held-out ECE falls with the calibration (the head, fitted to
+	// soft acceptance under teacher forcing, overestimates survival in decoding).
+	out, errOut, code = runRoot(t, "calibrate", "--target", target, "--draft", draft, "-n", "32", "-o", filepath.Join(dir, "b.json"), "--json")
+	if code != 0 {
+		t.Fatalf("built-in prompts: exit %d\n%s", code, errOut)
+	}
+	var brep calibrateReport
+	decodeJSON(t, out, &brep)
+	before, after := calibrate.MeanECE(brep.Calibration.Calibrations[0].Positions)
+	if brep.Fit != len(demo.CalibrationPrompts) || brep.HeldOut != len(demo.HeldOutPrompts) || !(after <= before) {
+		t.Errorf("built-in prompts: %d + %d prompts, held-out mean ECE %.4f before, %.4f after", brep.Fit, brep.HeldOut, before, after)
+	}
+	t.Logf("test pair, built-in prompts: held-out mean ECE %.4f -> %.4f", before, after)
 	// No overwrite without --force.
 	if _, errOut, code := runRoot(t, "calibrate", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "4", "-o", side); code != exitFailure || !strings.Contains(errOut, "--force") {
 		t.Errorf("existing output: exit %d\n%s", code, errOut)

@@ -721,6 +721,13 @@ func TestRunDemoEnglish(t *testing.T) {
 		len(r.Modes[0].Prompts) != len(demo.EnglishPrompts) || r.Modes[0].Prompts[0].Prompt != demo.EnglishPrompts[0] {
 		t.Fatalf("first run modes: %+v", r.Modes)
 	}
+	// The pair's draft is calibrated by its build, for both modes: the demo schedules.
+	for _, mr := range r.Modes {
+		if s := mr.Schedule; s == nil || s.Mode != schedScheduled || s.Calibration == nil || !s.Calibration.Exact || s.Costs == nil ||
+			mr.Verify.FullBlockRows != mr.Stats.Offered+mr.Stats.Rounds {
+			t.Fatalf("%s: schedule %+v, verify %+v", mr.Mode, mr.Schedule, mr.Verify)
+		}
+	}
 	if r2, errOut := run(); r2.Pair.Built || errOut != "" || r2.Pair.TargetSHA256 != p.TargetSHA256 {
 		t.Fatalf("second run rebuilt: %+v\n%s", r2.Pair, errOut)
 	}

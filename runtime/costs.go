@@ -1,12 +1,17 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
+
+// ErrContextTooSmall is returned (wrapped) by MeasureCostPasses when the context cannot hold
+// a verify of one draft after one position: then no round can draft anyway.
+var ErrContextTooSmall = errors.New("too small to time a verify of one draft")
 
 // CostPasses is how many passes MeasureCosts makes by default: each times every verify size
 // once, so a size's raw figure is the median of CostPasses timings.
@@ -18,7 +23,9 @@ const CostPasses = 3
 // one draft block, and the drafter's work per drafted token. It makes passes passes (0:
 // CostPasses; see MeasureCostPasses) and returns CombineCosts of them.
 //
-// On the English demo pair (a 340 MB target) three passes take about 1 s on two cores.
+// On the English demo pair (a 340 MB target) three passes take about 1 s on two cores. With a
+// context too small for a whole block, fewer verify sizes are timed (Schedule never admits
+// more drafts than its cost model has sizes for).
 func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (speculative.CostModel, error) {
 	ps, err := MeasureCostPasses(t, d, params, passes)
 	if err != nil {
@@ -43,11 +50,13 @@ func MeasureCostPasses(t *Target, d *Draft, params speculative.Params, passes in
 	}
 	dc := &d.Config
 	V := t.Config.NVocab
-	sizes := min(dc.MaxDrafts()+1, t.maxBatch, t.cache.Cap())
-	warm := min(16, t.cache.Cap()-sizes, d.cache.Cap()-dc.BlockSize-passes)
-	if sizes < 1 || warm < 1 {
-		return nil, fmt.Errorf("measure costs: a context of %d tokens is too small to time a verify", t.cache.Cap())
+	// Verify sizes up to the block's (or what the context leaves after one warm position),
+	// after up to 16 positions of context.
+	sizes := min(dc.MaxDrafts()+1, t.maxBatch, t.cache.Cap()-1)
+	if sizes < 2 {
+		return nil, fmt.Errorf("measure costs: a context of %d tokens: %w", t.cache.Cap(), ErrContextTooSmall)
 	}
+	warm := min(16, t.cache.Cap()-sizes)
 	t.Reset()
 	d.Reset()
 	defer t.Reset()

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -132,14 +133,23 @@ func TestMeasureCosts(t *testing.T) {
 			t.Errorf("caches left with %d and %d positions", tg.Len(), d.Len())
 		}
 	}
-	// A context too small to time anything is an error, not a panic.
+	// A context smaller than a block times the sizes it can hold; one that cannot hold a
+	// draft after a position is ErrContextTooSmall, not a panic.
 	small := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 4})
 	ds, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), small)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := MeasureCosts(small, ds, speculative.Params{}, 1); err == nil {
-		t.Error("a 4-token context: no error")
+	if c, err := MeasureCosts(small, ds, speculative.Params{}, 1); err != nil || len(c.Verify) != 3 {
+		t.Errorf("a 4-token context: %+v, %v; want 3 verify sizes", c, err)
+	}
+	tiny := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 2})
+	dt, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MeasureCosts(tiny, dt, speculative.Params{}, 1); !errors.Is(err, ErrContextTooSmall) {
+		t.Errorf("a 2-token context: %v, want ErrContextTooSmall", err)
 	}
 }
 

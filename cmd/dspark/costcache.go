@@ -39,7 +39,8 @@ var costCacheDir = func() string {
 // costKey identifies a pair and a machine: the two files (by path, size and modification
 // time, so that a rebuilt file is a new pair without hashing hundreds of megabytes), the
 // CPU, the threads, the kernel path, dspark's version, and whether rows are sampled (the
-// post-processing of a verify row differs).
+// post-processing of a verify row differs), and the verify sizes timed (a context shorter
+// than a block times fewer).
 type costKey struct {
 	Target, Draft fileID
 	CPU           string
@@ -47,6 +48,7 @@ type costKey struct {
 	Kernels       string
 	Version       string
 	Sampled       bool
+	Sizes         int
 }
 
 type fileID struct {
@@ -104,7 +106,7 @@ func measureCosts(m *models, params speculative.Params) (*measuredCosts, error) 
 	r := &measuredCosts{new: len(fresh)}
 	all := fresh
 	if dir := costCacheDir(); dir != "" {
-		if key, err := pairKey(m, params); err == nil {
+		if key, err := pairKey(m, params, len(fresh[0].Verify)); err == nil {
 			r.cache = filepath.Join(dir, key.file())
 			all = append(readCostCache(r.cache, key, len(fresh[0].Verify)), fresh...)
 			if len(all) > costCacheMax {
@@ -118,7 +120,7 @@ func measureCosts(m *models, params speculative.Params) (*measuredCosts, error) 
 	return r, r.costs.Validate(len(r.costs.Verify) - 1)
 }
 
-func pairKey(m *models, params speculative.Params) (costKey, error) {
+func pairKey(m *models, params speculative.Params, sizes int) (costKey, error) {
 	t, err := identify(m.tf.Path)
 	if err != nil {
 		return costKey{}, err
@@ -128,7 +130,7 @@ func pairKey(m *models, params speculative.Params) (costKey, error) {
 		return costKey{}, err
 	}
 	return costKey{Target: t, Draft: d, CPU: cpuModel(), Threads: goruntime.GOMAXPROCS(0), Kernels: kernels.Implementation(),
-		Version: version, Sampled: !params.Greedy()}, nil
+		Version: version, Sampled: !params.Greedy(), Sizes: sizes}, nil
 }
 
 func (k costKey) file() string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -104,6 +105,11 @@ func (c *runConfig) setupSchedule(m *models, stderr io.Writer) (*schedSetup, err
 	if s.mode == schedScheduled {
 		t0 := time.Now()
 		mc, err := measureCosts(m, c.params)
+		if errors.Is(err, runtime.ErrContextTooSmall) {
+			// No round of so short a decode can draft: full blocks are the same thing.
+			s.mode = schedFull
+			return s, nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -246,7 +246,7 @@ func TestCalibrateEndToEnd(t *testing.T) {
 	}
 	// The text report shows the schedule.
 	text, code = runCLI(t, "run", "--target", target, "--draft", draft, "--calibration", side, "--prompt", "A slice is", "-n", "16")
-	if code != 0 || !strings.Contains(text, "verify schedule: scheduled") || !strings.Contains(text, "cost model (median of") || !strings.Contains(text, "verify rows saved") {
+	if code != 0 || !strings.Contains(text, "verify schedule: scheduled") || !strings.Contains(text, "cost model: median of") || !strings.Contains(text, "verify of 8 rows") || !strings.Contains(text, "verify rows saved") {
 		t.Errorf("text report:\n%s", text)
 	}
 }

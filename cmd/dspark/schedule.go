@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/olekukonko/tablewriter"
 
 	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/runtime"
@@ -238,12 +239,19 @@ func printSchedule(w io.Writer, r *scheduleReport, v *verifyReport) {
 	}
 	fmt.Fprintln(w, line)
 	if c := r.Costs; c != nil {
-		verify := make([]string, len(c.InPlainSteps.Verify))
-		for i, x := range c.InPlainSteps.Verify {
-			verify[i] = fmt.Sprintf("%.2f", x)
+		fmt.Fprintf(w, "cost model: median of %d passes (%d measured at this start in %.2f s, the rest cached):\n", c.Passes, c.NewPasses, c.MeasureSeconds)
+		t := tablewriter.NewTable(w)
+		t.Header("round part", "ms", "plain steps")
+		t.Append("draft block", fmt.Sprintf("%.2f", c.DraftBlock*1e3), fmt.Sprintf("%.3f", c.InPlainSteps.DraftBlock))
+		t.Append("per drafted token", fmt.Sprintf("%.3f", c.DraftToken*1e3), fmt.Sprintf("%.4f", c.InPlainSteps.DraftToken))
+		for m, v := range c.Verify {
+			rows := "rows"
+			if m == 0 {
+				rows = "row (a plain step)"
+			}
+			t.Append(fmt.Sprintf("verify of %d %s", m+1, rows), fmt.Sprintf("%.2f", v*1e3), fmt.Sprintf("%.3f", c.InPlainSteps.Verify[m]))
 		}
-		fmt.Fprintf(w, "cost model (median of %d passes, %d measured at start-up in %.2f s; in plain steps of %.1f ms): draft block %.2f, per drafted token %.3f, verify of 1..%d rows %s\n",
-			c.Passes, c.NewPasses, c.MeasureSeconds, c.Verify[0]*1e3, c.InPlainSteps.DraftBlock, c.InPlainSteps.DraftToken, len(verify), strings.Join(verify, " "))
+		t.Render()
 	}
 	if v != nil {
 		fmt.Fprintf(w, "verified %.2f drafts per round (full blocks: %.2f); %d of %d verify rows saved (%.0f %%); %.2f tokens per round; %d draft blocks skipped\n",

@@ -34,9 +34,10 @@ test-purego:
 	$(GO) test -count=1 -tags purego ./runtime/... ./mla/...
 
 # Rebuilding the embedded demo pair and building the English pair's test recipe are too slow
-# under -race; they run here without it.
+# under -race, and so is the calibration fit on synthetic data; they run here without it.
 test-demo:
 	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache' ./internal/demo
+	$(GO) test -count=1 -run 'TestFitRecoversTemperatures' ./calibrate
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh

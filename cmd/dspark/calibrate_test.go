@@ -185,7 +185,7 @@ func TestCalibrateEndToEnd(t *testing.T) {
 	}
 	// The built-in prompts: the held-out ECE falls with the calibration (the head, fitted to
 	// soft acceptance under teacher forcing, overestimates survival in decoding).
-	out, errOut, code = runRoot(t, "calibrate", "--target", target, "--draft", draft, "-n", "32", "-o", filepath.Join(dir, "b.json"), "--json")
+	out, errOut, code = runRoot(t, "calibrate", "--target", target, "--draft", draft, "-n", "16", "-o", filepath.Join(dir, "b.json"), "--json")
 	if code != 0 {
 		t.Fatalf("built-in prompts: exit %d\n%s", code, errOut)
 	}

@@ -129,30 +129,40 @@ func MeasureCostPasses(t *Target, d *Draft, params speculative.Params, passes in
 	return out, nil
 }
 
-// CombineCosts is the cost model of several passes: the median of each time (the upper one
-// of an even count), the verify medians made non-decreasing in m by isotonic regression (pool
-// adjacent violators): a bigger verify never does less work, and on a shared machine a single
-// size's median can be off by tens of percent, which would make the scheduler stop at a
-// spuriously expensive size. Passes with fewer verify sizes than the first are ignored.
+// CombineCosts is the cost model of several passes. Each pass's times are first taken
+// relative to its own plain step (Verify[0]): times measured a fraction of a second apart
+// share the machine's load, times of passes minutes or runs apart do not. The model is the
+// median plain step times the median of each relative time (the upper median of an even
+// count), the verify times then made non-decreasing in m by isotonic regression (pool
+// adjacent violators): a bigger verify never does less work, and on a shared machine a
+// single size's median can still be off by tens of percent, which would make the scheduler
+// stop at a spuriously expensive size. Passes with fewer verify sizes than the first, or a
+// plain step that is not positive, are ignored.
 func CombineCosts(passes []speculative.CostModel) speculative.CostModel {
 	if len(passes) == 0 {
 		return speculative.CostModel{}
 	}
 	sizes := len(passes[0].Verify)
-	var block, token []float64
+	var step, block, token []float64
 	verify := make([][]float64, sizes)
 	for _, p := range passes {
-		if len(p.Verify) < sizes {
+		if len(p.Verify) < sizes || !(p.Verify[0] > 0) {
 			continue
 		}
-		block, token = append(block, p.DraftBlock), append(token, p.DraftToken)
+		s := p.Verify[0]
+		step = append(step, s)
+		block, token = append(block, p.DraftBlock/s), append(token, p.DraftToken/s)
 		for m := range verify {
-			verify[m] = append(verify[m], p.Verify[m])
+			verify[m] = append(verify[m], p.Verify[m]/s)
 		}
 	}
-	c := speculative.CostModel{DraftBlock: median64(block), DraftToken: median64(token), Verify: make([]float64, sizes)}
+	if len(step) == 0 {
+		return speculative.CostModel{}
+	}
+	st := median64(step)
+	c := speculative.CostModel{DraftBlock: st * median64(block), DraftToken: st * median64(token), Verify: make([]float64, sizes)}
 	for m, v := range verify {
-		c.Verify[m] = median64(v)
+		c.Verify[m] = st * median64(v)
 	}
 	c.Verify = nonDecreasing(c.Verify)
 	return c

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -180,15 +181,20 @@ func TestNonDecreasing(t *testing.T) {
 
 func TestCombineCosts(t *testing.T) {
 	ps := []speculative.CostModel{
-		{DraftBlock: 3, DraftToken: 0.1, Verify: []float64{1, 2, 9}},
-		{DraftBlock: 1, DraftToken: 0.3, Verify: []float64{2, 1, 3}},
-		{DraftBlock: 2, DraftToken: 0.2, Verify: []float64{3, 5, 4}},
-		{DraftBlock: 100, Verify: []float64{100}}, // too few sizes: ignored
+		{DraftBlock: 3, DraftToken: 0.1, Verify: []float64{1, 2, 9}},   // relative 3, 0.1, (1, 2, 9)
+		{DraftBlock: 2, DraftToken: 0.6, Verify: []float64{2, 2, 6}},   // relative 1, 0.3, (1, 1, 3)
+		{DraftBlock: 8, DraftToken: 0.8, Verify: []float64{4, 20, 16}}, // relative 2, 0.2, (1, 5, 4)
+		{DraftBlock: 100, Verify: []float64{100}},                      // too few sizes: ignored
+		{DraftBlock: 1, DraftToken: 1, Verify: []float64{0, 1, 1}},     // no plain step: ignored
 	}
 	c := CombineCosts(ps)
-	// Medians 2, 0.2, (2, 2, 4); the verify medians already non-decreasing.
-	if c.DraftBlock != 2 || c.DraftToken != 0.2 || !slices.Equal(c.Verify, []float64{2, 2, 4}) {
+	// Median step 2; median relative times 2, 0.2, (1, 2, 4): 4, 0.4, (2, 4, 8).
+	if math.Abs(c.DraftBlock-4) > 1e-12 || math.Abs(c.DraftToken-0.4) > 1e-12 || !slices.Equal(c.Verify, []float64{2, 4, 8}) {
 		t.Errorf("CombineCosts = %+v", c)
+	}
+	// A pass whose relative times decrease is made non-decreasing.
+	if c := CombineCosts([]speculative.CostModel{{DraftBlock: 1, Verify: []float64{1, 3, 2}}}); !slices.Equal(c.Verify, []float64{1, 2.5, 2.5}) {
+		t.Errorf("CombineCosts of a decreasing pass = %+v", c)
 	}
 	if z := CombineCosts(nil); z.Verify != nil {
 		t.Errorf("no passes: %+v", z)

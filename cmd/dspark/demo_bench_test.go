@@ -122,7 +122,7 @@ func BenchmarkSchedule(b *testing.B) {
 	if sched.mode != schedScheduled {
 		b.Fatalf("the demo draft is not scheduled (%s): no calibration?", sched.mode)
 	}
-	b.Logf("cost model (plain steps): %+v", newCostReport(sched.costs, sched.measured, sched.passes).InPlainSteps)
+	costs := newCostReport(sched.costs, sched.measured, sched.passes).InPlainSteps
 	full := &schedSetup{mode: schedFull}
 	for _, mode := range demoModes(c) {
 		b.Run(mode.Name, func(b *testing.B) {
@@ -166,6 +166,7 @@ func BenchmarkSchedule(b *testing.B) {
 			b.ReportMetric(vf.MeanDrafts, "full-drafts/round")
 			b.ReportMetric(ss.Tau(), "tau")
 			b.ReportMetric(sf.Tau(), "full-tau")
+			b.Logf("cost model (plain steps, %d passes): draft block %.3f, per token %.4f, verify %.2f", sched.passes, costs.DraftBlock, costs.DraftToken, costs.Verify)
 			b.Logf("ratios %.3f", ratios)
 		})
 	}

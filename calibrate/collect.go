@@ -16,7 +16,7 @@ import (
 // rounds' generations; progress, if set, is told after each prompt. g.Draft must have a
 // confidence head.
 func Collect(ctx context.Context, g *runtime.Generator, prompts [][]int, n int, seed uint64, progress func(done, total int)) (*Samples, error) {
-	if g.Draft == nil || !g.Draft.Config.HasConfidence {
+	if g.Draft == nil || !g.Draft.Info().HasConfidence {
 		return nil, errors.New("calibrate: the draft has no confidence head")
 	}
 	if ctx == nil {

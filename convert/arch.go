@@ -4,37 +4,46 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/dspark-dev/dspark/gguf/schema"
 )
 
 // Arch is one supported source architecture: the HF names it answers to, the GGUF
-// architecture it becomes, its tensor rules, and a function that reads config.json into
-// the dimension table, features and metadata the rules need.
+// declaration it becomes, its tensor rules, and a function that reads config.json into the
+// dimension table, features and key values the rules need.
 type Arch struct {
 	// HF lists the config.json architectures[0] values this entry converts.
 	HF []string
-	// GGUF is the GGUF general.architecture written.
-	GGUF string
+	// Schema is the GGUF declaration written: general.architecture, the key types and
+	// order, the tensor names and the blocks they exist in.
+	Schema *schema.Schema
 	// Draft is true for a draft model (its tokenizer comes from --target).
 	Draft bool
 	// Rules is the tensor table, in GGUF order.
 	Rules []Rule
-	// read parses config.json; it sees the roster only to pick a tensor-name family.
-	read func(c *Config, r *roster, opt Options) (*archSpec, error)
+	// read parses config.json into the dims and the architecture's key values; it sees
+	// the roster only to pick a tensor-name family.
+	read func(c *Config, r *roster, opt Options, kv *keyValues) (*archSpec, error)
 }
+
+// GGUF returns the general.architecture written.
+func (a *Arch) GGUF() string { return a.Schema.Arch }
 
 // archSpec is what an architecture derives from one config.json.
 type archSpec struct {
 	dims     dims
 	features features
 	layers   layerPlan
-	meta     []Meta            // architecture keys ({arch}.*) plus tokenizer.ggml.mask_token_id etc.
 	dropped  func(string) bool // source tensors known and deliberately skipped (MTP layers)
-	fp8      fp8Block
-	vocab    int64
-	experts  int64 // routed experts (size label)
-	special  specialIDs
-	draft    *draftSpec
-	notes    []string
+	// cross compares counts the config declares with the checkpoint's shapes (run after
+	// the config, tokenizer and target checks, before the roster check).
+	cross   func(ro *roster) error
+	fp8     fp8Block
+	vocab   int64
+	experts int64 // routed experts (size label)
+	special specialIDs
+	draft   *draftSpec
+	notes   []string
 }
 
 // specialIDs are bos/eos/pad ids from config.json (-1 when absent).
@@ -75,7 +84,7 @@ func SupportedArchitectures() []string {
 	var out []string
 	for _, a := range registry {
 		for _, n := range a.HF {
-			out = append(out, n+" -> "+a.GGUF)
+			out = append(out, n+" -> "+a.GGUF())
 		}
 	}
 	sort.Strings(out)
@@ -110,17 +119,15 @@ func mlaDims(r *cfgReader, d dims) {
 	}
 }
 
-// mlaMeta returns the attention keys shared by dflash and deepseek2.
-func mlaMeta(arch string, d dims, qLora int64, eps float64) []Meta {
-	return []Meta{
-		u32(arch+".attention.head_count", d["heads"]),
-		u32(arch+".attention.head_count_kv", 1),
-		u32(arch+".attention.q_lora_rank", qLora),
-		u32(arch+".attention.kv_lora_rank", d["r_kv"]),
-		u32(arch+".attention.key_length", d["r_kv"]+d["rope"]),
-		u32(arch+".attention.value_length", d["r_kv"]),
-		u32(arch+".attention.key_length_mla", d["nope"]+d["rope"]),
-		u32(arch+".attention.value_length_mla", d["v"]),
-		f32(arch+".attention.layer_norm_rms_epsilon", eps),
-	}
+// setMLA sets the attention keys shared by dflash and deepseek2.
+func setMLA(kv *keyValues, d dims, qLora int64, eps float64) {
+	kv.set(schema.HeadCount, d["heads"])
+	kv.set(schema.HeadCountKV, int64(1))
+	kv.set(schema.QLoraRank, qLora)
+	kv.set(schema.KVLoraRank, d["r_kv"])
+	kv.set(schema.KeyLength, d["r_kv"]+d["rope"])
+	kv.set(schema.ValueLength, d["r_kv"])
+	kv.set(schema.KeyLengthMLA, d["nope"]+d["rope"])
+	kv.set(schema.ValueLengthMLA, d["v"])
+	kv.set(schema.RMSEpsilon, eps)
 }

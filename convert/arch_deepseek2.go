@@ -1,49 +1,53 @@
 package convert
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/dspark-dev/dspark/gguf/schema"
+)
 
 // deepseek2Arch converts Kimi-K2 / DeepSeek-V3 / DeepSeek-V2(-Lite) checkpoints to
 // llama.cpp's deepseek2 architecture (target-deepseek2.md sections 2-3): dense and MoE
 // layers with stacked experts, router and score bias in F32, MTP layers dropped, tied or
 // untied output, FP8 block-scaled weights dequantized.
 var deepseek2Arch = &Arch{
-	HF:   []string{"DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"},
-	GGUF: "deepseek2",
+	HF:     []string{"DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"},
+	Schema: schema.Deepseek2,
 	Rules: []Rule{
-		{Src: "embed_tokens.weight", Dst: "token_embd.weight", Shape: []string{"vocab", "hidden"}},
-		{Src: "norm.weight", Dst: "output_norm.weight", Shape: []string{"hidden"}},
-		{Src: "lm_head.weight", Dst: "output.weight", Shape: []string{"vocab", "hidden"}, When: "!tied"},
+		{Src: "embed_tokens.weight", Tensor: schema.TokenEmbd, Shape: []string{"vocab", "hidden"}},
+		{Src: "norm.weight", Tensor: schema.OutputNorm, Shape: []string{"hidden"}},
+		{Src: "lm_head.weight", Tensor: schema.Output, Shape: []string{"vocab", "hidden"}, When: "!tied"},
 
-		{Src: "layers.{i}.input_layernorm.weight", Dst: "blk.{i}.attn_norm.weight", Shape: []string{"hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.q_proj.weight", Dst: "blk.{i}.attn_q.weight", Shape: []string{"q_out", "hidden"}, Layers: AllLayers, When: "!q_lora"},
-		{Src: "layers.{i}.self_attn.q_a_proj.weight", Dst: "blk.{i}.attn_q_a.weight", Shape: []string{"r_q", "hidden"}, Layers: AllLayers, When: "q_lora"},
-		{Src: "layers.{i}.self_attn.q_a_layernorm.weight", Dst: "blk.{i}.attn_q_a_norm.weight", Shape: []string{"r_q"}, Layers: AllLayers, When: "q_lora"},
-		{Src: "layers.{i}.self_attn.q_b_proj.weight", Dst: "blk.{i}.attn_q_b.weight", Shape: []string{"q_out", "r_q"}, Layers: AllLayers, When: "q_lora"},
-		{Src: "layers.{i}.self_attn.kv_a_proj_with_mqa.weight", Dst: "blk.{i}.attn_kv_a_mqa.weight", Shape: []string{"kv_a_out", "hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.kv_a_layernorm.weight", Dst: "blk.{i}.attn_kv_a_norm.weight", Shape: []string{"r_kv"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Dst: "blk.{i}.attn_k_b.weight", Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitKB, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Dst: "blk.{i}.attn_v_b.weight", Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitVB, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.o_proj.weight", Dst: "blk.{i}.attn_output.weight", Shape: []string{"hidden", "o_in"}, Layers: AllLayers},
-		{Src: "layers.{i}.post_attention_layernorm.weight", Dst: "blk.{i}.ffn_norm.weight", Shape: []string{"hidden"}, Layers: AllLayers},
+		{Src: "layers.{i}.input_layernorm.weight", Tensor: schema.AttnNorm, Shape: []string{"hidden"}},
+		{Src: "layers.{i}.self_attn.q_proj.weight", Tensor: schema.AttnQ, Shape: []string{"q_out", "hidden"}, When: "!q_lora"},
+		{Src: "layers.{i}.self_attn.q_a_proj.weight", Tensor: schema.AttnQA, Shape: []string{"r_q", "hidden"}, When: "q_lora"},
+		{Src: "layers.{i}.self_attn.q_a_layernorm.weight", Tensor: schema.AttnQANorm, Shape: []string{"r_q"}, When: "q_lora"},
+		{Src: "layers.{i}.self_attn.q_b_proj.weight", Tensor: schema.AttnQB, Shape: []string{"q_out", "r_q"}, When: "q_lora"},
+		{Src: "layers.{i}.self_attn.kv_a_proj_with_mqa.weight", Tensor: schema.AttnKVAMQA, Shape: []string{"kv_a_out", "hidden"}},
+		{Src: "layers.{i}.self_attn.kv_a_layernorm.weight", Tensor: schema.AttnKVANorm, Shape: []string{"r_kv"}},
+		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Tensor: schema.AttnKB, Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitKB},
+		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Tensor: schema.AttnVB, Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitVB},
+		{Src: "layers.{i}.self_attn.o_proj.weight", Tensor: schema.AttnOutput, Shape: []string{"hidden", "o_in"}},
+		{Src: "layers.{i}.post_attention_layernorm.weight", Tensor: schema.FFNNorm, Shape: []string{"hidden"}},
 
-		{Src: "layers.{i}.mlp.gate_proj.weight", Dst: "blk.{i}.ffn_gate.weight", Shape: []string{"ffn", "hidden"}, Layers: DenseOnly},
-		{Src: "layers.{i}.mlp.up_proj.weight", Dst: "blk.{i}.ffn_up.weight", Shape: []string{"ffn", "hidden"}, Layers: DenseOnly},
-		{Src: "layers.{i}.mlp.down_proj.weight", Dst: "blk.{i}.ffn_down.weight", Shape: []string{"hidden", "ffn"}, Layers: DenseOnly},
+		{Src: "layers.{i}.mlp.gate_proj.weight", Tensor: schema.FFNGate, Shape: []string{"ffn", "hidden"}},
+		{Src: "layers.{i}.mlp.up_proj.weight", Tensor: schema.FFNUp, Shape: []string{"ffn", "hidden"}},
+		{Src: "layers.{i}.mlp.down_proj.weight", Tensor: schema.FFNDown, Shape: []string{"hidden", "ffn"}},
 
-		{Src: "layers.{i}.mlp.gate.weight", Dst: "blk.{i}.ffn_gate_inp.weight", Shape: []string{"experts", "hidden"}, Layers: MoEOnly},
-		{Src: "layers.{i}.mlp.gate.e_score_correction_bias", Dst: "blk.{i}.exp_probs_b.bias", Shape: []string{"experts"}, Layers: MoEOnly, When: "score_bias"},
-		{Src: "layers.{i}.mlp.experts.{e}.gate_proj.weight", Dst: "blk.{i}.ffn_gate_exps.weight", Shape: []string{"ffn_exp", "hidden"}, Xform: Stack, Layers: MoEOnly},
-		{Src: "layers.{i}.mlp.experts.{e}.up_proj.weight", Dst: "blk.{i}.ffn_up_exps.weight", Shape: []string{"ffn_exp", "hidden"}, Xform: Stack, Layers: MoEOnly},
-		{Src: "layers.{i}.mlp.experts.{e}.down_proj.weight", Dst: "blk.{i}.ffn_down_exps.weight", Shape: []string{"hidden", "ffn_exp"}, Xform: Stack, Layers: MoEOnly},
-		{Src: "layers.{i}.mlp.shared_experts.gate_proj.weight", Dst: "blk.{i}.ffn_gate_shexp.weight", Shape: []string{"shexp", "hidden"}, Layers: MoEOnly, When: "shared"},
-		{Src: "layers.{i}.mlp.shared_experts.up_proj.weight", Dst: "blk.{i}.ffn_up_shexp.weight", Shape: []string{"shexp", "hidden"}, Layers: MoEOnly, When: "shared"},
-		{Src: "layers.{i}.mlp.shared_experts.down_proj.weight", Dst: "blk.{i}.ffn_down_shexp.weight", Shape: []string{"hidden", "shexp"}, Layers: MoEOnly, When: "shared"},
+		{Src: "layers.{i}.mlp.gate.weight", Tensor: schema.FFNGateInp, Shape: []string{"experts", "hidden"}},
+		{Src: "layers.{i}.mlp.gate.e_score_correction_bias", Tensor: schema.ExpProbsB, Shape: []string{"experts"}, When: "score_bias"},
+		{Src: "layers.{i}.mlp.experts.{e}.gate_proj.weight", Tensor: schema.FFNGateExps, Shape: []string{"ffn_exp", "hidden"}, Xform: Stack},
+		{Src: "layers.{i}.mlp.experts.{e}.up_proj.weight", Tensor: schema.FFNUpExps, Shape: []string{"ffn_exp", "hidden"}, Xform: Stack},
+		{Src: "layers.{i}.mlp.experts.{e}.down_proj.weight", Tensor: schema.FFNDownExps, Shape: []string{"hidden", "ffn_exp"}, Xform: Stack},
+		{Src: "layers.{i}.mlp.shared_experts.gate_proj.weight", Tensor: schema.FFNGateShexp, Shape: []string{"shexp", "hidden"}, When: "shared"},
+		{Src: "layers.{i}.mlp.shared_experts.up_proj.weight", Tensor: schema.FFNUpShexp, Shape: []string{"shexp", "hidden"}, When: "shared"},
+		{Src: "layers.{i}.mlp.shared_experts.down_proj.weight", Tensor: schema.FFNDownShexp, Shape: []string{"hidden", "shexp"}, When: "shared"},
 	},
 	read: readDeepseek2,
 }
 
 // readDeepseek2 reads a DeepSeek-V2/V3 (Kimi-K2) config.json.
-func readDeepseek2(c *Config, ro *roster, opt Options) (*archSpec, error) {
+func readDeepseek2(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, error) {
 	r := &cfgReader{c: c}
 	d := dims{}
 	mlaDims(r, d)
@@ -125,6 +129,7 @@ func readDeepseek2(c *Config, ro *roster, opt Options) (*archSpec, error) {
 	if err := r.err(); err != nil {
 		return nil, err
 	}
+
 	d["experts"] = experts
 	d["ffn_exp"] = ffnExp
 	d["shexp"] = shared * ffnExp
@@ -140,28 +145,23 @@ func readDeepseek2(c *Config, ro *roster, opt Options) (*archSpec, error) {
 		}
 		return false
 	}
-	const a = "deepseek2"
-	meta := []Meta{
-		u32(a+".block_count", layers),
-		u32(a+".context_length", ctx),
-		u32(a+".embedding_length", d["hidden"]),
-		u32(a+".feed_forward_length", d["ffn"]),
-		u32(a+".vocab_size", d["vocab"]),
-	}
-	meta = append(meta, mlaMeta(a, d, qLora, eps)...)
-	meta = append(meta, ropeMeta(a, rope, d["rope"])...)
-	meta = append(meta,
-		u32(a+".leading_dense_block_count", firstDense),
-		u32(a+".expert_count", experts),
-		u32(a+".expert_used_count", used),
-		u32(a+".expert_shared_count", shared),
-		u32(a+".expert_feed_forward_length", ffnExp),
-		u32(a+".expert_group_count", groups),
-		u32(a+".expert_group_used_count", groupsUsed),
-		f32(a+".expert_weights_scale", scale),
-		boolean(a+".expert_weights_norm", normTopK),
-		u32(a+".expert_gating_func", gating),
-	)
+	kv.set(schema.BlockCount, layers)
+	kv.set(schema.ContextLength, ctx)
+	kv.set(schema.EmbeddingLength, d["hidden"])
+	kv.set(schema.FeedForwardLength, d["ffn"])
+	kv.set(schema.VocabSize, d["vocab"])
+	setMLA(kv, d, qLora, eps)
+	setRope(kv, rope, d["rope"])
+	kv.set(schema.LeadingDenseBlockCount, firstDense)
+	kv.set(schema.ExpertCount, experts)
+	kv.set(schema.ExpertUsedCount, used)
+	kv.set(schema.ExpertSharedCount, shared)
+	kv.set(schema.ExpertFeedForwardLength, ffnExp)
+	kv.set(schema.ExpertGroupCount, groups)
+	kv.set(schema.ExpertGroupUsedCount, groupsUsed)
+	kv.set(schema.ExpertWeightsScale, scale)
+	kv.set(schema.ExpertWeightsNorm, normTopK)
+	kv.set(schema.ExpertGatingFunc, gating)
 	return &archSpec{
 		dims: d,
 		features: features{
@@ -170,8 +170,12 @@ func readDeepseek2(c *Config, ro *roster, opt Options) (*archSpec, error) {
 			"shared":     shared > 0,
 			"score_bias": topkMethod == "noaux_tc",
 		},
-		layers:  layerPlan{count: layers, firstMoE: firstDense, experts: experts},
-		meta:    meta,
+		layers: layerPlan{count: layers, firstMoE: firstDense, experts: experts},
+		cross: func(ro *roster) error {
+			r := &cfgReader{c: c}
+			checkHeads(r, ro, d, layers)
+			return r.err()
+		},
 		dropped: dropped,
 		fp8:     blk,
 		vocab:   d["vocab"],

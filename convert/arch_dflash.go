@@ -1,38 +1,42 @@
 package convert
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/dspark-dev/dspark/gguf/schema"
+)
 
 // dflashArch converts the DSpark draft (K3DSparkModel; DSpark or DFlash tensor names, with
 // or without a "model." prefix) to llama.cpp's dflash architecture with an MLA backbone
 // (dspark-k3.md section 3). Src alternatives: DSpark family | DFlash family.
 var dflashArch = &Arch{
-	HF:    []string{"K3DSparkModel"},
-	GGUF:  "dflash",
-	Draft: true,
+	HF:     []string{"K3DSparkModel"},
+	Schema: schema.DFlashMLA,
+	Draft:  true,
 	Rules: []Rule{
-		{Src: "embed_tokens.weight", Dst: "token_embd.weight", Shape: []string{"vocab", "hidden"}, When: "keep_embd"},
-		{Src: "embed_tokens.weight", Dst: "", Shape: []string{"vocab", "hidden"}, When: "!keep_embd"},
-		{Src: "context_proj.weight|fc.weight", Dst: "fc.weight", Shape: []string{"hidden", "ctx_in"}},
-		{Src: "context_norm.weight|hidden_norm.weight", Dst: "enc.output_norm.weight", Shape: []string{"hidden"}},
-		{Src: "final_norm.weight|norm.weight", Dst: "output_norm.weight", Shape: []string{"hidden"}},
-		{Src: "markov_head.markov_w1.weight", Dst: "markov_w1.weight", Shape: []string{"vocab", "markov"}},
-		{Src: "markov_head.markov_w2.weight", Dst: "markov_w2.weight", Shape: []string{"vocab", "markov"}},
-		{Src: "confidence_head.proj.weight", Dst: "conf_proj.weight", Shape: []string{"one", "conf_in"}},
-		{Src: "confidence_head.proj.bias", Dst: "conf_proj.bias", Shape: []string{"one"}},
+		{Src: "embed_tokens.weight", Tensor: schema.TokenEmbd, Shape: []string{"vocab", "hidden"}, When: "keep_embd"},
+		{Src: "embed_tokens.weight", Shape: []string{"vocab", "hidden"}, When: "!keep_embd"},
+		{Src: "context_proj.weight|fc.weight", Tensor: schema.FC, Shape: []string{"hidden", "ctx_in"}},
+		{Src: "context_norm.weight|hidden_norm.weight", Tensor: schema.EncOutputNorm, Shape: []string{"hidden"}},
+		{Src: "final_norm.weight|norm.weight", Tensor: schema.OutputNorm, Shape: []string{"hidden"}},
+		{Src: "markov_head.markov_w1.weight", Tensor: schema.MarkovW1, Shape: []string{"vocab", "markov"}},
+		{Src: "markov_head.markov_w2.weight", Tensor: schema.MarkovW2, Shape: []string{"vocab", "markov"}},
+		{Src: "confidence_head.proj.weight", Tensor: schema.ConfProj, Shape: []string{"one", "conf_in"}},
+		{Src: "confidence_head.proj.bias", Tensor: schema.ConfProjBias, Shape: []string{"one"}},
 
-		{Src: "layers.{i}.input_layernorm.weight", Dst: "blk.{i}.attn_norm.weight", Shape: []string{"hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.q_a_proj.weight", Dst: "blk.{i}.attn_q_a.weight", Shape: []string{"r_q", "hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.q_a_layernorm.weight", Dst: "blk.{i}.attn_q_a_norm.weight", Shape: []string{"r_q"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.q_b_proj.weight", Dst: "blk.{i}.attn_q_b.weight", Shape: []string{"q_out", "r_q"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.kv_a_proj_with_mqa.weight", Dst: "blk.{i}.attn_kv_a_mqa.weight", Shape: []string{"kv_a_out", "hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.kv_a_layernorm.weight", Dst: "blk.{i}.attn_kv_a_norm.weight", Shape: []string{"r_kv"}, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Dst: "blk.{i}.attn_k_b.weight", Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitKB, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Dst: "blk.{i}.attn_v_b.weight", Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitVB, Layers: AllLayers},
-		{Src: "layers.{i}.self_attn.o_proj.weight", Dst: "blk.{i}.attn_output.weight", Shape: []string{"hidden", "o_in"}, Layers: AllLayers},
-		{Src: "layers.{i}.post_attention_layernorm.weight", Dst: "blk.{i}.ffn_norm.weight", Shape: []string{"hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.mlp.gate_proj.weight", Dst: "blk.{i}.ffn_gate.weight", Shape: []string{"ffn", "hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.mlp.up_proj.weight", Dst: "blk.{i}.ffn_up.weight", Shape: []string{"ffn", "hidden"}, Layers: AllLayers},
-		{Src: "layers.{i}.mlp.down_proj.weight", Dst: "blk.{i}.ffn_down.weight", Shape: []string{"hidden", "ffn"}, Layers: AllLayers},
+		{Src: "layers.{i}.input_layernorm.weight", Tensor: schema.AttnNorm, Shape: []string{"hidden"}},
+		{Src: "layers.{i}.self_attn.q_a_proj.weight", Tensor: schema.AttnQA, Shape: []string{"r_q", "hidden"}},
+		{Src: "layers.{i}.self_attn.q_a_layernorm.weight", Tensor: schema.AttnQANorm, Shape: []string{"r_q"}},
+		{Src: "layers.{i}.self_attn.q_b_proj.weight", Tensor: schema.AttnQB, Shape: []string{"q_out", "r_q"}},
+		{Src: "layers.{i}.self_attn.kv_a_proj_with_mqa.weight", Tensor: schema.AttnKVAMQA, Shape: []string{"kv_a_out", "hidden"}},
+		{Src: "layers.{i}.self_attn.kv_a_layernorm.weight", Tensor: schema.AttnKVANorm, Shape: []string{"r_kv"}},
+		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Tensor: schema.AttnKB, Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitKB},
+		{Src: "layers.{i}.self_attn.kv_b_proj.weight", Tensor: schema.AttnVB, Shape: []string{"kv_b_out", "r_kv"}, Xform: SplitVB},
+		{Src: "layers.{i}.self_attn.o_proj.weight", Tensor: schema.AttnOutput, Shape: []string{"hidden", "o_in"}},
+		{Src: "layers.{i}.post_attention_layernorm.weight", Tensor: schema.FFNNorm, Shape: []string{"hidden"}},
+		{Src: "layers.{i}.mlp.gate_proj.weight", Tensor: schema.FFNGate, Shape: []string{"ffn", "hidden"}},
+		{Src: "layers.{i}.mlp.up_proj.weight", Tensor: schema.FFNUp, Shape: []string{"ffn", "hidden"}},
+		{Src: "layers.{i}.mlp.down_proj.weight", Tensor: schema.FFNDown, Shape: []string{"hidden", "ffn"}},
 	},
 	read: readDFlash,
 }
@@ -40,7 +44,7 @@ var dflashArch = &Arch{
 // readDFlash reads a DSpark config.json, accepting the schema drift of dspark-k3.md
 // section 2 (YaRN under rope_parameters or rope_scaling; block_size, mask_token_id and
 // target_layer_ids at top level or in dflash_config).
-func readDFlash(c *Config, ro *roster, opt Options) (*archSpec, error) {
+func readDFlash(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, error) {
 	r := &cfgReader{c: c}
 	d := dims{}
 	mlaDims(r, d)
@@ -66,10 +70,11 @@ func readDFlash(c *Config, ro *roster, opt Options) (*archSpec, error) {
 	if !r.Bool("enable_confidence_head") {
 		r.fail("enable_confidence_head = false is not supported (the dflash schema has conf_proj)")
 	}
-	d["conf_in"] = d["hidden"]
-	if r.Bool("confidence_head_with_markov") {
-		d["conf_in"] += d["markov"]
+	if !r.Bool("confidence_head_with_markov") {
+		r.fail("confidence_head_with_markov = false is not supported (the dflash schema's conf_proj reads [h ; W1[x]], hidden_size + markov_rank wide)")
 	}
+	d["conf_in"] = d["hidden"] + d["markov"]
+	causal := readCausal(r)
 	targetHidden := r.Positive("target_hidden_size")
 	targetLayers := r.Positive("target_num_hidden_layers")
 	ids := readDrift(r, "target_layer_ids", []int64(nil), func(p string) any { return r.Ints(p) }).([]int64)
@@ -103,33 +108,36 @@ func readDFlash(c *Config, ro *roster, opt Options) (*archSpec, error) {
 	if ro.has("fc.weight") || ro.has("hidden_norm.weight") {
 		family = 1
 	}
+	cross := func(ro *roster) error {
+		r := &cfgReader{c: c}
+		checkHeads(r, ro, d, layers)
+		checkDraftShapes(r, ro, d, family, int64(len(ids)), targetHidden)
+		return r.err()
+	}
 	plus1 := make([]int64, len(ids))
 	for i, id := range ids {
 		plus1[i] = id + 1
 	}
-	const a = "dflash"
-	meta := []Meta{
-		u32(a+".block_count", layers),
-		u32(a+".context_length", ctx),
-		u32(a+".embedding_length", d["hidden"]),
-		u32(a+".feed_forward_length", d["ffn"]),
-		u32(a+".vocab_size", d["vocab"]),
-		u32(a+".block_size", blockSize),
-		boolean(a+".sample_from_anchor", true),
-		i32s(a+".target_layers", plus1),
-		u32(a+".target_hidden_size", targetHidden),
-		u32(a+".target_block_count", targetLayers),
-		u32(a+".markov_rank", d["markov"]),
-	}
-	meta = append(meta, mlaMeta(a, d, d["r_q"], eps)...)
-	meta = append(meta, boolean(a+".attention.causal", false))
-	meta = append(meta, ropeMeta(a, rope, d["rope"])...)
-	meta = append(meta, u32("tokenizer.ggml.mask_token_id", mask))
+	kv.set(schema.BlockCount, layers)
+	kv.set(schema.ContextLength, ctx)
+	kv.set(schema.EmbeddingLength, d["hidden"])
+	kv.set(schema.FeedForwardLength, d["ffn"])
+	kv.set(schema.VocabSize, d["vocab"])
+	kv.set(schema.BlockSize, blockSize)
+	kv.set(schema.SampleFromAnchor, true)
+	kv.set(schema.TargetLayers, plus1)
+	kv.set(schema.TargetHiddenSize, targetHidden)
+	kv.set(schema.TargetBlockCount, targetLayers)
+	kv.set(schema.MarkovRank, d["markov"])
+	setMLA(kv, d, d["r_q"], eps)
+	kv.set(schema.Causal, causal)
+	setRope(kv, rope, d["rope"])
+	kv.set(schema.TokMask, mask)
 	return &archSpec{
 		dims:     d,
 		features: features{"keep_embd": opt.KeepEmbeddings},
 		layers:   layerPlan{count: layers, firstMoE: layers, familyAlts: family},
-		meta:     meta,
+		cross:    cross,
 		vocab:    d["vocab"],
 		special:  sp,
 		draft:    &draftSpec{targetHidden: targetHidden, targetLayers: targetLayers, layerIDs: ids, hidden: d["hidden"], vocab: d["vocab"]},
@@ -154,4 +162,33 @@ func readDrift(r *cfgReader, field string, zero any, get func(path string) any) 
 		return get(nested)
 	}
 	return get(top)
+}
+
+// causalFields are the spellings of causal block attention seen in draft configs, at top
+// level or inside dflash_config. Absent means non-causal (every block row sees the whole
+// block); "true" means each block row sees the context and the block rows up to itself.
+var causalFields = []string{"is_causal", "causal", "dflash_config.is_causal", "dflash_config.causal"}
+
+// readCausal reads causal block attention; two spellings that disagree are an error naming
+// both.
+func readCausal(r *cfgReader) bool {
+	first, val := "", false
+	for _, f := range causalFields {
+		if !r.c.Has(f) {
+			continue
+		}
+		n := len(r.errs)
+		b := r.Bool(f)
+		if len(r.errs) > n {
+			continue
+		}
+		if first == "" {
+			first, val = f, b
+			continue
+		}
+		if b != val {
+			r.fail("%s = %v disagrees with %s = %v (causal block attention declared both ways)", first, val, f, b)
+		}
+	}
+	return val
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/dspark-dev/dspark/gguf"
 )
 
 // benchTensor is a 16 Mi-element BF16 source (32 MiB) converted as one Copy tensor.
@@ -31,7 +33,7 @@ func memcpyTime(b *testing.B, outBytes int64) time.Duration {
 func benchConvert(b *testing.B, out OutType) {
 	t := benchTensor(out)
 	var buf chunkBuf
-	outBytes := t.Type.bytesFor(t.Elements())
+	outBytes := typeBytes(t.Type, t.Elements())
 	b.SetBytes(outBytes)
 	b.ReportAllocs()
 	var floor time.Duration
@@ -64,7 +66,7 @@ func BenchmarkKVBSplit(b *testing.B) {
 	data := make([]byte, 2*heads*(nope+v)*rkv)
 	src := &srcData{t: SrcTensor{Dtype: "BF16", Shape: []int64{heads * (nope + v), rkv}}, data: data}
 	n := heads * nope * rkv
-	t := &PlanTensor{Name: "blk.0.attn_k_b.weight", Type: BF16, Dims: []uint64{uint64(nope), uint64(rkv), uint64(heads)},
+	t := &PlanTensor{Name: "blk.0.attn_k_b.weight", Type: gguf.TypeBF16, Dims: []uint64{uint64(nope), uint64(rkv), uint64(heads)},
 		prod: &producer{xform: SplitKB, srcs: []*srcData{src}, n: n, nope: nope, v: v, rkv: rkv, h: heads}}
 	var buf chunkBuf
 	b.SetBytes(2 * n)

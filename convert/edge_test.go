@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // f32Bytes encodes float32 values little-endian.
@@ -24,9 +27,9 @@ func u16s(b []byte) []uint16 {
 }
 
 // copyTensor builds a one-source Copy tensor over raw bytes of the given dtype.
-func copyTensor(dt string, data []byte, n int64, out OutType) *PlanTensor {
+func copyTensor(dt safetensors.Dtype, data []byte, n int64, out OutType) *PlanTensor {
 	src := &srcData{t: SrcTensor{Name: "x", Dtype: dt, Shape: []int64{n}}, data: data}
-	return &PlanTensor{Name: "x.weight", Type: out, Dims: []uint64{uint64(n)},
+	return &PlanTensor{Name: "x.weight", Type: out.GGML(), Dims: []uint64{uint64(n)},
 		prod: &producer{xform: Copy, srcs: []*srcData{src}, n: n, per: n}}
 }
 
@@ -181,7 +184,7 @@ func TestFP8Dequant(t *testing.T) {
 	}
 	scale := &srcData{t: SrcTensor{Name: "w_scale_inv", Dtype: "F32", Shape: []int64{srows, scols}}, data: f32Bytes(sc)}
 	src := &srcData{t: SrcTensor{Name: "w", Dtype: "F8_E4M3", Shape: []int64{rows, cols}}, data: w, scale: scale, blk: fp8Block{2, 3}}
-	tt := &PlanTensor{Name: "w.weight", Type: F32, Dims: []uint64{uint64(cols), uint64(rows)},
+	tt := &PlanTensor{Name: "w.weight", Type: gguf.TypeF32, Dims: []uint64{uint64(cols), uint64(rows)},
 		prod: &producer{xform: Copy, srcs: []*srcData{src}, n: rows * cols, per: rows * cols}}
 	got := convertAll(tt)
 	for r := range rows {
@@ -201,7 +204,7 @@ func TestFP8Dequant(t *testing.T) {
 	}
 	one := &srcData{t: SrcTensor{Dtype: "F32", Shape: []int64{1, 1}}, data: f32Bytes([]float32{1})}
 	src = &srcData{t: SrcTensor{Name: "w", Dtype: "F8_E4M3", Shape: []int64{1, 256}}, data: all, scale: one, blk: fp8Block{128, 256}}
-	tt = &PlanTensor{Name: "w.weight", Type: F32, Dims: []uint64{256, 1}, prod: &producer{xform: Copy, srcs: []*srcData{src}, n: 256, per: 256}}
+	tt = &PlanTensor{Name: "w.weight", Type: gguf.TypeF32, Dims: []uint64{256, 1}, prod: &producer{xform: Copy, srcs: []*srcData{src}, n: 256, per: 256}}
 	got = convertAll(tt)
 	for i := range 256 {
 		want := f8Ref(byte(i))
@@ -225,7 +228,7 @@ func TestStackAcrossChunks(t *testing.T) {
 		srcs = append(srcs, &srcData{t: SrcTensor{Dtype: "BF16", Shape: []int64{per}}, data: b})
 	}
 	for _, out := range []OutType{BF16, F32} {
-		tt := &PlanTensor{Name: "x.weight", Type: out, Dims: []uint64{uint64(per), 3}, prod: &producer{xform: Stack, srcs: srcs, n: 3 * per, per: per}}
+		tt := &PlanTensor{Name: "x.weight", Type: out.GGML(), Dims: []uint64{uint64(per), 3}, prod: &producer{xform: Stack, srcs: srcs, n: 3 * per, per: per}}
 		got := convertAll(tt)
 		for i := range 3 * per {
 			var g uint16

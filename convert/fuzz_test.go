@@ -28,20 +28,17 @@ func FuzzConfig(f *testing.F) {
 		c.Architecture()
 		ro := &roster{byName: map[string]SrcTensor{}}
 		for _, a := range registry {
-			spec, err := a.read(c, ro, Options{})
+			kv := newKeyValues(a.Schema)
+			spec, err := a.read(c, ro, Options{}, kv)
 			if err != nil {
 				continue
 			}
-			for _, m := range spec.meta {
-				if err := m.Check(); err == nil {
-					m.Value() // must not panic
-				}
-			}
+			kv.kvs() // range-checked encoding; must not panic
 			// Bound the expansion so a fuzzed layer count cannot exhaust memory.
 			if spec.layers.count > 64 || spec.layers.experts > 64 {
 				continue
 			}
-			if _, err := expand(a.Rules, spec.dims, spec.features, spec.layers); err != nil {
+			if _, err := expand(a, spec.dims, spec.features, spec.layers); err != nil {
 				t.Fatalf("expand: %v", err)
 			}
 		}

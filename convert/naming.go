@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+
+	"github.com/dspark-dev/dspark/gguf"
 	"math"
 	"path/filepath"
 	"strings"
@@ -42,7 +44,7 @@ func SizeLabel(total, shared, perExpert uint64, experts int64) string {
 }
 
 // DefaultOutName builds llama.cpp's default file name Name-SizeLabel-Type.gguf.
-func DefaultOutName(name, sizeLabel string, t OutType) string {
+func DefaultOutName(name, sizeLabel string, t gguf.GGMLType) string {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		name = "ggml-model"
@@ -52,7 +54,7 @@ func DefaultOutName(name, sizeLabel string, t OutType) string {
 	if sizeLabel != "" {
 		s += "-" + sizeLabel
 	}
-	return s + "-" + t.Label() + ".gguf"
+	return s + "-" + t.String() + ".gguf"
 }
 
 // modelName picks general.name: the last component of config.json's _name_or_path when it

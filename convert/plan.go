@@ -3,8 +3,13 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // Options configure a conversion.
@@ -23,14 +28,14 @@ type Options struct {
 // Plan is a validated conversion: every GGUF tensor with its source and type, and every
 // metadata key with its exact type. It owns open checkpoints; Close releases them.
 type Plan struct {
-	Dir      string // source checkpoint
-	HFArch   string // config.json architectures[0]
-	Arch     string // GGUF general.architecture
-	Family   string // tensor-name family seen in the checkpoint
-	OutType  OutType
-	Name     string // general.name
-	Size     string // llama.cpp size label
-	Meta     []Meta
+	Dir      string        // source checkpoint
+	HFArch   string        // config.json architectures[0]
+	Arch     string        // GGUF general.architecture
+	Family   string        // tensor-name family seen in the checkpoint
+	OutType  gguf.GGMLType // the weight matrices' type (Auto resolved)
+	Name     string        // general.name
+	Size     string        // llama.cpp size label
+	Meta     []gguf.KV     // every key with its declared type, in the declaration's order
 	Tensors  []PlanTensor
 	Dropped  []string // source tensors deliberately not converted
 	Notes    []string // warnings worth a user's attention
@@ -44,11 +49,11 @@ type Plan struct {
 // PlanTensor is one GGUF tensor of a plan.
 type PlanTensor struct {
 	Name     string
-	Type     OutType
+	Type     gguf.GGMLType
 	Dims     []uint64
 	Bytes    int64
 	Sources  []string // original checkpoint names (several for stacked experts)
-	SrcDtype string
+	SrcDtype safetensors.Dtype
 	SrcShape []int64 // shape of one source
 	Xform    Transform
 	prod     *producer
@@ -95,7 +100,7 @@ func NewPlan(dir string, opt Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Dir: dir, HFArch: hf, Arch: arch.GGUF, closers: []checkpoint{ck}}
+	p := &Plan{Dir: dir, HFArch: hf, Arch: arch.GGUF(), closers: []checkpoint{ck}}
 	if err := p.build(cfg, arch, ck, opt); err != nil {
 		p.Close()
 		return nil, err
@@ -108,13 +113,14 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Dir, err)
 	}
-	spec, err := arch.read(cfg, ro, opt)
+	kv := newKeyValues(arch.Schema)
+	spec, err := arch.read(cfg, ro, opt, kv)
 	if err != nil {
 		return err
 	}
 	p.Notes = append(p.Notes, spec.notes...)
 	p.Family = familyName(arch, spec.layers.familyAlts)
-	exp, err := expand(arch.Rules, spec.dims, spec.features, spec.layers)
+	exp, err := expand(arch, spec.dims, spec.features, spec.layers)
 	if err != nil {
 		return err
 	}
@@ -142,6 +148,11 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 			return err
 		}
 	}
+	if spec.cross != nil {
+		if err := spec.cross(ro); err != nil {
+			return err
+		}
+	}
 	main, err := checkRoster(p.Dir, ro, exp, spec.dropped, spec.fp8)
 	if err != nil {
 		return err
@@ -161,41 +172,74 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 	}
 	p.Name = modelName(cfg, p.Dir)
 	p.Size = p.sizeLabel(spec.experts)
-	p.Meta = []Meta{
-		str("general.architecture", p.Arch),
-		str("general.type", "model"),
-		str("general.name", p.Name),
-		str("general.size_label", p.Size),
-		u32("general.file_type", p.OutType.FileType()),
-		u32("general.quantization_version", 2),
-	}
-	var tokKeys []Meta
-	for _, m := range spec.meta {
-		if strings.HasPrefix(m.Key, "tokenizer.") {
-			tokKeys = append(tokKeys, m)
-		} else {
-			p.Meta = append(p.Meta, m)
-		}
-	}
+	setGeneral(kv, p)
 	if tok != nil {
-		p.Meta = append(p.Meta, tok.meta(sp)...)
+		tok.set(kv, sp)
 	}
-	p.Meta = append(p.Meta, tokKeys...)
-	seen := map[string]bool{}
-	for _, m := range p.Meta {
-		if seen[m.Key] {
-			return fmt.Errorf("internal: metadata key %s planned twice", m.Key)
-		}
-		seen[m.Key] = true
-		if err := m.Check(); err != nil {
-			return err
+	if p.Meta, err = kv.kvs(); err != nil {
+		return fmt.Errorf("%s: %w", p.Dir, err)
+	}
+	return p.conform(arch.Schema)
+}
+
+// setGeneral plans the general.* keys of p.
+func setGeneral(kv *keyValues, p *Plan) {
+	kv.set(schema.Architecture, p.Arch)
+	kv.set(schema.GeneralType, "model")
+	kv.set(schema.GeneralName, p.Name)
+	kv.set(schema.SizeLabel, p.Size)
+	kv.set(schema.FileType, fileType(p.OutType))
+	kv.set(schema.QuantizationVersion, int64(2))
+}
+
+// conform checks the plan against the declaration it writes, as inspect --check would
+// check the file: keys, rules and every tensor's presence and dims. A failure is refused
+// before anything is written (a config value that slipped past the config checks, or a
+// converter bug).
+func (p *Plan) conform(s *schema.Schema) error {
+	src := &schema.PlannedSource{KVs: p.Meta}
+	for i := range p.Tensors {
+		src.Tensors = append(src.Tensors, schema.PlannedTensor{Name: p.Tensors[i].Name, Dims: p.Tensors[i].Dims})
+	}
+	vals, probs := s.Resolve(src)
+	probs = append(probs, vals.Violations()...)
+	claimed := map[string]bool{}
+	for _, in := range vals.Instances() {
+		claimed[in.Name] = true
+		dims, ok := src.TensorDims(in.Name)
+		switch {
+		case !ok && in.Required:
+			probs = append(probs, schema.Problem{Subject: in.Name, Msg: "not planned, but the declaration requires it"})
+		case ok && !slices.Equal(dims, toUint(in.Dims)):
+			probs = append(probs, schema.Problem{Subject: in.Name, Msg: fmt.Sprintf("planned with dims %s, the declaration implies %v (%s)", dimsStr(dims), in.Dims, in.Decl.Why)})
 		}
 	}
-	return nil
+	for _, t := range src.Tensors {
+		if !claimed[t.Name] {
+			probs = append(probs, schema.Problem{Subject: t.Name, Msg: "planned, but not a tensor of the declaration for these keys"})
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	lines := make([]string, len(probs))
+	for i, pr := range probs {
+		lines[i] = pr.String()
+	}
+	return fmt.Errorf("%s: the planned %s file would not conform to its declaration (%s):\n  - %s", p.Dir, p.Arch, s.Name, strings.Join(lines, "\n  - "))
+}
+
+// toUint converts known declared dims (unknown ones become a value no tensor has).
+func toUint(d []int64) []uint64 {
+	out := make([]uint64, len(d))
+	for i, x := range d {
+		out[i] = uint64(x)
+	}
+	return out
 }
 
 func familyName(a *Arch, fam int) string {
-	if a.GGUF != "dflash" {
+	if !a.Draft {
 		return "HF"
 	}
 	if fam == 1 {
@@ -235,13 +279,13 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 			}
 			continue
 		}
-		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.Xform, SrcShape: e.shape}
+		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.xform(), SrcShape: e.shape}
 		var note string
-		t.Type, note = tensorType(p.OutType, e.dst, e.dims)
+		t.Type, note = tensorType(p.OutType, e.decl, e.dst, e.dims)
 		if note != "" {
 			fallback = append(fallback, e.dst)
 		}
-		prod := &producer{xform: e.rule.Xform, nope: e.dimEnv["nope"], v: e.dimEnv["v"], rkv: e.dimEnv["r_kv"], h: e.dimEnv["heads"]}
+		prod := &producer{xform: e.rule.xform(), nope: e.dimEnv["nope"], v: e.dimEnv["v"], rkv: e.dimEnv["r_kv"], h: e.dimEnv["heads"]}
 		for _, s := range e.srcs {
 			st := ro.byName[s]
 			sd, err := loadSrc(ck, ro, st, spec.fp8)
@@ -262,7 +306,7 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		prod.per = prod.srcs[0].t.Elements()
 		prod.n = t.Elements()
 		t.prod = prod
-		t.Bytes = t.Type.bytesFor(prod.n)
+		t.Bytes = typeBytes(t.Type, prod.n)
 		p.Params += uint64(prod.n)
 		p.Tensors = append(p.Tensors, t)
 	}
@@ -302,7 +346,7 @@ func loadSrc(ck checkpoint, ro *roster, st SrcTensor, blk fp8Block) (*srcData, e
 		return nil, fmt.Errorf("tensor %s: %d data bytes, %s %s needs %d", st.Name, len(data), st.Dtype, shapeStr(st.Shape), want)
 	}
 	sd := &srcData{t: st, data: data, blk: blk, mapped: ck.Mapped()}
-	if st.Dtype == "F8_E4M3" {
+	if st.Dtype == safetensors.F8_E4M3 {
 		sc := ro.byName[normalizeName(st.Name)+"_scale_inv"]
 		sdata, err := ck.Data(sc.Name)
 		if err != nil {
@@ -322,7 +366,7 @@ func (p *Plan) sizeLabel(experts int64) string {
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		n := uint64(t.Elements())
-		if t.Xform == Stack && experts > 0 {
+		if t.Xform.perExpert() && experts > 0 {
 			perExpert += n / uint64(experts)
 		} else {
 			shared += n

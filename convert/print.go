@@ -13,7 +13,7 @@ import (
 func (p *Plan) Print(w io.Writer, outPath string) error {
 	fmt.Fprintf(w, "plan: %s (%s, %s tensor names) -> %s\n", p.Dir, p.HFArch, p.Family, p.Arch)
 	fmt.Fprintf(w, "output: %s, type %s, %d tensors, %s parameters, %s data bytes (%s source bytes read), size label %s\n",
-		outPath, p.OutType.Label(), len(p.Tensors), commas(int64(p.Params)), commas(p.DataBytes()), commas(int64(p.SrcBytes)), p.Size)
+		outPath, p.OutType, len(p.Tensors), commas(int64(p.Params)), commas(p.DataBytes()), commas(int64(p.SrcBytes)), p.Size)
 	fmt.Fprintln(w, "\ntensors:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tsource\t\tGGUF name\tdtype -> type\tshape -> dims\tbytes\ttransform")
@@ -24,10 +24,10 @@ func (p *Plan) Print(w io.Writer, outPath string) error {
 			src = fmt.Sprintf("%s (+%d more)", src, len(t.Sources)-1)
 		}
 		shape := shapeStr(t.SrcShape)
-		if t.Xform == Stack {
+		if t.Xform.perExpert() {
 			shape = fmt.Sprintf("%d x %s", len(t.Sources), shape)
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t->\t%s\t%s -> %s\t%s -> %s\t%s\t%s\n", i, src, t.Name, t.SrcDtype, t.Type.Label(), shape, dimsStr(t.Dims), commas(t.Bytes), t.Xform)
+		fmt.Fprintf(tw, "  %d\t%s\t->\t%s\t%s -> %s\t%s -> %s\t%s\t%s\n", i, src, t.Name, t.SrcDtype, t.Type, shape, dimsStr(t.Dims), commas(t.Bytes), t.Xform)
 	}
 	tw.Flush()
 	if len(p.Dropped) > 0 {
@@ -39,7 +39,7 @@ func (p *Plan) Print(w io.Writer, outPath string) error {
 	fmt.Fprintf(w, "\nmetadata (%d keys):\n", len(p.Meta))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, m := range p.Meta {
-		fmt.Fprintf(tw, "  %s\t%s\t= %s\n", m.Key, m.Kind, m.Format())
+		fmt.Fprintf(tw, "  %s\t%s\t= %s\n", m.Key, m.Value.TypeName(), m.Value)
 	}
 	tw.Flush()
 	if len(p.Notes) > 0 {

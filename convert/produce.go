@@ -2,10 +2,11 @@ package convert
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
+	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // srcData is one source tensor with its bytes (a zero-copy view of the checkpoint's mmap)
@@ -32,26 +33,29 @@ func (s *srcData) release() {
 
 // releaseRange drops the pages of elements [start, start+n) of a non-FP8 source.
 func (s *srcData) releaseRange(start, n int64) {
-	if s.mapped && s.t.Dtype != "F8_E4M3" {
+	if s.mapped && s.t.Dtype != safetensors.F8_E4M3 {
 		es := elemSize(s.t.Dtype)
 		dropPages(s.data[start*es : (start+n)*es])
 	}
 }
 
+// viewable reports whether the source's bytes are its elements (not FP8 to dequantize).
+func (s *srcData) viewable() bool { return s.t.Dtype != safetensors.F8_E4M3 }
+
 // elemDtype is the dtype of the elements readRange yields: the source dtype, or F32 for a
 // dequantized FP8 weight.
-func (s *srcData) elemDtype() string {
-	if s.t.Dtype == "F8_E4M3" {
-		return "F32"
+func (s *srcData) elemDtype() safetensors.Dtype {
+	if s.t.Dtype == safetensors.F8_E4M3 {
+		return safetensors.F32
 	}
 	return s.t.Dtype
 }
 
-func elemSize(d string) int64 { return srcDtypes[d] }
+func elemSize(d safetensors.Dtype) int64 { return srcDtypes[d] }
 
 // readRange writes elements [start, start+n) (row-major) into dst in elemDtype.
 func (s *srcData) readRange(dst []byte, start, n int64) {
-	if s.t.Dtype != "F8_E4M3" {
+	if s.t.Dtype != safetensors.F8_E4M3 {
 		es := elemSize(s.t.Dtype)
 		copy(dst[:n*es], s.data[start*es:(start+n)*es])
 		return
@@ -79,7 +83,7 @@ func (s *srcData) dequantFP8(dst []byte, start, n int64) {
 
 // scaleAt reads element i of an F32 or BF16 scale tensor.
 func (s *srcData) scaleAt(i int64) float32 {
-	if s.t.Dtype == "BF16" {
+	if s.t.Dtype == safetensors.BF16 {
 		return dtype.BF16ToF32(binary.LittleEndian.Uint16(s.data[2*i:]))
 	}
 	return math.Float32frombits(binary.LittleEndian.Uint32(s.data[4*i:]))
@@ -95,44 +99,15 @@ type producer struct {
 }
 
 // dtype is the element dtype read yields.
-func (p *producer) dtype() string { return p.srcs[0].elemDtype() }
+func (p *producer) dtype() safetensors.Dtype { return p.srcs[0].elemDtype() }
 
 // view returns a zero-copy slice of the output elements [start, start+n) when they are
-// contiguous source bytes (Copy or Stack of a non-FP8 source within one expert).
-func (p *producer) view(start, n int64) ([]byte, bool) {
-	if p.srcs[0].t.Dtype == "F8_E4M3" {
-		return nil, false
-	}
-	es := elemSize(p.srcs[0].t.Dtype)
-	switch p.xform {
-	case Copy:
-		return p.srcs[0].data[start*es : (start+n)*es], true
-	case Stack:
-		e := start / p.per
-		if (start+n-1)/p.per != e {
-			return nil, false
-		}
-		off := start - e*p.per
-		return p.srcs[e].data[off*es : (off+n)*es], true
-	}
-	return nil, false
-}
+// contiguous source bytes (Copy, or Stack within one expert, of a non-FP8 source).
+func (p *producer) view(start, n int64) ([]byte, bool) { return p.xform.view(p, start, n) }
 
-// release drops source pages of output elements [start, start+n) that no other chunk of
-// this tensor reads (Copy and Stack); gathers (kv_b splits, FP8) are released per tensor.
-func (p *producer) releaseChunk(start, n int64) {
-	switch p.xform {
-	case Copy:
-		p.srcs[0].releaseRange(start, n)
-	case Stack:
-		for n > 0 {
-			e, off := start/p.per, start%p.per
-			k := min(n, p.per-off)
-			p.srcs[e].releaseRange(off, k)
-			start, n = start+k, n-k
-		}
-	}
-}
+// releaseChunk drops source pages of output elements [start, start+n) that no other chunk
+// of this tensor reads (Copy and Stack); gathers (kv_b splits, FP8) are released per tensor.
+func (p *producer) releaseChunk(start, n int64) { p.xform.releaseChunk(p, start, n) }
 
 // releaseAll drops every source page of the tensor.
 func (p *producer) releaseAll() {
@@ -142,65 +117,7 @@ func (p *producer) releaseAll() {
 }
 
 // read writes the output elements [start, start+n) into dst in p.dtype().
-func (p *producer) read(dst []byte, start, n int64) {
-	es := elemSize(p.dtype())
-	switch p.xform {
-	case Copy:
-		p.srcs[0].readRange(dst, start, n)
-	case Stack:
-		for n > 0 {
-			e, off := start/p.per, start%p.per
-			k := min(n, p.per-off)
-			p.srcs[e].readRange(dst, off, k)
-			dst, start, n = dst[k*es:], start+k, n-k
-		}
-	case SplitKB:
-		// Output (j, r, h) in ggml order {nope, rkv, heads}; source row h(nope+v)+j, column r.
-		// Counters advance incrementally (no divisions per element).
-		s := p.srcs[0]
-		j, r, h := start%p.nope, (start/p.nope)%p.rkv, start/(p.nope*p.rkv)
-		if s.t.Dtype == "F8_E4M3" {
-			for k := int64(0); k < n; k++ {
-				s.readRange(dst[k*es:], (h*(p.nope+p.v)+j)*p.rkv+r, 1)
-				if j++; j == p.nope {
-					j = 0
-					if r++; r == p.rkv {
-						r, h = 0, h+1
-					}
-				}
-			}
-			return
-		}
-		data := s.data
-		for k := int64(0); k < n; k++ {
-			src := ((h*(p.nope+p.v)+j)*p.rkv + r) * es
-			if es == 2 {
-				dst[2*k], dst[2*k+1] = data[src], data[src+1]
-			} else {
-				copy(dst[k*es:(k+1)*es], data[src:src+es])
-			}
-			if j++; j == p.nope {
-				j = 0
-				if r++; r == p.rkv {
-					r, h = 0, h+1
-				}
-			}
-		}
-	case SplitVB:
-		// Output (r, d, h) in ggml order {rkv, v, heads}; source row h(nope+v)+nope+d, column r.
-		// Runs over r are contiguous in the source.
-		s := p.srcs[0]
-		for n > 0 {
-			r, d, h := start%p.rkv, (start/p.rkv)%p.v, start/(p.rkv*p.v)
-			k := min(n, p.rkv-r)
-			src := (h*(p.nope+p.v)+p.nope+d)*p.rkv + r
-			s.readRange(dst, src, k)
-			dst, start, n = dst[k*es:], start+k, n-k
-		}
-	default:
-		panic(fmt.Sprintf("convert: unknown transform %d", p.xform))
-	}
-}
+func (p *producer) read(dst []byte, start, n int64) { p.xform.read(p, dst, start, n) }
 
 // encoder converts chunks of source elements into an output type, with reusable buffers.
 type encoder struct {
@@ -208,12 +125,13 @@ type encoder struct {
 }
 
 // sameEncoding reports whether source elements of dtype d are already encoded as t.
-func sameEncoding(d string, t OutType) bool {
-	return (d == "BF16" && t == BF16) || (d == "F16" && t == F16) || (d == "F32" && t == F32)
+func sameEncoding(d safetensors.Dtype, t gguf.GGMLType) bool {
+	g, ok := storedAs[d]
+	return ok && g == t
 }
 
-// encode converts src (elements of dtype d) into dst (type t); len(dst) = t.bytesFor(n).
-func (e *encoder) encode(dst []byte, t OutType, src []byte, d string) {
+// encode converts src (elements of dtype d) into dst (type t); len(dst) = typeBytes(t, n).
+func (e *encoder) encode(dst []byte, t gguf.GGMLType, src []byte, d safetensors.Dtype) {
 	if sameEncoding(d, t) {
 		copy(dst, src)
 		return
@@ -224,23 +142,23 @@ func (e *encoder) encode(dst []byte, t OutType, src []byte, d string) {
 	}
 	f := e.f32[:n]
 	switch d {
-	case "BF16":
+	case safetensors.BF16:
 		dtype.DecodeBF16(f, src)
-	case "F16":
+	case safetensors.F16:
 		dtype.DecodeF16(f, src)
-	case "F32":
+	case safetensors.F32:
 		dtype.DecodeF32(f, src)
 	default:
-		panic("convert: encode from unsupported dtype " + d)
+		panic("convert: encode from unsupported dtype " + string(d))
 	}
 	switch t {
-	case BF16:
+	case gguf.TypeBF16:
 		dtype.EncodeBF16(dst, f)
-	case F16:
+	case gguf.TypeF16:
 		dtype.EncodeF16(dst, f)
-	case F32:
+	case gguf.TypeF32:
 		dtype.EncodeF32(dst, f)
-	case Q8_0:
+	case gguf.TypeQ8_0:
 		dtype.QuantizeQ8_0(dst, f)
 	default:
 		panic("convert: encode to unsupported type " + t.String())

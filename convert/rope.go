@@ -1,6 +1,12 @@
 package convert
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dspark-dev/dspark/gguf/schema"
+)
 
 // Rope is the rotary-embedding configuration read from config.json. YaRN parameters live
 // under rope_parameters (transformers 5) or rope_scaling (older releases); both are read,
@@ -46,9 +52,33 @@ func readRope(r *cfgReader) Rope {
 	if block == "" {
 		return rp
 	}
+	// A scaling block that is not an object, or one without a type, would silently lose
+	// YaRN (and with it the softmax mscale): both are errors, never "no scaling".
+	v, _ := r.c.lookup(block)
+	obj, ok := v.(map[string]any)
+	if !ok {
+		r.fail("field %s: want an object {rope_type or type, factor, original_max_position_embeddings, ...}, got %s", block, describe(v))
+		return rp
+	}
+	if !r.c.Has(block+".rope_type", block+".type") {
+		var params []string
+		for k := range obj {
+			if k != "rope_theta" {
+				params = append(params, k)
+			}
+		}
+		if len(params) > 0 {
+			sort.Strings(params)
+			r.fail("field %s has %s but neither rope_type nor type: the scaling kind is unknown (a YaRN block without its type would be dropped)", block, strings.Join(params, ", "))
+		}
+		return rp
+	}
 	kind := r.OptStr("", block+".rope_type", block+".type")
+	if t1, t2 := r.OptStr("", block+".rope_type"), r.OptStr("", block+".type"); t1 != "" && t2 != "" && t1 != t2 {
+		r.fail("field %s.rope_type %q disagrees with %s.type %q", block, t1, block, t2)
+	}
 	switch kind {
-	case "", "default", "none":
+	case "default", "none":
 		return rp
 	case "yarn":
 	default:
@@ -72,29 +102,23 @@ func readRope(r *cfgReader) Rope {
 	return rp
 }
 
-// ropeMeta returns the rope keys of an architecture prefix.
-func ropeMeta(arch string, rp Rope, dim int64) []Meta {
-	m := []Meta{
-		u32(arch+".rope.dimension_count", dim),
-		f32(arch+".rope.freq_base", rp.Theta),
-	}
+// setRope sets the rope keys.
+func setRope(kv *keyValues, rp Rope, dim int64) {
+	kv.set(schema.RopeDimensionCount, dim)
+	kv.set(schema.RopeFreqBase, rp.Theta)
 	if rp.Scaling != "yarn" {
-		return m
+		return
 	}
-	m = append(m,
-		str(arch+".rope.scaling.type", "yarn"),
-		f32(arch+".rope.scaling.factor", rp.Factor),
-		u32(arch+".rope.scaling.original_context_length", rp.OrigCtx),
-	)
+	kv.set(schema.RopeScalingType, "yarn")
+	kv.set(schema.RopeScalingFactor, rp.Factor)
+	kv.set(schema.RopeScalingOrigCtx, rp.OrigCtx)
 	if rp.HasBeta {
-		m = append(m,
-			f32(arch+".rope.scaling.yarn_beta_fast", rp.BetaFast),
-			f32(arch+".rope.scaling.yarn_beta_slow", rp.BetaSlow))
+		kv.set(schema.YarnBetaFast, rp.BetaFast)
+		kv.set(schema.YarnBetaSlow, rp.BetaSlow)
 	}
 	if rp.HasMscale {
-		m = append(m, f32(arch+".rope.scaling.yarn_log_multiplier", 0.1*rp.MscaleAllDim))
+		kv.set(schema.YarnLogMultiplier, schema.YarnLogMultiplierOf(rp.MscaleAllDim))
 	}
-	return m
 }
 
 // String summarizes the configuration for messages.

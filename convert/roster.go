@@ -5,13 +5,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // SrcTensor describes one tensor of a checkpoint, by its original name.
 type SrcTensor struct {
 	Name  string
-	Dtype string // safetensors dtype string: "BF16", "F16", "F32", "F8_E4M3", ...
+	Dtype safetensors.Dtype
 	Shape []int64
+	File  string // the file holding it (for messages; "" when unknown)
 }
 
 // Elements returns the element count (1 for a scalar).
@@ -55,7 +58,7 @@ func newRoster(tensors []SrcTensor) (*roster, error) {
 func (r *roster) has(name string) bool { _, ok := r.byName[name]; return ok }
 
 // supported source element types.
-var srcDtypes = map[string]int64{"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1}
+var srcDtypes = map[safetensors.Dtype]int64{safetensors.BF16: 2, safetensors.F16: 2, safetensors.F32: 4, safetensors.F8_E4M3: 1}
 
 // rosterProblems collects every difference between a checkpoint and its config.
 type rosterProblems struct {
@@ -97,7 +100,7 @@ type fp8Block [2]int64
 // shape and wrong dtype, all at once. dropped reports names that are known and deliberately
 // not converted (MTP layers). It returns the checkpoint's weight dtype (the dtype shared by
 // every matrix).
-func checkRoster(dir string, r *roster, exp []expected, dropped func(string) bool, blk fp8Block) (string, error) {
+func checkRoster(dir string, r *roster, exp []expected, dropped func(string) bool, blk fp8Block) (safetensors.Dtype, error) {
 	var p rosterProblems
 	want := map[string][]int64{}
 	var order []string
@@ -111,7 +114,7 @@ func checkRoster(dir string, r *roster, exp []expected, dropped func(string) boo
 	}
 	// The majority dtype among non-FP8 matrices is the checkpoint's dtype; FP8 matrices
 	// (with their scales) may sit beside it, as in DeepSeek-V3's official weights.
-	votes := map[string]int{}
+	votes := map[safetensors.Dtype]int{}
 	for _, n := range order {
 		if t, ok := r.byName[n]; ok && len(t.Shape) >= 2 {
 			if _, known := srcDtypes[t.Dtype]; known {
@@ -119,14 +122,14 @@ func checkRoster(dir string, r *roster, exp []expected, dropped func(string) boo
 			}
 		}
 	}
-	main := ""
-	for _, d := range []string{"BF16", "F16", "F32"} { // deterministic tie-break
+	main := safetensors.Dtype("")
+	for _, d := range []safetensors.Dtype{safetensors.BF16, safetensors.F16, safetensors.F32} { // deterministic tie-break
 		if votes[d] > votes[main] {
 			main = d
 		}
 	}
-	if main == "" && votes["F8_E4M3"] > 0 {
-		main = "F8_E4M3"
+	if main == "" && votes[safetensors.F8_E4M3] > 0 {
+		main = safetensors.F8_E4M3
 	}
 	scales := map[string]bool{}
 	perLayer, missingLayer := map[int64]int{}, map[int64]int{}
@@ -159,13 +162,13 @@ func checkRoster(dir string, r *roster, exp []expected, dropped func(string) boo
 			p.dtype = append(p.dtype, fmt.Sprintf("%s is %s (supported: BF16, F16, F32, F8_E4M3 with weight_scale_inv)", t.Name, t.Dtype))
 			continue
 		}
-		if len(t.Shape) >= 2 && t.Dtype != main && t.Dtype != "F8_E4M3" {
+		if len(t.Shape) >= 2 && t.Dtype != main && t.Dtype != safetensors.F8_E4M3 {
 			p.dtype = append(p.dtype, fmt.Sprintf("%s is %s but the checkpoint's other weights are %s", t.Name, t.Dtype, main))
 		}
-		if len(t.Shape) < 2 && t.Dtype == "F8_E4M3" {
+		if len(t.Shape) < 2 && t.Dtype == safetensors.F8_E4M3 {
 			p.dtype = append(p.dtype, fmt.Sprintf("%s is F8_E4M3; only matrices may be FP8-quantized", t.Name))
 		}
-		if t.Dtype == "F8_E4M3" && len(t.Shape) == 2 {
+		if t.Dtype == safetensors.F8_E4M3 && len(t.Shape) == 2 {
 			sn := n + "_scale_inv"
 			scales[sn] = true
 			s, ok := r.byName[sn]
@@ -179,7 +182,7 @@ func checkRoster(dir string, r *roster, exp []expected, dropped func(string) boo
 				if !equalShape(s.Shape, ws) {
 					p.shape = append(p.shape, fmt.Sprintf("%s is %s, the %dx%d blocks of %s need %s", s.Name, shapeStr(s.Shape), blk[0], blk[1], t.Name, shapeStr(ws)))
 				}
-				if s.Dtype != "F32" && s.Dtype != "BF16" {
+				if s.Dtype != safetensors.F32 && s.Dtype != safetensors.BF16 {
 					p.dtype = append(p.dtype, fmt.Sprintf("%s is %s (FP8 scales must be F32 or BF16)", s.Name, s.Dtype))
 				}
 			}

@@ -30,8 +30,8 @@ func openCheckpoint(dir string) (checkpoint, error) {
 func (s stCheckpoint) Tensors() []SrcTensor {
 	var out []SrcTensor
 	for _, n := range s.c.Names() {
-		t, _, _ := s.c.Tensor(n)
-		out = append(out, SrcTensor{Name: t.Name, Dtype: string(t.Dtype), Shape: t.Shape})
+		t, f, _ := s.c.Tensor(n)
+		out = append(out, SrcTensor{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape, File: f.Path})
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dspark-dev/dspark/internal/dtype"
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // EmbeddingDiff compares a draft's embed_tokens with its target's embedding table.
@@ -157,9 +158,9 @@ func decodeInto(dst []float32, buf []byte, s *srcData, start, n int64) {
 	raw := buf[:n*elemSize(dt)]
 	s.readRange(raw, start, n)
 	switch dt {
-	case "BF16":
+	case safetensors.BF16:
 		dtype.DecodeBF16(dst, raw)
-	case "F16":
+	case safetensors.F16:
 		dtype.DecodeF16(dst, raw)
 	default:
 		dtype.DecodeF32(dst, raw)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
 
@@ -97,28 +98,25 @@ func chatTemplate(dir string, cfg []byte) (string, error) {
 	return string(b), err
 }
 
-// meta returns the tokenizer.* keys (target-deepseek2.md section 5).
-func (t *tokenizerInfo) meta(sp specialIDs) []Meta {
-	m := []Meta{
-		str("tokenizer.ggml.model", "gpt2"),
-		str("tokenizer.ggml.pre", "kimi-k2"),
-		strs("tokenizer.ggml.tokens", t.vocab.Tokens),
-		{Key: "tokenizer.ggml.token_type", Kind: KindI32s, Val: widen(t.vocab.Types)},
-		strs("tokenizer.ggml.merges", t.vocab.Merges),
-	}
+// set plans the tokenizer.* keys (target-deepseek2.md section 5).
+func (t *tokenizerInfo) set(kv *keyValues, sp specialIDs) {
+	kv.set(schema.TokModel, "gpt2")
+	kv.set(schema.TokPre, "kimi-k2")
+	kv.set(schema.TokTokens, t.vocab.Tokens)
+	kv.set(schema.TokTypes, widen(t.vocab.Types))
+	kv.set(schema.TokMerges, t.vocab.Merges)
 	if sp.bos >= 0 {
-		m = append(m, u32("tokenizer.ggml.bos_token_id", sp.bos))
+		kv.set(schema.TokBOS, sp.bos)
 	}
 	if sp.eos >= 0 {
-		m = append(m, u32("tokenizer.ggml.eos_token_id", sp.eos))
+		kv.set(schema.TokEOS, sp.eos)
 	}
 	if sp.pad >= 0 {
-		m = append(m, u32("tokenizer.ggml.padding_token_id", sp.pad))
+		kv.set(schema.TokPad, sp.pad)
 	}
 	if t.template != "" {
-		m = append(m, str("tokenizer.chat_template", t.template))
+		kv.set(schema.TokChatTemplate, t.template)
 	}
-	return m
 }
 
 func widen(v []int32) []int64 {

@@ -63,8 +63,8 @@ func (p *Plan) Verify(path string, lint LintFunc) (*VerifyReport, error) {
 		switch {
 		case !ok:
 			rep.Problems = append(rep.Problems, "key "+m.Key+" missing")
-		case !gguf.Equal(v, m.Value()):
-			rep.Problems = append(rep.Problems, fmt.Sprintf("key %s is %s %s, planned %s %s", m.Key, v.TypeName(), v, m.Kind, m.Format()))
+		case !gguf.Equal(v, m.Value):
+			rep.Problems = append(rep.Problems, fmt.Sprintf("key %s is %s %s, planned %s %s", m.Key, v.TypeName(), v, m.Value.TypeName(), m.Value))
 		default:
 			rep.Keys++
 		}
@@ -88,8 +88,8 @@ func (p *Plan) Verify(path string, lint LintFunc) (*VerifyReport, error) {
 		switch {
 		case !ok:
 			rep.Problems = append(rep.Problems, "tensor "+pt.Name+" missing")
-		case ft.Type != pt.Type.GGML() || !slices.Equal(ft.Dims, pt.Dims):
-			rep.Problems = append(rep.Problems, fmt.Sprintf("tensor %s is %s %s, planned %s %s", pt.Name, ft.Type, dimsStr(ft.Dims), pt.Type.GGML(), dimsStr(pt.Dims)))
+		case ft.Type != pt.Type || !slices.Equal(ft.Dims, pt.Dims):
+			rep.Problems = append(rep.Problems, fmt.Sprintf("tensor %s is %s %s, planned %s %s", pt.Name, ft.Type, dimsStr(ft.Dims), pt.Type, dimsStr(pt.Dims)))
 		default:
 			checks = append(checks, check{pt, ft})
 		}

@@ -219,7 +219,7 @@ func (b *chunkBuf) chunk(t *PlanTensor, start, n int64) []byte {
 	if same {
 		return raw
 	}
-	on := t.Type.bytesFor(n)
+	on := typeBytes(t.Type, n)
 	if int64(len(b.out)) < on {
 		b.out = make([]byte, on)
 	}
@@ -261,7 +261,7 @@ func (p *Plan) fill(sh []*shard, total int64, opt WriteOptions) error {
 					err = testHookChunk(t.Name)
 				}
 				if err == nil {
-					_, err = j.s.file.WriteAt(data, j.off+t.Type.bytesFor(j.start))
+					_, err = j.s.file.WriteAt(data, j.off+typeBytes(t.Type, j.start))
 				}
 				if err != nil {
 					fail(fmt.Errorf("%s: writing %s: %w", j.s.path, t.Name, atomicfile.Explain(err)))

@@ -164,7 +164,7 @@ func TestVerifyDetectsCorruption(t *testing.T) {
 		t.Errorf("corruption not reported: %s", rep.Verdict())
 	}
 	// A plan whose metadata differs from the file.
-	p.Meta[2] = str("general.name", "someone-else")
+	p.Meta[2] = gguf.KV{Key: "general.name", Value: gguf.Str("someone-else")}
 	rep, _ = p.Verify(out, nil)
 	if !strings.Contains(rep.Verdict(), "key general.name") {
 		t.Errorf("metadata mismatch not reported: %s", rep.Verdict())
@@ -186,11 +186,11 @@ func TestOutputTypes(t *testing.T) {
 		}
 		for _, tt := range p.Tensors {
 			f32 := len(tt.Dims) == 1 || strings.Contains(tt.Name, "norm") || strings.Contains(tt.Name, "ffn_gate_inp") || strings.HasSuffix(tt.Name, ".bias")
-			want := ot
+			want := ot.GGML()
 			if f32 {
-				want = F32
+				want = gguf.TypeF32
 			} else if ot == Q8_0 && tt.Dims[0]%32 != 0 {
-				want = F16
+				want = gguf.TypeF16
 			}
 			if tt.Type != want {
 				t.Errorf("%s %s: %s, want %s", ot, tt.Name, tt.Type, want)

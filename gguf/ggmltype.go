@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/dspark-dev/dspark/internal/dtype"
 )
 
 // GGMLType is the element type of a tensor (ggml's enum ggml_type).
@@ -66,7 +68,7 @@ var typeTable = [...]typeTraits{
 	5:  {"Q4_3", 0, 0, true},
 	6:  {"Q5_0", 32, 22, false},
 	7:  {"Q5_1", 32, 24, false},
-	8:  {"Q8_0", 32, 34, false},
+	8:  {"Q8_0", dtype.Q8_0BlockElems, dtype.Q8_0BlockBytes, false},
 	9:  {"Q8_1", 32, 36, false},
 	10: {"Q2_K", 256, 84, false},
 	11: {"Q3_K", 256, 110, false},

@@ -26,7 +26,7 @@ const CostPasses = 3
 // On the English demo pair (a 340 MB target) three passes take about 1 s on two cores. With a
 // context too small for a whole block, fewer verify sizes are timed (Schedule never admits
 // more drafts than its cost model has sizes for).
-func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (speculative.CostModel, error) {
+func MeasureCosts(t Target, d Draft, params speculative.Params, passes int) (speculative.CostModel, error) {
 	ps, err := MeasureCostPasses(t, d, params, passes)
 	if err != nil {
 		return speculative.CostModel{}, err
@@ -41,22 +41,22 @@ func MeasureCosts(t *Target, d *Draft, params speculative.Params, passes int) (s
 // does not favour one end, then one draft block and its drafter. It runs on a short context
 // of its own (so verify times are those of short contexts: attention over long ones costs
 // more) and leaves both caches empty.
-func MeasureCostPasses(t *Target, d *Draft, params speculative.Params, passes int) ([]speculative.CostModel, error) {
+func MeasureCostPasses(t Target, d Draft, params speculative.Params, passes int) ([]speculative.CostModel, error) {
 	if passes <= 0 {
 		passes = CostPasses
 	}
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
-	dc := &d.Config
-	V := t.Config.NVocab
+	info := d.Info()
+	V := t.Dims().NVocab
 	// Verify sizes up to the block's (or what the context leaves after one warm position),
 	// after up to 16 positions of context.
-	sizes := min(dc.MaxDrafts()+1, t.maxBatch, t.cache.Cap()-1)
+	sizes := min(info.MaxDrafts()+1, t.MaxBatch(), t.Cap()-1)
 	if sizes < 2 {
-		return nil, fmt.Errorf("measure costs: a context of %d tokens: %w", t.cache.Cap(), ErrContextTooSmall)
+		return nil, fmt.Errorf("measure costs: a context of %d tokens: %w", t.Cap(), ErrContextTooSmall)
 	}
-	warm := min(16, t.cache.Cap()-sizes)
+	warm := min(16, t.Cap()-sizes)
 	t.Reset()
 	d.Reset()
 	defer t.Reset()
@@ -74,11 +74,8 @@ func MeasureCostPasses(t *Target, d *Draft, params speculative.Params, passes in
 		return nil, err
 	}
 	p := make([]float64, V)
-	rows := make([][]float32, dc.MaxDrafts())
-	first := 0
-	if !dc.SampleFromAnchor {
-		first = 1
-	}
+	rows := make([][]float32, info.MaxDrafts())
+	first := info.firstRow()
 	drafter := speculative.Drafter{Params: params, Bias: d.MarkovBias, Stop: speculative.Full{}}
 	rng := fixedRNG(0.5)
 	out := make([]speculative.CostModel, passes)
@@ -119,8 +116,9 @@ func MeasureCostPasses(t *Target, d *Draft, params speculative.Params, passes in
 		for k := range rows {
 			rows[k] = logits[(first+k)*V : (first+k+1)*V]
 		}
-		if dc.HasConfidence {
-			drafter.Confidence = func(k, prev int) float64 { return d.Confidence(hidden, first+k, prev) }
+		if info.HasConfidence {
+			// Draft j (1-based) is drawn from block row first+j-1; so is its confidence.
+			drafter.Confidence = func(j, prev int) float64 { return d.Confidence(hidden, first+j-1, prev) }
 		}
 		t0 = time.Now()
 		drafter.Draft(tokens[warm], rows, rng)

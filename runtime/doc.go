@@ -1,13 +1,21 @@
-// Package runtime is dspark's pure-Go reference runtime: it loads a deepseek2 target and a
-// dflash (DSpark, MLA backbone) draft from GGUF files, runs their forward passes on the CPU
-// and drives lossless speculative decoding.
+// Package runtime is the core of dspark's pure-Go reference runtime: the Target and Draft
+// interfaces (what the decode loop and a draft need from a target, and from a drafter), and
+// the Generator that decodes with a target alone or with lossless speculative decoding over
+// them (each round a draft step, a verify step and a commit step). The models live in their
+// own packages: runtime/deepseek2 (the deepseek2 target) and runtime/dflashmla (the dflash
+// DSpark draft with an MLA backbone), both reading their GGUF through its declaration
+// (gguf/schema). A new target or draft architecture is a new package implementing the
+// interface; nothing here or in the other models changes.
 //
 // Weights stay in the GGUF's memory map (or in huge-page memory the kernels repack them
 // into); the runtime never copies them into the Go heap. Every forward computes each row by
 // the same sequence of operations whatever the batch size, so a row's logits are
 // bit-identical alone or inside a verify batch and greedy speculative decoding reproduces
-// plain greedy decoding token for token.
+// plain greedy decoding token for token. With float32 activations (Options.Activations, the
+// default) the bits are also the same on every kernel path and whether the weights are packed
+// (and fused) or not; bfloat16 activations, for BF16 weights where the CPU has AVX512_BF16,
+// follow their own reference contract (runtime/kernels). A model's Numerics says which ran.
 //
-// It is a reference, not a serving engine: one sequence at a time, no quantized activations,
-// no GPU.
+// It is a reference, not a serving engine: one sequence at a time, no quantized activations
+// beyond bfloat16, no GPU.
 package runtime

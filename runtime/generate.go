@@ -9,10 +9,12 @@ import (
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
-// Generator decodes with a target alone or with a draft and lossless verification.
+// Generator decodes with a target alone or with a draft and lossless verification. It
+// works over the Target and Draft interfaces: any target architecture pairs with any draft
+// whose dims match.
 type Generator struct {
-	Target *Target
-	Draft  *Draft // nil: target only
+	Target Target
+	Draft  Draft // nil: target only
 	Params speculative.Params
 	// RNG drives sampling when Params is not greedy.
 	RNG speculative.RNG
@@ -51,6 +53,7 @@ type Generator struct {
 	probs   [][]float64
 	argmax  []int
 	rows    [][]float32
+	batch   []int
 }
 
 // Result is the outcome of one generation.
@@ -144,9 +147,9 @@ func (g *Generator) prefill(prompt []int) (int, []float32, error) {
 		g.Draft.Reset()
 		taps = g.Draft.Taps()
 	}
-	V := t.Config.NVocab
+	V := t.Dims().NVocab
 	for done := 0; done < len(prompt); {
-		n := min(len(prompt)-done, t.maxBatch)
+		n := min(len(prompt)-done, t.MaxBatch())
 		if err := t.Forward(prompt[done:done+n], n-1, taps, &g.step); err != nil {
 			return 0, nil, err
 		}
@@ -181,7 +184,7 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 	}
 	res.Prefill = time.Since(t0)
 	t0 = time.Now()
-	V := g.Target.Config.NVocab
+	V := g.Target.Dims().NVocab
 	for {
 		g.record(res, tok, row)
 		if len(res.Tokens) >= n || slices.Contains(g.EOS, tok) {
@@ -199,26 +202,36 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 	return res, nil
 }
 
+// round is one speculative round: the anchor at position s, the drafts and the
+// distributions they were drawn from, and the verification's outcome.
+type round struct {
+	anchor, s int
+	block     bool      // the draft block was computed (a stop rule may skip it)
+	conf      []float64 // the confidence head's raw values the drafter computed
+	drafts    []int
+	q         [][]float64
+	v         speculative.Result
+}
+
 // Speculative decodes n tokens: each round the draft proposes a block from the anchor, the
 // target verifies [anchor, x_1..x_k] in one batched forward, and speculative sampling keeps
-// the output distribution exactly the target's. n must be >= 1.
+// the output distribution exactly the target's. A round is three steps: draft, verify and
+// commit. n must be >= 1.
 func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
-	d, t := g.Draft, g.Target
-	if d == nil {
+	if g.Draft == nil {
 		return nil, errors.New("speculative decoding needs a draft")
 	}
 	if err := g.check(n); err != nil {
 		return nil, err
 	}
 	g.drafter.Params = g.Params
-	g.drafter.Bias = d.MarkovBias
+	g.drafter.Bias = g.Draft.MarkovBias
 	g.drafter.Threshold = g.Threshold
 	g.drafter.Stop = g.Stop
 	g.drafter.Temperatures = g.Temperatures
 	if r, ok := g.Stop.(interface{ Reset() }); ok {
 		r.Reset()
 	}
-	useConf := d.Config.HasConfidence && (g.Threshold > 0 || g.Stop != nil || g.OnRound != nil)
 	res := &Result{}
 	t0 := time.Now()
 	anchor, row, err := g.prefill(prompt)
@@ -227,93 +240,33 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	}
 	res.Prefill = time.Since(t0)
 	t0 = time.Now()
-	V, dc := t.Config.NVocab, d.Config
-	first := 0 // block row that predicts the first draft
-	if !dc.SampleFromAnchor {
-		first = 1
-	}
-	maxDraft := dc.MaxDrafts()
+	maxDraft := g.Draft.Info().MaxDrafts()
 	if g.MaxDraft > 0 {
 		maxDraft = min(maxDraft, g.MaxDraft)
 	}
 	g.record(res, anchor, row)
 	for len(res.Tokens) < n && !slices.Contains(g.EOS, anchor) {
-		s := t.Len() // the anchor's position
-		k := min(maxDraft, n-len(res.Tokens)-1, t.cache.Cap()-s-1, t.maxBatch-1)
+		t := g.Target
+		r := round{anchor: anchor, s: t.Len()}
+		k := min(maxDraft, n-len(res.Tokens)-1, t.Cap()-r.s-1, t.MaxBatch()-1)
 		td := time.Now()
-		var drafts []int
-		var q [][]float64
-		var conf []float64
-		block := k > 0 && (g.Stop == nil || g.Stop.DraftRound())
-		if block {
-			logits, hidden, err := d.Block(anchor)
-			if err != nil {
-				return nil, err
-			}
-			g.rows = g.rows[:0]
-			for r := first; r < first+k; r++ {
-				g.rows = append(g.rows, logits[r*V:(r+1)*V])
-			}
-			if useConf {
-				g.drafter.Confidence = func(k, prev int) float64 { return d.Confidence(hidden, first+k, prev) }
-			} else {
-				g.drafter.Confidence = nil
-			}
-			drafts, q = g.drafter.Draft(anchor, g.rows, g.RNG)
-			conf = g.drafter.Confidences()
+		if err := g.draft(&r, k); err != nil {
+			return nil, err
 		}
 		res.Stats.DraftTime += time.Since(td)
 		tv := time.Now()
-		batch := append([]int{anchor}, drafts...)
-		if err := t.Forward(batch, 0, d.Taps(), &g.step); err != nil {
+		if err := g.verify(&r); err != nil {
 			return nil, err
 		}
-		for j := range batch {
-			if err := speculative.CheckLogits(g.step.Logits[j*V : (j+1)*V]); err != nil {
-				return nil, fmt.Errorf("target logits: %w", err)
-			}
-		}
-		var v speculative.Result
-		if g.Params.Greedy() {
-			g.argmax = g.argmax[:0]
-			for j := range batch {
-				g.argmax = append(g.argmax, speculative.Argmax(g.step.Logits[j*V:(j+1)*V]))
-			}
-			v = speculative.VerifyGreedy(g.argmax, drafts)
-		} else {
-			p := make([][]float64, len(batch))
-			for j := range batch {
-				p[j] = g.probRow(j, V)
-				speculative.Probs(p[j], g.step.Logits[j*V:(j+1)*V], g.Params)
-			}
-			v = speculative.Verify(p, q, drafts, g.RNG)
-		}
-		a := v.Accepted
-		keep := s + a + 1
-		if g.keepRejected {
-			keep = t.Len()
-		}
-		if err := t.Truncate(keep); err != nil {
-			return nil, err
-		}
-		if err := d.AddContext(g.step.Hidden, 0, a+1); err != nil {
+		if err := g.commit(&r, res); err != nil {
 			return nil, err
 		}
 		res.Stats.VerifyTime += time.Since(tv)
-		res.Stats.Offer(k, block)
-		res.Stats.Record(len(drafts), a)
+		res.Stats.Offer(k, r.block)
 		if g.OnRound != nil {
-			g.OnRound(conf, len(drafts), a)
+			g.OnRound(r.conf, len(r.drafts), r.v.Accepted)
 		}
-		// Verify row j predicted drafts[j] (j < a) and row a the next token.
-		for j := 0; j <= a; j++ {
-			x := v.Next
-			if j < a {
-				x = drafts[j]
-			}
-			g.record(res, x, g.step.Logits[j*V:(j+1)*V])
-		}
-		anchor = v.Next
+		anchor = r.v.Next
 		if i := slices.IndexFunc(res.Tokens, func(x int) bool { return slices.Contains(g.EOS, x) }); i >= 0 {
 			res.truncate(i + 1)
 			break
@@ -322,4 +275,96 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	res.truncate(n)
 	res.Elapsed = time.Since(t0)
 	return res, nil
+}
+
+// draft proposes up to k tokens after the round's anchor: one block forward of the draft
+// (unless the stop rule skips it for this round), then the Markov chain, with the stop
+// rule's decisions on the confidence head's survival, over the block rows that predict the
+// positions after the anchor.
+func (g *Generator) draft(r *round, k int) error {
+	r.drafts, r.q, r.conf, r.block = nil, nil, nil, false
+	if k <= 0 || (g.Stop != nil && !g.Stop.DraftRound()) {
+		return nil
+	}
+	r.block = true
+	d := g.Draft
+	info := d.Info()
+	V := g.Target.Dims().NVocab
+	logits, hidden, err := d.Block(r.anchor)
+	if err != nil {
+		return err
+	}
+	first := info.firstRow() // block row that predicts the first draft
+	g.rows = g.rows[:0]
+	for row := first; row < first+k; row++ {
+		g.rows = append(g.rows, logits[row*V:(row+1)*V])
+	}
+	g.drafter.Confidence = nil
+	if info.HasConfidence && (g.Threshold > 0 || g.Stop != nil || g.OnRound != nil) {
+		// Draft j (1-based) is drawn from block row first+j-1; so is its confidence.
+		g.drafter.Confidence = func(j, prev int) float64 { return d.Confidence(hidden, first+j-1, prev) }
+	}
+	r.drafts, r.q = g.drafter.Draft(r.anchor, g.rows, g.RNG)
+	r.conf = g.drafter.Confidences()
+	return nil
+}
+
+// verify runs the target once over [anchor, drafts...] (logits of every row, the draft's
+// taps) and decides by lossless speculative sampling how many drafts are accepted and which
+// token comes next.
+func (g *Generator) verify(r *round) error {
+	t := g.Target
+	V := t.Dims().NVocab
+	g.batch = append(append(g.batch[:0], r.anchor), r.drafts...)
+	if err := t.Forward(g.batch, 0, g.Draft.Taps(), &g.step); err != nil {
+		return err
+	}
+	for j := range g.batch {
+		if err := speculative.CheckLogits(g.step.Logits[j*V : (j+1)*V]); err != nil {
+			return fmt.Errorf("target logits: %w", err)
+		}
+	}
+	if g.Params.Greedy() {
+		g.argmax = g.argmax[:0]
+		for j := range g.batch {
+			g.argmax = append(g.argmax, speculative.Argmax(g.step.Logits[j*V:(j+1)*V]))
+		}
+		r.v = speculative.VerifyGreedy(g.argmax, r.drafts)
+		return nil
+	}
+	p := make([][]float64, len(g.batch))
+	for j := range g.batch {
+		p[j] = g.probRow(j, V)
+		speculative.Probs(p[j], g.step.Logits[j*V:(j+1)*V], g.Params)
+	}
+	r.v = speculative.Verify(p, r.q, r.drafts, g.RNG)
+	return nil
+}
+
+// commit keeps the accepted rows: the target's cache is truncated to the anchor plus the
+// accepted drafts, the draft's context grows by their tapped hidden states, and the
+// accepted drafts and the next token are emitted.
+func (g *Generator) commit(r *round, res *Result) error {
+	a := r.v.Accepted
+	keep := r.s + a + 1
+	if g.keepRejected {
+		keep = g.Target.Len()
+	}
+	if err := g.Target.Truncate(keep); err != nil {
+		return err
+	}
+	if err := g.Draft.AddContext(g.step.Hidden, 0, a+1); err != nil {
+		return err
+	}
+	res.Stats.Record(len(r.drafts), a)
+	// Verify row j predicted drafts[j] (j < a) and row a the next token.
+	V := g.Target.Dims().NVocab
+	for j := 0; j <= a; j++ {
+		x := r.v.Next
+		if j < a {
+			x = r.drafts[j]
+		}
+		g.record(res, x, g.step.Logits[j*V:(j+1)*V])
+	}
+	return nil
 }

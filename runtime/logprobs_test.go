@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"errors"
@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -32,7 +36,7 @@ func TestTopLogProbsReference(t *testing.T) {
 			tok = rng.IntN(v)
 		}
 		k := rng.IntN(v + 3)
-		got := TopLogProbs(logits, tok, k)
+		got := runtime.TopLogProbs(logits, tok, k)
 
 		order := make([]int, v)
 		for i := range order {
@@ -44,10 +48,10 @@ func TestTopLogProbsReference(t *testing.T) {
 			z += math.Exp(float64(l))
 		}
 		lp := func(i int) float64 { return math.Log(math.Exp(float64(logits[i])) / z) }
-		var want []TokenLogProb
+		var want []runtime.TokenLogProb
 		for _, i := range order[:min(k, v)] {
 			if !math.IsInf(float64(logits[i]), -1) {
-				want = append(want, TokenLogProb{i, lp(i)})
+				want = append(want, runtime.TokenLogProb{i, lp(i)})
 			}
 		}
 		rank := slices.Index(order, tok) + 1
@@ -66,13 +70,13 @@ func TestTopLogProbsReference(t *testing.T) {
 // the token actually generated, and (the verify rows being bit-identical to single-row
 // forwards) exactly the same values.
 func TestGeneratorLogProbs(t *testing.T) {
-	ts := defaultTiny()
-	tg := openTarget(t, buildTarget(ts, 21), TargetOptions{Context: 128})
-	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 4), tg)
+	ts := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(ts, 21), runtime.Options{Context: 128})
+	d, err := openDraft(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 4), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Generator{Target: tg, Draft: d, TopLogProbs: 5}
+	g := &runtime.Generator{Target: tg, Draft: d, TopLogProbs: 5}
 	for _, prompt := range [][]int{{1}, {4, 9, 2}, {30, 31, 32, 33, 34}} {
 		plain, err := g.Plain(prompt, 21)
 		if err != nil {
@@ -85,7 +89,7 @@ func TestGeneratorLogProbs(t *testing.T) {
 		if spec.Stats.Accepted == 0 {
 			t.Fatalf("prompt %v: no draft accepted, so no multi-row verify was compared", prompt)
 		}
-		for _, r := range []*Result{plain, spec} {
+		for _, r := range []*runtime.Result{plain, spec} {
 			if len(r.LogProbs) != len(r.Tokens) {
 				t.Fatalf("%d log-prob entries for %d tokens", len(r.LogProbs), len(r.Tokens))
 			}
@@ -127,22 +131,22 @@ func TestGeneratorLogProbs(t *testing.T) {
 // TestGeneratorRejectsBadCounts: n < 1 and an out-of-range TopLogProbs are errors in both
 // modes, never a panic or a silent token.
 func TestGeneratorRejectsBadCounts(t *testing.T) {
-	ts := defaultTiny()
-	tg := openTarget(t, buildTarget(ts, 21), TargetOptions{Context: 64})
-	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 4), tg)
+	ts := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(ts, 21), runtime.Options{Context: 64})
+	d, err := openDraft(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 4), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Generator{Target: tg, Draft: d}
+	g := &runtime.Generator{Target: tg, Draft: d}
 	for _, n := range []int{0, -1, math.MinInt} {
-		if r, err := g.Plain([]int{1}, n); !errors.Is(err, ErrTokenCount) || r != nil {
-			t.Errorf("Plain(n=%d) = %v, %v; want ErrTokenCount", n, r, err)
+		if r, err := g.Plain([]int{1}, n); !errors.Is(err, runtime.ErrTokenCount) || r != nil {
+			t.Errorf("Plain(n=%d) = %v, %v; want runtime.ErrTokenCount", n, r, err)
 		}
-		if r, err := g.Speculative([]int{1}, n); !errors.Is(err, ErrTokenCount) || r != nil {
-			t.Errorf("Speculative(n=%d) = %v, %v; want ErrTokenCount", n, r, err)
+		if r, err := g.Speculative([]int{1}, n); !errors.Is(err, runtime.ErrTokenCount) || r != nil {
+			t.Errorf("Speculative(n=%d) = %v, %v; want runtime.ErrTokenCount", n, r, err)
 		}
 	}
-	for _, k := range []int{-1, MaxTopLogProbs + 1} {
+	for _, k := range []int{-1, runtime.MaxTopLogProbs + 1} {
 		g.TopLogProbs = k
 		if _, err := g.Plain([]int{1}, 3); err == nil {
 			t.Errorf("TopLogProbs %d accepted", k)
@@ -155,16 +159,16 @@ func TestGeneratorRejectsBadCounts(t *testing.T) {
 }
 
 // TestLoadRejectsOverflowingContext: a context whose cache size overflows is an error from
-// LoadTarget and LoadDraft, not a panic.
+// deepseek2.Load and dflashmla.Load, not a panic.
 func TestLoadRejectsOverflowingContext(t *testing.T) {
-	ts := defaultTiny()
-	tg := openTarget(t, buildTarget(ts, 21), TargetOptions{Context: 64})
+	ts := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(ts, 21), runtime.Options{Context: 64})
 	for _, ctx := range []int{1 << 62, math.MaxInt} {
-		if _, err := LoadTarget(tg.File, TargetOptions{Context: ctx}); err == nil {
-			t.Errorf("LoadTarget(Context %d) succeeded", ctx)
+		if _, err := deepseek2.Load(tg.File, runtime.Options{Context: ctx}); err == nil {
+			t.Errorf("deepseek2.Load(Context %d) succeeded", ctx)
 		}
 	}
-	m := buildDraft(ts, defaultDraft(ts), 4)
+	m := testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 4)
 	if _, err := openDraft(t, m, tg); err != nil {
 		t.Fatal(err)
 	}
@@ -172,30 +176,30 @@ func TestLoadRejectsOverflowingContext(t *testing.T) {
 		d, err := openDraftCtx(t, m, tg, ctx)
 		if err == nil {
 			d.Close()
-			t.Errorf("LoadDraft(Context %d) succeeded", ctx)
+			t.Errorf("dflashmla.Load(Context %d) succeeded", ctx)
 		}
 	}
-	var c TargetConfig = tg.Config
-	if b, err := c.CacheBytes(10); err != nil || b != int64(ts.layers*10*(ts.kvLora+ts.rope)*4) {
+	var c deepseek2.Config = tg.Config
+	if b, err := c.CacheBytes(10); err != nil || b != int64(ts.Layers*10*(ts.KVLora+ts.Rope)*4) {
 		t.Errorf("TargetConfig.CacheBytes(10) = %d, %v", b, err)
 	}
 }
 
-func openDraftCtx(t testing.TB, m *model, tg *Target, ctx int) (*Draft, error) {
+func openDraftCtx(t testing.TB, m *testmodel.Model, tg runtime.Target, ctx int) (*dflashmla.Draft, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "draft.gguf")
-	m.write(t, path)
+	m.Write(t, path)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	c, err := ReadDraftConfig(f)
+	c, err := dflashmla.ReadConfig(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, err := c.CacheBytes(10); err != nil || b != int64(c.NLayer*(10+c.BlockSize)*(c.Attn.KVLoraRank+c.Attn.DRope)*4) {
 		t.Errorf("DraftConfig.CacheBytes(10) = %d, %v", b, err)
 	}
-	return LoadDraft(f, tg, TargetOptions{Context: ctx})
+	return dflashmla.Load(f, tg, runtime.Options{Context: ctx})
 }

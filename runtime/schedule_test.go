@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -15,13 +17,13 @@ import (
 // scheduler, calibrated, over costs that make it choose many lengths and skip blocks), and
 // the per-round statistics add up.
 func TestGreedyParityEveryStopRule(t *testing.T) {
-	ts := defaultTiny()
-	tg := openTarget(t, buildTarget(ts, 21), TargetOptions{Context: 128})
-	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 4), tg)
+	ts := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(ts, 21), runtime.Options{Context: 128})
+	d, err := openDraft(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 4), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	measured, err := MeasureCosts(tg, d, speculative.Params{}, 3)
+	measured, err := runtime.MeasureCosts(tg, d, speculative.Params{}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +32,9 @@ func TestGreedyParityEveryStopRule(t *testing.T) {
 	for range 5 {
 		prompt := make([]int, 1+rng.IntN(9))
 		for i := range prompt {
-			prompt[i] = rng.IntN(ts.vocab)
+			prompt[i] = rng.IntN(ts.Vocab)
 		}
-		res, err := (&Generator{Target: tg}).Plain(prompt, 24)
+		res, err := (&runtime.Generator{Target: tg}).Plain(prompt, 24)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +56,7 @@ func TestGreedyParityEveryStopRule(t *testing.T) {
 		{"scheduled, measured costs", &speculative.Schedule{Costs: measured}, nil, false, false},
 		{"scheduled, steep costs, calibrated", &speculative.Schedule{Costs: steep}, []float64{0.3, 0.3, 0.3, 0.3}, true, true},
 	} {
-		g := &Generator{Target: tg, Draft: d, Stop: c.stop, Temperatures: c.temps}
+		g := &runtime.Generator{Target: tg, Draft: d, Stop: c.stop, Temperatures: c.temps}
 		var stats speculative.Stats
 		lengths := map[int]int{}
 		g.OnRound = func(conf []float64, drafted, accepted int) { lengths[drafted]++ }
@@ -86,13 +88,13 @@ func TestGreedyParityEveryStopRule(t *testing.T) {
 
 // TestOnRound: full blocks report one raw confidence per draft, with the verify outcome.
 func TestOnRound(t *testing.T) {
-	ts := defaultTiny()
-	tg := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 128})
-	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), tg)
+	ts := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(ts, 3), runtime.Options{Context: 128})
+	d, err := openDraft(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 8), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Generator{Target: tg, Draft: d, Stop: speculative.Full{}, Params: speculative.Params{Temperature: 1},
+	g := &runtime.Generator{Target: tg, Draft: d, Stop: speculative.Full{}, Params: speculative.Params{Temperature: 1},
 		RNG: rand.New(rand.NewPCG(5, 6))}
 	var rounds, accepted int
 	g.OnRound = func(conf []float64, drafted, acc int) {
@@ -117,18 +119,18 @@ func TestOnRound(t *testing.T) {
 }
 
 func TestMeasureCosts(t *testing.T) {
-	ts := defaultTiny()
-	tg := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 64})
-	d, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), tg)
+	ts := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(ts, 3), runtime.Options{Context: 64})
+	d, err := openDraft(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 8), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []speculative.Params{{}, {Temperature: 0.8, TopP: 0.9}} {
-		c, err := MeasureCosts(tg, d, p, 0)
+		c, err := runtime.MeasureCosts(tg, d, p, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Validate(d.Config.MaxDrafts()); err != nil || len(c.Verify) != d.Config.MaxDrafts()+1 {
+		if err := c.Validate(d.Info().MaxDrafts()); err != nil || len(c.Verify) != d.Info().MaxDrafts()+1 {
 			t.Errorf("%+v: %v", c, err)
 		}
 		if !slices.IsSorted(c.Verify) {
@@ -140,20 +142,20 @@ func TestMeasureCosts(t *testing.T) {
 	}
 	// A context smaller than a block times the sizes it can hold; one that cannot hold a
 	// draft after a position is ErrContextTooSmall, not a panic.
-	small := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 4})
-	ds, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), small)
+	small := openTarget(t, testmodel.BuildTarget(ts, 3), runtime.Options{Context: 4})
+	ds, err := openDraft(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 8), small)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := MeasureCosts(small, ds, speculative.Params{}, 1); err != nil || len(c.Verify) != 3 {
+	if c, err := runtime.MeasureCosts(small, ds, speculative.Params{}, 1); err != nil || len(c.Verify) != 3 {
 		t.Errorf("a 4-token context: %+v, %v; want 3 verify sizes", c, err)
 	}
-	tiny := openTarget(t, buildTarget(ts, 3), TargetOptions{Context: 2})
-	dt, err := openDraft(t, buildDraft(ts, defaultDraft(ts), 8), tiny)
+	tiny := openTarget(t, testmodel.BuildTarget(ts, 3), runtime.Options{Context: 2})
+	dt, err := openDraft(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 8), tiny)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := MeasureCosts(tiny, dt, speculative.Params{}, 1); !errors.Is(err, ErrContextTooSmall) {
+	if _, err := runtime.MeasureCosts(tiny, dt, speculative.Params{}, 1); !errors.Is(err, runtime.ErrContextTooSmall) {
 		t.Errorf("a 2-token context: %v, want ErrContextTooSmall", err)
 	}
 }
@@ -166,7 +168,7 @@ func TestNonDecreasing(t *testing.T) {
 		{[]float64{1, 1.24, 1.67, 1.62, 1.66, 1.80}, []float64{1, 1.24, 1.645, 1.645, 1.66, 1.80}},
 		{nil, []float64{}},
 	} {
-		got := nonDecreasing(c.in)
+		got := runtime.NonDecreasing(c.in)
 		if len(got) != len(c.want) {
 			t.Fatalf("%v -> %v", c.in, got)
 		}
@@ -187,16 +189,16 @@ func TestCombineCosts(t *testing.T) {
 		{DraftBlock: 100, Verify: []float64{100}},                      // too few sizes: ignored
 		{DraftBlock: 1, DraftToken: 1, Verify: []float64{0, 1, 1}},     // no plain step: ignored
 	}
-	c := CombineCosts(ps)
+	c := runtime.CombineCosts(ps)
 	// Median step 2; median relative times 2, 0.2, (1, 2, 4): 4, 0.4, (2, 4, 8).
 	if math.Abs(c.DraftBlock-4) > 1e-12 || math.Abs(c.DraftToken-0.4) > 1e-12 || !slices.Equal(c.Verify, []float64{2, 4, 8}) {
 		t.Errorf("CombineCosts = %+v", c)
 	}
 	// A pass whose relative times decrease is made non-decreasing.
-	if c := CombineCosts([]speculative.CostModel{{DraftBlock: 1, Verify: []float64{1, 3, 2}}}); !slices.Equal(c.Verify, []float64{1, 2.5, 2.5}) {
+	if c := runtime.CombineCosts([]speculative.CostModel{{DraftBlock: 1, Verify: []float64{1, 3, 2}}}); !slices.Equal(c.Verify, []float64{1, 2.5, 2.5}) {
 		t.Errorf("CombineCosts of a decreasing pass = %+v", c)
 	}
-	if z := CombineCosts(nil); z.Verify != nil {
+	if z := runtime.CombineCosts(nil); z.Verify != nil {
 		t.Errorf("no passes: %+v", z)
 	}
 }

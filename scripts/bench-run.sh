@@ -4,7 +4,7 @@
 #
 # Builds dspark, synthesizes and converts the pair (into $DSPARK_BENCH_DIR, reused when the
 # two GGUF files are already there; otherwise a temporary directory removed at exit), runs
-# the runtime benchmarks of runtime/bench_test.go with DSPARK_BENCH_TARGET/DRAFT set, and
+# the runtime benchmarks of runtime/deepseek2/bench_test.go with DSPARK_BENCH_TARGET/DRAFT set, and
 # prints each figure with the limit measured in the same run and their ratio. The raw `go
 # test -bench` output is kept in $DSPARK_BENCH_DIR/bench-run.txt (or printed with -v).
 #
@@ -48,8 +48,8 @@ fi
 raw=$dir/bench-run.txt
 export DSPARK_BENCH_TARGET=$target DSPARK_BENCH_DRAFT=$draft
 {
-  go test -run '^$' -bench '^Benchmark(TargetDecode|Verify8)$' -benchtime "${BENCHTIME:-10x}" -count 1 ./runtime/
-  go test -run '^$' -bench '^BenchmarkSpeculative$' -benchtime "${SPECTIME:-3x}" -count 1 ./runtime/
+  go test -run '^$' -bench '^Benchmark(TargetDecode|Verify8)$' -benchtime "${BENCHTIME:-10x}" -count 1 ./runtime/deepseek2/
+  go test -run '^$' -bench '^BenchmarkSpeculative$' -benchtime "${SPECTIME:-3x}" -count 1 ./runtime/deepseek2/
 } >"$raw" 2>&1 || { cat "$raw" >&2; exit 1; }
 if [ "$verbose" = 1 ]; then
   cat "$raw"
@@ -72,8 +72,8 @@ END {
   for (t = 1; t <= 8; t++) {
     d = "TargetDecode/threads=" t
     if ((d, "tok/s") in v) {
-      row("decode tok/s, " t " thread(s)", f(v[d, "tok/s"], "%.1f"), f(v[d, "read-limit-tok/s"], "%.1f"), f(v[d, "ratio-to-read"], "%.2f"), ">= 0.9")
-      row("  weight GB/s (" f(v[d, "weight-MB/tok"], "%.0f") " MB/token) vs streaming read", f(v[d, "GB/s"], "%.2f"), f(v[d, "read-GB/s"], "%.2f"), f(v[d, "ratio-to-read"], "%.2f"), ">= 0.9")
+      row("decode tok/s, " t " thread(s)", f(v[d, "tok/s"], "%.1f"), f(v[d, "read-limit-tok/s"], "%.1f"), f(v[d, "ratio-to-read"], "%.2f"), ">= 0.85")
+      row("  weight GB/s (" f(v[d, "weight-MB/tok"], "%.0f") " MB/token) vs streaming read", f(v[d, "GB/s"], "%.2f"), f(v[d, "read-GB/s"], "%.2f"), f(v[d, "ratio-to-read"], "%.2f"), ">= 0.85")
     }
     r = "Verify8/threads=" t
     if ((r, "cost-vs-1-row") in v)

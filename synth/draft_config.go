@@ -24,6 +24,14 @@ type DraftOptions struct {
 	WithTokenizer bool
 	// Dims, when set, replaces the preset's draft dimensions.
 	Dims *DraftDims
+	// Causal declares causal block attention (is_causal: true; inside dflash_config with
+	// DFlashNames): each block row sees the context and the block rows up to itself.
+	Causal bool
+	// Layers, Heads, Taps, BlockSize and MarkovRank override the preset's (or Dims') draft
+	// layers, attention heads, tapped target layers, block size and Markov rank (0 keeps
+	// them). Nothing is derived from the hidden size: 96 heads of a 7168-wide draft keep the
+	// preset's head dims.
+	Layers, Heads, Taps, BlockSize, MarkovRank int
 }
 
 // RopeParameters is the YaRN block of the draft config (transformers 5 `rope_parameters`).
@@ -76,6 +84,8 @@ type DraftConfig struct {
 	ConfidenceHeadWithMarkov bool
 	TieWordEmbeddings        bool
 	TorchDtype               string
+	// Causal is written as is_causal (only when true).
+	Causal bool
 	// DFlash selects the DFlash JSON layout (see DraftOptions.DFlashNames).
 	DFlash bool
 }
@@ -85,6 +95,7 @@ type dflashBlock struct {
 	BlockSize      int   `json:"block_size"`
 	MaskTokenID    int   `json:"mask_token_id"`
 	TargetLayerIDs []int `json:"target_layer_ids"`
+	IsCausal       bool  `json:"is_causal,omitempty"`
 }
 
 // draftJSON fixes the field order of config.json.
@@ -125,6 +136,7 @@ type draftJSON struct {
 	ConfidenceHeadWithMarkov bool            `json:"confidence_head_with_markov"`
 	TieWordEmbeddings        bool            `json:"tie_word_embeddings"`
 	TorchDtype               string          `json:"torch_dtype"`
+	IsCausal                 bool            `json:"is_causal,omitempty"`
 	DFlashConfig             *dflashBlock    `json:"dflash_config,omitempty"`
 }
 
@@ -150,8 +162,9 @@ func (c *DraftConfig) MarshalJSON() ([]byte, error) {
 		j.RopeScaling = &RopeScaling{Type: r.RopeType, Factor: r.Factor,
 			OriginalMaxPositionEmbeddings: r.OriginalMaxPositionEmbeddings,
 			BetaFast:                      r.BetaFast, BetaSlow: r.BetaSlow, Mscale: r.Mscale, MscaleAllDim: r.MscaleAllDim}
-		j.DFlashConfig = &dflashBlock{BlockSize: c.BlockSize, MaskTokenID: c.MaskTokenID, TargetLayerIDs: c.TargetLayerIDs}
+		j.DFlashConfig = &dflashBlock{BlockSize: c.BlockSize, MaskTokenID: c.MaskTokenID, TargetLayerIDs: c.TargetLayerIDs, IsCausal: c.Causal}
 	} else {
+		j.IsCausal = c.Causal
 		r := c.Rope
 		j.RopeParameters = &r
 		j.TargetLayerIDs = c.TargetLayerIDs
@@ -182,19 +195,45 @@ func spreadLayerIDs(n, layers int) []int {
 	return ids
 }
 
-// draftConfigFor returns the draft config of a preset paired with t.
-func draftConfigFor(preset string, dims *DraftDims, t pairedTarget, dflash bool) (*DraftConfig, error) {
-	_, d, err := presetDims(preset)
-	if dims != nil {
-		d, err = *dims, nil
+// draftDims returns the preset's draft dims (or opts.Dims) with the options' overrides.
+func draftDims(opts DraftOptions) (DraftDims, error) {
+	_, d, err := presetDims(opts.Preset)
+	if opts.Dims != nil {
+		d, err = *opts.Dims, nil
 		if d.Layers <= 0 || d.Heads <= 0 || d.Taps <= 0 || d.BlockSize <= 0 || d.FFN <= 0 {
-			return nil, fmt.Errorf("synth: custom draft dims %+v: layers, heads, taps, block size and FFN must be positive", d)
+			return d, fmt.Errorf("synth: custom draft dims %+v: layers, heads, taps, block size and FFN must be positive", d)
 		}
 	}
+	if err != nil {
+		return d, err
+	}
+	for _, o := range []struct {
+		name string
+		v    int
+		dst  *int
+	}{{"layers", opts.Layers, &d.Layers}, {"heads", opts.Heads, &d.Heads}, {"taps", opts.Taps, &d.Taps},
+		{"block size", opts.BlockSize, &d.BlockSize}, {"markov rank", opts.MarkovRank, &d.MarkovRank}} {
+		switch {
+		case o.v < 0 || o.v > 1<<16:
+			return d, fmt.Errorf("synth: draft %s %d is outside 1..65536", o.name, o.v)
+		case o.v > 0:
+			*o.dst = o.v
+		}
+	}
+	return d, nil
+}
+
+// draftConfigFor returns the draft config opts describe, paired with t.
+func draftConfigFor(opts DraftOptions, t pairedTarget) (*DraftConfig, error) {
+	preset := opts.Preset
+	d, err := draftDims(opts)
 	if err != nil {
 		return nil, err
 	}
 	ids := t.LayerIDs
+	if len(ids) != d.Taps {
+		ids = nil // the target's own taps are for another count
+	}
 	if ids == nil {
 		if t.Layers < d.Taps {
 			return nil, fmt.Errorf("synth: target has %d layers, the %s draft taps %d", t.Layers, preset, d.Taps)
@@ -216,6 +255,6 @@ func draftConfigFor(preset string, dims *DraftDims, t pairedTarget, dflash bool)
 		MaskTokenID: t.Vocab - 3, BosTokenID: t.Bos, EosTokenID: t.Bos + imEndOffset, PadTokenID: t.Pad,
 		MarkovRank: d.MarkovRank, MarkovHeadType: "vanilla",
 		EnableConfidenceHead: true, ConfidenceHeadWithMarkov: true,
-		TorchDtype: "bfloat16", DFlash: dflash,
+		TorchDtype: "bfloat16", Causal: opts.Causal, DFlash: opts.DFlashNames,
 	}, nil
 }

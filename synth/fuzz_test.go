@@ -20,7 +20,7 @@ func FuzzParseTargetConfig(f *testing.F) {
 		if p.Vocab < 3 || p.Hidden <= 0 || p.Layers <= 0 || p.Bos+imEndOffset >= p.Vocab || p.Pad >= p.Vocab || p.Bos < 0 || p.Pad < 0 {
 			t.Fatalf("accepted %+v", p)
 		}
-		if _, err := draftConfigFor(Tiny, nil, p, false); err != nil && p.Layers >= 3 {
+		if _, err := draftConfigFor(DraftOptions{Preset: Tiny}, p); err != nil && p.Layers >= 3 {
 			t.Fatalf("valid target %+v rejected: %v", p, err)
 		}
 	})

@@ -49,7 +49,7 @@ func (r Roster) FileSize(metadata map[string]string) int64 {
 		if i > 0 || len(metadata) > 0 {
 			h++ // ,
 		}
-		h += quoted(t.Name) + int64(len(`:{"dtype":,"shape":[],"data_offsets":[,]}`)) + quoted(t.Dtype)
+		h += quoted(t.Name) + int64(len(`:{"dtype":,"shape":[],"data_offsets":[,]}`)) + quoted(string(t.Dtype))
 		for j, d := range t.Shape {
 			if j > 0 {
 				h++

@@ -85,7 +85,7 @@ func PlanDraft(opts DraftOptions, brk string) (*DraftPlan, error) {
 		t = pairedTarget{Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Layers: cfg.NumHiddenLayers,
 			Bos: cfg.BosTokenID, Pad: cfg.PadTokenID}
 	}
-	cfg, err := draftConfigFor(opts.Preset, opts.Dims, t, opts.DFlashNames)
+	cfg, err := draftConfigFor(opts, t)
 	if err != nil {
 		return nil, err
 	}

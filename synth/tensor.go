@@ -1,26 +1,27 @@
 package synth
 
-import "fmt"
+import (
+	"fmt"
 
-// Dtype names used in synthetic checkpoints (safetensors spelling).
+	"github.com/dspark-dev/dspark/safetensors"
+)
+
+// The dtypes synthetic checkpoints hold.
 const (
-	BF16   = "BF16"
-	F32    = "F32"
-	F8E4M3 = "F8_E4M3"
-	I32    = "I32"
+	BF16   = safetensors.BF16
+	F32    = safetensors.F32
+	F8E4M3 = safetensors.F8_E4M3
+	I32    = safetensors.I32
 )
 
 // dtypeBytes returns the width in bytes of one element of the dtypes synth writes.
-func dtypeBytes(dtype string) int64 {
-	switch dtype {
-	case BF16:
-		return 2
-	case F32, I32:
-		return 4
-	case F8E4M3:
-		return 1
+func dtypeBytes(d safetensors.Dtype) int64 {
+	switch d {
+	case BF16, F32, I32, F8E4M3:
+		b, _ := d.Bits()
+		return int64(b / 8)
 	}
-	panic("synth: unknown dtype " + dtype)
+	panic("synth: unknown dtype " + string(d))
 }
 
 // Encoding says how a tensor's values are produced; see Generator for the random source.
@@ -49,7 +50,7 @@ type Init struct {
 	// Store is the dtype the values are encoded in: BF16 or F32 for Gaussian, F8_E4M3 for
 	// FP8Weight, F32 for FP8Scale. Usually equal to the declared Dtype; the wrong-dtype break
 	// declares another one of the same width.
-	Store string
+	Store safetensors.Dtype
 	Mean  float64
 	Std   float64
 	// Stream names the generator stream (defaults to the tensor name); the draft's
@@ -61,7 +62,7 @@ type Init struct {
 // ([out, in] for Linear weights) and how its values are made.
 type Tensor struct {
 	Name  string
-	Dtype string
+	Dtype safetensors.Dtype
 	Shape []int64
 	Init  Init
 }

@@ -217,7 +217,7 @@ func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func
 	if !ok {
 		return nil, fmt.Errorf("synth: target %s has no %s", dir, name)
 	}
-	if string(ti.Dtype) != want.Dtype || !slices.Equal(ti.Shape, want.Shape) {
+	if ti.Dtype != want.Dtype || !slices.Equal(ti.Shape, want.Shape) {
 		return nil, fmt.Errorf("synth: target %s: %s is %s %v, the draft needs %s %v (vocab_size x hidden_size of its config.json)",
 			dir, name, ti.Dtype, ti.Shape, want.Dtype, want.Shape)
 	}
@@ -254,7 +254,7 @@ func writeWeights(dir string, r Roster, meta map[string]string, g Generator,
 			inner := data
 			data = func(w io.Writer) error { return inner(progressWriter{w, wo.Progress}) }
 		}
-		src[i] = safetensors.TensorSource{Name: t.Name, Dtype: safetensors.Dtype(t.Dtype),
+		src[i] = safetensors.TensorSource{Name: t.Name, Dtype: t.Dtype,
 			Shape: slices.Clone(t.Shape), Data: data}
 	}
 	limit := wo.ShardSize

@@ -63,7 +63,7 @@ func TestTargetRoundTrip(t *testing.T) {
 	for i := range p.Roster {
 		want := &p.Roster[i]
 		ti, f, ok := ck.Tensor(want.Name)
-		if !ok || string(ti.Dtype) != want.Dtype || !slices.Equal(ti.Shape, want.Shape) {
+		if !ok || ti.Dtype != want.Dtype || !slices.Equal(ti.Shape, want.Shape) {
 			t.Fatalf("%s: read %v, planned %v", want.Name, ti, want)
 		}
 		data, err := f.Data(ti)

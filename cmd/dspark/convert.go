@@ -149,7 +149,7 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s, %s, %d tensors, %s parameters\n", strings.Join(paths, ", "), plan.Arch, plan.OutType.Label(), len(plan.Tensors), groupDigits(plan.Params))
+	fmt.Fprintf(stdout, "wrote %s: %s, %s, %d tensors, %s parameters\n", strings.Join(paths, ", "), plan.Arch, plan.OutType, len(plan.Tensors), groupDigits(plan.Params))
 	if !fl.verify {
 		return nil
 	}

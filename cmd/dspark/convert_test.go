@@ -52,7 +52,7 @@ func TestConvertDryRunWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"plan: " + drf, "-> dflash", "blk.1.attn_k_b.weight", "kv_b->k_b", "dflash.target_layers", "i32[]", "embed_tokens.weight (not written"} {
+	for _, w := range []string{"plan: " + drf, "-> dflash", "blk.1.attn_k_b.weight", "kv_b->k_b", "dflash.target_layers", "[]i32", "embed_tokens.weight (not written"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("plan does not mention %q:\n%s", w, out)
 		}

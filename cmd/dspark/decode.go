@@ -38,6 +38,7 @@ type runReport struct {
 	Verify       *verifyReport              `json:"verify,omitempty"`
 	MatchesPlain *bool                      `json:"matches_plain,omitempty"`
 	LogProbs     []runtime.PositionLogProbs `json:"logprobs,omitempty"`
+	Numerics     runtime.Numerics           `json:"numerics"` // the target's kernel path and activation precision
 }
 
 // speculate runs speculative decoding; a variable so that a test can break the greedy parity
@@ -63,7 +64,7 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	}
 	g := c.generator(m)
 	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
-		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt}
+		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics()}
 	if c.mode == modeSpeculative {
 		sched, err := c.setupSchedule(m, stderr)
 		if err != nil {
@@ -143,6 +144,7 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 		fmt.Fprintf(w, "draft:  %s\n", r.Draft)
 	}
 	fmt.Fprintf(w, "prompt: %d tokens\n", len(r.Prompt))
+	fmt.Fprintln(w, numericsLine(r.Numerics))
 	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
 	if r.Text != nil {
 		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
@@ -165,6 +167,19 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 	if r.LogProbs != nil {
 		printLogProbs(w, r.LogProbs, tok)
 	}
+}
+
+// numericsLine describes the kernel path and activation precision of a run, for the text
+// reports.
+func numericsLine(n runtime.Numerics) string {
+	s := fmt.Sprintf("kernels: %s, activations %s", n.Kernels, n.Activations)
+	if n.Requested != "" {
+		s += fmt.Sprintf(" (%s requested)", n.Requested)
+	}
+	if n.Note != "" {
+		s += "; " + n.Note
+	}
+	return s
 }
 
 // printStatsTables prints the acceptance statistics and the per-position table.

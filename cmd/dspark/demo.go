@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
+	"github.com/olekukonko/tablewriter"
 )
 
 // demoReps, when positive, is how many times the demo times each decode (the fastest run is
@@ -51,7 +51,8 @@ func demoModes(c *runConfig) []demoMode {
 // demoReport is the JSON schema of `dspark run --json` with no model.
 type demoReport struct {
 	Pair      demoPair         `json:"pair"`
-	Kernels   string           `json:"kernels"` // the kernel path that multiplied the packed weights
+	Kernels   string           `json:"kernels"`  // the kernel path that multiplied the packed weights
+	Numerics  runtime.Numerics `json:"numerics"` // the target's kernel path and activation precision
 	N         int              `json:"n"`
 	Context   int              `json:"context"`
 	Threads   int              `json:"threads"`
@@ -174,7 +175,7 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	}
 	tc, dc := m.target.Config, m.draft.Config
 	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
-		Kernels: kernels.Implementation(),
+		Kernels: m.target.Numerics().Kernels, Numerics: m.target.Numerics(),
 		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
 			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.NLayer,
 			BlockSize: dc.BlockSize, MarkovRank: dc.MarkovRank, TargetStepBytes: targetStepBytes(m.tf),
@@ -295,7 +296,7 @@ func printDemo(w io.Writer, r *demoReport) {
 	} else {
 		fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
 	}
-	fmt.Fprintf(w, "kernels: %s, %d thread(s)\n", r.Kernels, r.Threads)
+	fmt.Fprintf(w, "%s; %d thread(s)\n", numericsLine(r.Numerics), r.Threads)
 	for _, mr := range r.Modes {
 		if mr.Seed != nil {
 			fmt.Fprintf(w, "\n%s decoding: temperature %g, top-k %d, top-p %g, seed %d\n", mr.Mode, mr.Temperature, mr.TopK, mr.TopP, *mr.Seed)
@@ -346,25 +347,22 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 		return err
 	}
 	defer df.Close()
-	vocab, err := df.Uint32("dflash.vocab_size")
+	cfg, err := dflashmla.ReadConfig(df)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.draft, err)
+		return err
 	}
-	embd, err := df.Uint32("dflash.embedding_length")
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.draft, err)
-	}
-	head, headBytes, release, err := runtime.StandInHead(int(vocab), int(embd), c.seed)
+	vocab, embd := cfg.NVocab, cfg.NEmbd
+	head, headBytes, release, err := drafttime.StandInHead(vocab, embd, c.seed)
 	if err != nil {
 		return err
 	}
 	defer release()
-	d, err := runtime.LoadDraftStandalone(df, head, runtime.TargetOptions{Context: 64, Pack: true})
+	d, err := dflashmla.LoadStandalone(df, head, runtime.Options{Context: 64, Pack: true, Activations: c.activations})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	tm, err := runtime.TimeDraftBlock(d, headBytes, 32, 7, c.seed)
+	tm, err := drafttime.Block(d, headBytes, 32, 7, c.seed)
 	if err != nil {
 		return err
 	}
@@ -373,6 +371,7 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 	}
 	fmt.Fprintf(w, "draft: %s (%d tensors, %d layers, block size %d, vocab %d, hidden %d)\n",
 		c.draft, len(df.Tensors), d.Config.NLayer, d.Config.BlockSize, vocab, embd)
+	fmt.Fprintln(w, numericsLine(tm.Numerics))
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)
 	fmt.Fprintf(w, "one block (median of %d): %v; streaming its %.2f GB of weights once (read after each block): %v\n",

@@ -5,7 +5,10 @@ import (
 	"io"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
 
@@ -14,13 +17,13 @@ import (
 type models struct {
 	tname, dname string // how messages name the files (their paths, or the demo pair's names)
 	tf, df       *gguf.File
-	tcfg         runtime.TargetConfig
-	dcfg         runtime.DraftConfig
+	tcfg         deepseek2.Config
+	dcfg         dflashmla.Config
 	tok          *tokenizer.BPE
 	tokErr       error // why tok is nil
 
-	target *runtime.Target
-	draft  *runtime.Draft
+	target *deepseek2.Target
+	draft  *dflashmla.Draft
 	ctx    int // the loaded context capacity
 }
 
@@ -40,13 +43,13 @@ func (m *models) open(targetPath, draftPath string) error {
 	if m.tf, err = gguf.Open(targetPath); err != nil {
 		return err
 	}
-	if m.tcfg, err = runtime.ReadTargetConfig(m.tf); err != nil {
+	if m.tcfg, err = deepseek2.ReadConfig(m.tf); err != nil {
 		return err
 	}
-	if _, ok := m.tf.Lookup("tokenizer.ggml.tokens"); ok {
+	if _, ok := m.tf.Lookup(schema.TokTokens); ok {
 		m.tok, m.tokErr = runtime.LoadTokenizer(m.tf)
 	} else {
-		m.tokErr = fmt.Errorf("%s has no tokenizer (tokenizer.ggml.tokens)", targetPath)
+		m.tokErr = fmt.Errorf("%s has no tokenizer (%s)", targetPath, schema.TokTokens)
 	}
 	if draftPath == "" {
 		return nil
@@ -54,7 +57,7 @@ func (m *models) open(targetPath, draftPath string) error {
 	if m.df, err = gguf.Open(draftPath); err != nil {
 		return err
 	}
-	m.dcfg, err = runtime.ReadDraftConfig(m.df)
+	m.dcfg, err = dflashmla.ReadConfig(m.df)
 	return err
 }
 
@@ -112,13 +115,13 @@ func (m *models) load(c *runConfig, longest int) error {
 		return err
 	}
 	m.ctx = ctx
-	opt := runtime.TargetOptions{Context: ctx, Pack: true}
+	opt := runtime.Options{Context: ctx, Pack: true, Activations: c.activations}
 	var err error
-	if m.target, err = runtime.LoadTarget(m.tf, opt); err != nil {
+	if m.target, err = deepseek2.Load(m.tf, opt); err != nil {
 		return err
 	}
 	if m.df != nil {
-		if m.draft, err = runtime.LoadDraft(m.df, m.target, opt); err != nil {
+		if m.draft, err = dflashmla.Load(m.df, m.target, opt); err != nil {
 			return err
 		}
 	}

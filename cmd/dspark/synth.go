@@ -22,12 +22,14 @@ type synthFlags struct {
 	seed                                      uint64
 	noQLoRA, tied, dense, fp8, groupRouting   bool
 	dflashNames, withTokenizer, quiet, force  bool
+	causal                                    bool
+	layers, heads, taps, block, markovRank    int
 }
 
 func newSynthCmd() *cobra.Command {
 	var f synthFlags
 	cmd := &cobra.Command{
-		Use:   "synth --kind target|dspark --preset tiny|small|k3-full --out DIR",
+		Use:   "synth --kind target|dspark --preset tiny|demo|small|k3-full --out DIR",
 		Short: "Write a synthetic Hugging Face checkpoint with the real schema (for tests and benchmarks)",
 		Long: `synth writes a complete, deterministic (per --seed) Hugging Face checkpoint directory:
 
@@ -59,6 +61,12 @@ See docs/synth.md.`,
 	fl.BoolVar(&f.groupRouting, "group-routing", false, "target: n_group > 1 group-limited routing")
 	fl.BoolVar(&f.dflashNames, "dflash-names", false, "dspark: DFlash tensor names (fc, hidden_norm, norm, model. prefix) and dflash_config")
 	fl.BoolVar(&f.withTokenizer, "with-tokenizer", false, "dspark: also write the target's tiktoken.model and tokenizer_config.json (trained if there is no --target; ~30 s for k3-full)")
+	fl.BoolVar(&f.causal, "causal", false, "dspark: causal block attention (is_causal: true): each block row sees the rows up to itself")
+	fl.IntVar(&f.layers, "layers", 0, "dspark: draft layers (default: the preset's)")
+	fl.IntVar(&f.heads, "heads", 0, "dspark: attention heads (default: the preset's; head dims stay the preset's)")
+	fl.IntVar(&f.taps, "taps", 0, "dspark: tapped target layers (default: the preset's)")
+	fl.IntVar(&f.block, "block", 0, "dspark: block size (default: the preset's)")
+	fl.IntVar(&f.markovRank, "markov-rank", 0, "dspark: Markov head rank (default: the preset's)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar and no summary")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing checkpoint in --out")
 	return cmd
@@ -105,7 +113,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
 	targetOnly := []string{"no-q-lora", "tied", "dense", "fp8", "group-routing"}
-	draftOnly := []string{"target", "dflash-names", "with-tokenizer"}
+	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank"}
 	wrong := targetOnly
 	if f.kind == "target" {
 		wrong = draftOnly
@@ -113,6 +121,14 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	for _, name := range wrong {
 		if cmd.Flags().Changed(name) {
 			return usagef("--%s does not apply to --kind %s", name, f.kind)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"layers", f.layers}, {"heads", f.heads}, {"taps", f.taps}, {"block", f.block}, {"markov-rank", f.markovRank}} {
+		if cmd.Flags().Changed(n.name) && (n.v < 1 || n.v > 1<<16) {
+			return usagef("--%s must be in 1..65536, got %d", n.name, n.v)
 		}
 	}
 	if f.kind == "target" && f.preset == synth.K3Full {
@@ -133,7 +149,8 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	topts := synth.TargetOptions{Preset: f.preset, Seed: f.seed, NoQLoRA: f.noQLoRA, Tied: f.tied,
 		Dense: f.dense, FP8: f.fp8, GroupRouting: f.groupRouting}
 	dopts := synth.DraftOptions{Preset: f.preset, Seed: f.seed, TargetDir: f.target, DFlashNames: f.dflashNames,
-		WithTokenizer: f.withTokenizer}
+		WithTokenizer: f.withTokenizer, Causal: f.causal, Layers: f.layers, Heads: f.heads, Taps: f.taps,
+		BlockSize: f.block, MarkovRank: f.markovRank}
 
 	var total int64
 	if f.kind == "target" {

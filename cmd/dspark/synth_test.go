@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/safetensors"
 )
 
@@ -83,6 +85,12 @@ func TestSynthUsageErrors(t *testing.T) {
 		{"--kind", "target", "--out", out, "--shard-size", "12Q"},
 		{"--kind", "target", "--out", out, "--no-such-flag"},
 		{"--kind", "target", "--out", out, "extra-arg"},
+		{"--kind", "target", "--out", out, "--causal"},
+		{"--kind", "target", "--out", out, "--layers", "3"},
+		{"--kind", "dspark", "--out", out, "--heads", "0"},
+		{"--kind", "dspark", "--out", out, "--block", "-1"},
+		{"--kind", "dspark", "--out", out, "--taps", "x"},
+		{"--kind", "dspark", "--out", out, "--markov-rank", "70000"},
 	} {
 		_, err := runSynthArgs(t, args...)
 		var ue usageError
@@ -120,4 +128,55 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("parseSize(%q) = %d", s, n)
 		}
 	})
+}
+
+// TestSynthDraftVariant writes a tiny causal draft with every shape flag and converts it:
+// the config says what the flags asked for, and the GGUF keys follow it.
+func TestSynthDraftVariant(t *testing.T) {
+	root := t.TempDir()
+	tgt, drf := filepath.Join(root, "t"), filepath.Join(root, "d")
+	if _, err := runSynthArgs(t, "--kind", "target", "--out", tgt, "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSynthArgs(t, "--kind", "dspark", "--target", tgt, "--out", drf, "--quiet", "--causal",
+		"--layers", "1", "--heads", "3", "--taps", "2", "--block", "5", "--markov-rank", "6"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(drf, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"is_causal": true, "num_hidden_layers": 1.0, "num_attention_heads": 3.0,
+		"num_key_value_heads": 3.0, "num_target_layers": 2.0, "block_size": 5.0, "markov_rank": 6.0} {
+		if cfg[k] != want {
+			t.Errorf("config %s = %v, want %v", k, cfg[k], want)
+		}
+	}
+	out := filepath.Join(root, "d.gguf")
+	if code := execute([]string{"convert", drf, "--target", tgt, "-o", out, "--quiet"}); code != exitOK {
+		t.Fatalf("convert exit %d", code)
+	}
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for k, want := range map[string]string{"dflash.attention.causal": "true", "dflash.block_count": "1",
+		"dflash.attention.head_count": "3", "dflash.block_size": "5", "dflash.markov_rank": "6", "dflash.target_layers": "[1, 3]"} {
+		if v, ok := f.Lookup(k); !ok || v.String() != want {
+			t.Errorf("%s = %v, want %s", k, v, want)
+		}
+	}
+	// inspect shows it, and the file passes --check.
+	text, err := runInspectArgs(t, "--check", "--no-tensors", "--keys", "dflash.attention.*", out)
+	if err != nil {
+		t.Fatalf("inspect --check: %v\n%s", err, text)
+	}
+	if !strings.Contains(text, "dflash.attention.causal") || !strings.Contains(text, "true") {
+		t.Errorf("inspect does not show causal block attention:\n%s", text)
+	}
 }

@@ -1,10 +1,12 @@
 package lint
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
 )
 
 func TestValidFixtures(t *testing.T) {
@@ -171,4 +173,115 @@ func TestUnknownArchitectureGenericOnly(t *testing.T) {
 	if probs := Check(fx.file(t)); len(probs) != 1 || probs[0].Subject != "general.architecture" {
 		t.Errorf("missing architecture: %v", probs)
 	}
+}
+
+// The shapes tell the Markov rank (and the vocabulary): a dflash file without
+// dflash.markov_rank, as an independent writer may produce, passes and its rank is
+// markov_w1's. Upstream llama.cpp's loader does the same.
+func TestMarkovRankFromShape(t *testing.T) {
+	fx := dflashFixture()
+	fx.del("dflash.markov_rank")
+	fx.del("dflash.vocab_size")
+	f := fx.file(t)
+	if probs := Check(f); len(probs) != 0 {
+		t.Fatalf("file without markov_rank / vocab_size: %v", probs)
+	}
+	vals, _ := schema.DFlashMLA.Resolve(schema.FileSource(f))
+	if r, v := vals.Int(schema.MarkovRank), vals.Int(schema.VocabSize); r != fxR || v != fxV {
+		t.Errorf("inferred rank %d, vocab %d; want %d, %d", r, v, fxR, fxV)
+	}
+	// Without markov_w1 nothing tells the vocabulary but the tokenizer; without it either,
+	// vocab_size is required.
+	fx.drop("markov_w1.weight")
+	fx.drop("markov_w2.weight")
+	fx.reshape("conf_proj.weight", fxH, 1)
+	fx.del("tokenizer.ggml.tokens")
+	fx.del("tokenizer.ggml.token_type")
+	fx.del("tokenizer.ggml.merges")
+	fx.del("tokenizer.ggml.bos_token_id")
+	fx.del("tokenizer.ggml.eos_token_id")
+	probs := Check(fx.file(t))
+	if len(probs) != 1 || probs[0].Subject != "dflash.vocab_size" || !strings.Contains(probs[0].Msg, "missing") {
+		t.Errorf("no Markov head, no tokenizer: want vocab_size missing, got %v", probs)
+	}
+}
+
+// Optional parts of the dflash schema: sample_from_anchor (absent = true), the target's
+// block count, the confidence head (weight and bias together) and the Markov head.
+func TestDFlashOptionalParts(t *testing.T) {
+	fx := dflashFixture()
+	fx.del("dflash.sample_from_anchor")
+	fx.del("dflash.target_block_count")
+	fx.del("dflash.attention.causal")
+	fx.drop("conf_proj.weight")
+	fx.drop("conf_proj.bias")
+	if probs := Check(fx.file(t)); len(probs) != 0 {
+		t.Errorf("optional parts absent: %v", probs)
+	}
+	fx.tensor("conf_proj.bias", 1)
+	if probs := Check(fx.file(t)); !hasProblem(probs, "conf_proj.bias", "not a dflash tensor") {
+		t.Errorf("a bias without its weight: %v", probs)
+	}
+	fx = dflashFixture()
+	fx.drop("markov_w1.weight")
+	if probs := Check(fx.file(t)); !hasProblem(probs, "markov_w1.weight", "missing") {
+		t.Errorf("markov_rank 8 without markov_w1: %v", probs)
+	}
+}
+
+// A dense deepseek2 (leading_dense_block_count = block_count) needs none of the routing
+// keys, and may say expert_gating_func 0, as llama.cpp loads it; llama.cpp still requires
+// expert_shared_count and expert_feed_forward_length of every deepseek2 file.
+func TestDeepseek2Dense(t *testing.T) {
+	fx := denseDeepseek2()
+	if probs := Check(fx.file(t)); len(probs) != 0 {
+		t.Fatalf("dense deepseek2 without routing keys: %v", probs)
+	}
+	fx.set("deepseek2.expert_gating_func", gguf.U32(0))
+	if probs := Check(fx.file(t)); len(probs) != 0 {
+		t.Errorf("dense deepseek2 with gating 0: %v", probs)
+	}
+	fx.del("deepseek2.expert_feed_forward_length")
+	if probs := Check(fx.file(t)); !hasProblem(probs, "deepseek2.expert_feed_forward_length", "missing") {
+		t.Errorf("llama.cpp requires expert_feed_forward_length: %v", probs)
+	}
+	// A MoE file still needs the routing keys, and gating 0 there is reported.
+	moe := deepseek2Fixture()
+	moe.set("deepseek2.expert_gating_func", gguf.U32(0))
+	moe.del("deepseek2.expert_weights_scale")
+	probs := Check(moe.file(t))
+	if !hasProblem(probs, "deepseek2.expert_gating_func", "llama.cpp knows 1 (softmax) and 2 (sigmoid)") ||
+		!hasProblem(probs, "deepseek2.expert_weights_scale", "missing") {
+		t.Errorf("MoE deepseek2 with gating 0 and no weights scale: %v", probs)
+	}
+}
+
+// denseDeepseek2 is deepseek2Fixture with every block dense and no routing keys.
+func denseDeepseek2() *fixture {
+	fx := deepseek2Fixture()
+	fx.set("deepseek2.leading_dense_block_count", gguf.U32(dsLayers))
+	for _, k := range []string{"expert_count", "expert_used_count", "expert_weights_scale", "expert_weights_norm", "expert_gating_func"} {
+		fx.del("deepseek2." + k)
+	}
+	fx.set("deepseek2.expert_shared_count", gguf.U32(0))
+	for i := 1; i < dsLayers; i++ {
+		b := fmt.Sprintf("blk.%d.", i)
+		for _, n := range []string{"ffn_gate_inp.weight", "exp_probs_b.bias", "ffn_gate_exps.weight", "ffn_up_exps.weight",
+			"ffn_down_exps.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"} {
+			fx.drop(b + n)
+		}
+		fx.tensor(b+"ffn_gate.weight", fxH, fxF)
+		fx.tensor(b+"ffn_up.weight", fxH, fxF)
+		fx.tensor(b+"ffn_down.weight", fxF, fxH)
+	}
+	return fx
+}
+
+func hasProblem(probs []Problem, subject, msg string) bool {
+	for _, p := range probs {
+		if p.Subject == subject && strings.Contains(p.Msg, msg) {
+			return true
+		}
+	}
+	return false
 }

@@ -12,10 +12,22 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/safetensors"
 	"github.com/dspark-dev/dspark/synth"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
+
+// fitOptions returns opt packed with float32 activations, the options every model the
+// builders run is loaded with: the pairs are functions of their recipes, so their fits must
+// compute the same bits on every machine and kernel path, which is the f32 contract
+// (kernels.F32Activations) and not the bf16 one, whatever runtime.Options defaults to.
+func fitOptions(opt runtime.Options) runtime.Options {
+	opt.Pack = true
+	opt.Activations = kernels.F32Activations
+	return opt
+}
 
 // Recipe fixes every choice of the demo pair; Build is a pure function of it.
 type Recipe struct {
@@ -80,7 +92,7 @@ func Build(dir string, r Recipe) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := runtime.LoadTarget(f, runtime.TargetOptions{Context: 128, MaxBatch: 64, Pack: true})
+	t, err := deepseek2.Load(f, fitOptions(runtime.Options{Context: 128, MaxBatch: 64}))
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -216,7 +228,7 @@ func encodeRows(rows [][]float32, unitRMS bool) []byte {
 }
 
 func scaleBF16(t *safetensors.TensorInfo, data []byte, s float32) ([]byte, error) {
-	if t.Dtype != "BF16" {
+	if t.Dtype != safetensors.BF16 {
 		return nil, fmt.Errorf("want BF16, have %s", t.Dtype)
 	}
 	v := make([]float32, len(data)/2)
@@ -231,9 +243,9 @@ func scaleBF16(t *safetensors.TensorInfo, data []byte, s float32) ([]byte, error
 
 func scaleAny(t *safetensors.TensorInfo, data []byte, s float32) ([]byte, error) {
 	switch t.Dtype {
-	case "BF16":
+	case safetensors.BF16:
 		return scaleBF16(t, data, s)
-	case "F32":
+	case safetensors.F32:
 		v := make([]float32, len(data)/4)
 		dtype.DecodeF32(v, data)
 		for i := range v {
@@ -252,11 +264,11 @@ func fillAny(t *safetensors.TensorInfo, x float32) ([]byte, error) {
 		v[i] = x
 	}
 	switch t.Dtype {
-	case "BF16":
+	case safetensors.BF16:
 		out := make([]byte, 2*len(v))
 		dtype.EncodeBF16(out, v)
 		return out, nil
-	case "F32":
+	case safetensors.F32:
 		out := make([]byte, 4*len(v))
 		dtype.EncodeF32(out, v)
 		return out, nil

@@ -10,6 +10,8 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 )
 
 // EnglishPair is a built English demo pair and what its build measured.
@@ -91,7 +93,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 		return nil, err
 	}
 	defer tf.Close()
-	tg, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: r.ProbeChunk + 128, Pack: true})
+	tg, err := deepseek2.Load(tf, fitOptions(runtime.Options{Context: r.ProbeChunk + 128}))
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +134,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 	if err != nil {
 		return nil, err
 	}
-	d, err := runtime.LoadDraft(df, tg, runtime.TargetOptions{Pack: true})
+	d, err := dflashmla.Load(df, tg, fitOptions(runtime.Options{}))
 	if err != nil {
 		df.Close()
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -22,11 +23,12 @@ type CalibrationSummary struct {
 }
 
 // calibrateDraft fits the draft's confidence calibration the way `dspark calibrate` does
+// (with the builders' f32 activations, so that the fit is the same on every kernel path)
 // (speculative decoding of the first r.CalibPrompts CalibrationPrompts with full blocks,
 // r.CalibTokens tokens each, Sequential Temperature Scaling), for greedy decoding and for
 // SampledParams, and rewrites the draft with the temperatures in its dspark.calibration.*
 // keys (tensors copied byte for byte).
-func calibrateDraft(ctx context.Context, tg *runtime.Target, tf *gguf.File, lx *Lexicon, draftPath string, r *EnglishRecipe, progress func(frac float64)) ([]CalibrationSummary, error) {
+func calibrateDraft(ctx context.Context, tg runtime.Target, tf *gguf.File, lx *Lexicon, draftPath string, r *EnglishRecipe, progress func(frac float64)) ([]CalibrationSummary, error) {
 	sha, err := calibrate.FileSHA256(draftPath)
 	if err != nil {
 		return nil, err
@@ -36,7 +38,7 @@ func calibrateDraft(ctx context.Context, tg *runtime.Target, tf *gguf.File, lx *
 		return nil, err
 	}
 	defer df.Close()
-	d, err := runtime.LoadDraft(df, tg, runtime.TargetOptions{Pack: true})
+	d, err := dflashmla.Load(df, tg, fitOptions(runtime.Options{}))
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +49,7 @@ func calibrateDraft(ctx context.Context, tg *runtime.Target, tf *gguf.File, lx *
 		prompts[i] = lx.Tok.Encode(CalibrationPrompts[i])
 	}
 	f := &calibrate.File{Format: calibrate.Format, Version: calibrate.Version, DraftSHA256: sha,
-		BlockSize: d.Config.BlockSize, Positions: d.Config.MaxDrafts(),
+		BlockSize: d.Info().BlockSize, Positions: d.Info().MaxDrafts(),
 		Prompts: fmt.Sprintf("the first %d of internal/demo.CalibrationPrompts (built with the demo pair)", n),
 		Tokens:  r.CalibTokens, Seed: r.DraftSeed}
 	var out []CalibrationSummary

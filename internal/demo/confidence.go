@@ -7,6 +7,7 @@ import (
 
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -26,8 +27,8 @@ type ConfidenceFit struct {
 // acceptance c* = sum_v min(p_target(v), q_draft(v)) at temperature 1, the DSpark paper's
 // training target for the head. The target's distributions come from one batched pass
 // over the sequence.
-func confidenceSamples(ctx context.Context, t *runtime.Target, d *runtime.Draft, w1 []float32, seqs [][]int, warm int) (feats []float32, targets []float64, err error) {
-	V, E := t.Config.NVocab, t.Config.NEmbd
+func confidenceSamples(ctx context.Context, t runtime.Target, d *dflashmla.Draft, w1 []float32, seqs [][]int, warm int) (feats []float32, targets []float64, err error) {
+	V, E := t.Dims().NVocab, t.Dims().NEmbd
 	dc := d.Config
 	r := dc.MarkovRank
 	taps := d.Taps()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -59,12 +61,12 @@ func TestEmbeddedPairDrafts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer df.Close()
-	tg, err := runtime.LoadTarget(tf, runtime.TargetOptions{Context: 256, Pack: true})
+	tg, err := deepseek2.Load(tf, runtime.Options{Context: 256, Pack: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	d, err := runtime.LoadDraft(df, tg, runtime.TargetOptions{Pack: true})
+	d, err := dflashmla.Load(df, tg, runtime.Options{Pack: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // token ids drawn from [0, normal)) for n tokens each and returns prompt+continuation of each.
 // These are the only observations the fit sees: the target's own behaviour, never the demo's
 // test prompts.
-func Trajectories(t *runtime.Target, normal, nPrompts, n int, seed uint64) ([][]int, error) {
+func Trajectories(t runtime.Target, normal, nPrompts, n int, seed uint64) ([][]int, error) {
 	rng := rand.New(rand.NewPCG(seed, 0xf17))
 	g := &runtime.Generator{Target: t}
 	var out [][]int
@@ -246,9 +246,9 @@ func orthonormalize(Q []float64, v, r int) {
 
 // BigramLogProbs runs the target once per token a of [0, v) on the one-token prompt [a] and
 // returns the log-softmax of its next-token logits: row a = log P_target(next | a).
-func BigramLogProbs(t *runtime.Target, v int) ([][]float64, error) {
+func BigramLogProbs(t runtime.Target, v int) ([][]float64, error) {
 	var st runtime.Step
-	V := t.Config.NVocab
+	V := t.Dims().NVocab
 	out := make([][]float64, v)
 	for a := 0; a < v; a++ {
 		t.Reset()
@@ -305,12 +305,12 @@ func FitLogTable(L [][]float64, r int, seed uint64) (*MarkovFit, error) {
 // position. Row a is the mean over every context the target itself produced that ends in a;
 // tokens never seen at the end of a context keep prior[a] (the one-token table). It is the
 // target's own next-token statistics, soft-counted, in the contexts it actually generates.
-func ContextLogProbs(t *runtime.Target, prior [][]float64, normal, nPrompts, n int, seed uint64) ([][]float64, error) {
+func ContextLogProbs(t runtime.Target, prior [][]float64, normal, nPrompts, n int, seed uint64) ([][]float64, error) {
 	seqs, err := Trajectories(t, normal, nPrompts, n, seed)
 	if err != nil {
 		return nil, err
 	}
-	V := t.Config.NVocab
+	V := t.Dims().NVocab
 	sum := make([][]float64, V)
 	cnt := make([]float64, V)
 	var st runtime.Step

@@ -45,8 +45,8 @@ type Probe struct {
 // state (the draft's layer is the target's layer 0, so the state after it is what the draft
 // computes there): backbone applied to RMSNorm(tap) is subtracted from the target's logits
 // before they are averaged, so the Markov head is fitted to what the backbone leaves.
-func probeTarget(ctx context.Context, t *runtime.Target, backbone *kernels.Mat, ranks, chunk int, taps []int, seed uint64, progress func(done, total int)) (*Probe, error) {
-	V, E := t.Config.NVocab, t.Config.NEmbd
+func probeTarget(ctx context.Context, t runtime.Target, backbone *kernels.Mat, ranks, chunk int, taps []int, seed uint64, progress func(done, total int)) (*Probe, error) {
+	V, E := t.Dims().NVocab, t.Dims().NEmbd
 	T := len(taps)
 	rng := rand.New(rand.NewPCG(seed, 0x9e0be))
 	perm := rng.Perm(ranks)

@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/dspark-dev/dspark/internal/dtype"
+)
 
 // DType is the storage type of a weight matrix, as in a GGUF tensor (little-endian).
 type DType int
@@ -13,10 +17,10 @@ const (
 	Q8_0              // ggml Q8_0: blocks of 32 weights = f16 scale d + 32 int8 q, weight d*q
 )
 
-// Q8_0 block geometry.
+// Q8_0 block geometry (ggml's, defined once in internal/dtype).
 const (
-	q8Block      = 32 // weights per Q8_0 block
-	q8BlockBytes = 34 // bytes per Q8_0 block
+	q8Block      = dtype.Q8_0BlockElems
+	q8BlockBytes = dtype.Q8_0BlockBytes
 )
 
 // String returns the ggml name of the type ("f32", "f16", "bf16", "q8_0").

@@ -1,0 +1,101 @@
+package convert
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// The cross-checks below compare counts config.json declares (heads, tapped layers, Markov
+// rank) with the shapes of the checkpoint's tensors, and explain a disagreement in the
+// terms of both sources, before the generic roster check would report only "wrong shape".
+// They run when the config itself read cleanly, and report the first disagreeing tensor of
+// each kind.
+
+// located names a source tensor with the file holding it.
+func located(t SrcTensor) string {
+	if t.File == "" {
+		return t.Name
+	}
+	return fmt.Sprintf("%s (in %s)", t.Name, filepath.Base(t.File))
+}
+
+// rows returns a 2-D tensor's shape, or false.
+func shape2(ro *roster, name string) (SrcTensor, int64, int64, bool) {
+	t, ok := ro.byName[name]
+	if !ok || len(t.Shape) != 2 {
+		return t, 0, 0, false
+	}
+	return t, t.Shape[0], t.Shape[1], true
+}
+
+// heads returns " = N heads" when n is a whole number of per-head widths.
+func heads(n, per int64) string {
+	if per > 0 && n%per == 0 {
+		return fmt.Sprintf(" = %d heads x %d", n/per, per)
+	}
+	return fmt.Sprintf(", not a multiple of the per-head %d", per)
+}
+
+// checkHeads compares num_attention_heads with the MLA projections of every layer.
+func checkHeads(r *cfgReader, ro *roster, d dims, layers int64) {
+	H, qk, nv, v := d["heads"], d["nope"]+d["rope"], d["nope"]+d["v"], d["v"]
+	type check struct {
+		name      string
+		rowsNotIn bool  // the head count is in the rows (false: in the columns)
+		other     int64 // the other dimension, which must match for a head-count disagreement
+		per       int64
+		what      string
+	}
+	checks := []check{
+		{"self_attn.q_b_proj.weight", true, d["r_q"], qk, fmt.Sprintf("qk_nope_head_dim %d + qk_rope_head_dim %d", d["nope"], d["rope"])},
+		{"self_attn.q_proj.weight", true, d["hidden"], qk, fmt.Sprintf("qk_nope_head_dim %d + qk_rope_head_dim %d", d["nope"], d["rope"])},
+		{"self_attn.kv_b_proj.weight", true, d["r_kv"], nv, fmt.Sprintf("qk_nope_head_dim %d + v_head_dim %d", d["nope"], d["v"])},
+		{"self_attn.o_proj.weight", false, d["hidden"], v, fmt.Sprintf("v_head_dim %d", d["v"])},
+	}
+	for _, c := range checks {
+		for l := int64(0); l < min(layers, maxLayers); l++ {
+			t, rows, cols, ok := shape2(ro, fmt.Sprintf("layers.%d.%s", l, c.name))
+			if !ok {
+				continue
+			}
+			n, side, other := rows, "rows", cols
+			if !c.rowsNotIn {
+				n, side, other = cols, "columns", rows
+			}
+			if n == H*c.per || other != c.other {
+				continue // right, or wrong in another way (the roster check reports it)
+			}
+			r.fail("num_attention_heads = %d (x (%s) = %d %s) disagrees with %s, which has %d %s%s",
+				H, c.what, H*c.per, side, located(t), n, side, heads(n, c.per))
+			break
+		}
+	}
+}
+
+// checkDraftShapes compares the draft's tapped-layer count and Markov rank with the
+// context projection, the Markov tables and the confidence head.
+func checkDraftShapes(r *cfgReader, ro *roster, d dims, family int, taps, targetHidden int64) {
+	fc := alt("context_proj.weight|fc.weight", family)
+	if t, rows, cols, ok := shape2(ro, fc); ok && rows == d["hidden"] && cols != taps*targetHidden {
+		tail := fmt.Sprintf(", not a multiple of target_hidden_size %d", targetHidden)
+		if targetHidden > 0 && cols%targetHidden == 0 {
+			tail = fmt.Sprintf(" = %d x %d: it was trained on %d tapped layers", cols/targetHidden, targetHidden, cols/targetHidden)
+		}
+		r.fail("target_layer_ids lists %d tapped layers (x target_hidden_size %d = %d inputs), but %s takes %d inputs%s",
+			taps, targetHidden, taps*targetHidden, located(t), cols, tail)
+	}
+	rank := d["markov"]
+	for _, name := range []string{"markov_head.markov_w1.weight", "markov_head.markov_w2.weight"} {
+		if t, rows, cols, ok := shape2(ro, name); ok && rows == d["vocab"] && cols != rank {
+			r.fail("markov_rank = %d disagrees with %s, which has rank %d (shape [%d, %d])", rank, located(t), cols, t.Shape[0], cols)
+		}
+	}
+	if t, rows, cols, ok := shape2(ro, "confidence_head.proj.weight"); ok && rows == 1 && cols != d["conf_in"] {
+		tail := ""
+		if cols > d["hidden"] {
+			tail = fmt.Sprintf(" = hidden_size %d + %d", d["hidden"], cols-d["hidden"])
+		}
+		r.fail("the confidence head reads [h ; W1[x]]: hidden_size %d + markov_rank %d = %d inputs, but %s takes %d%s",
+			d["hidden"], rank, d["conf_in"], located(t), cols, tail)
+	}
+}

@@ -1,0 +1,243 @@
+package conformance
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/dspark-dev/dspark/convert"
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/synth"
+)
+
+// use is what the converter and the runtime did with one declared key or tensor.
+type use struct{ produced, read bool }
+
+type census struct {
+	keys    map[*schema.Key]*use
+	tensors map[*schema.Tensor]*use
+}
+
+func (c *census) key(k *schema.Key) *use {
+	if c.keys[k] == nil {
+		c.keys[k] = &use{}
+	}
+	return c.keys[k]
+}
+
+func (c *census) tensor(t *schema.Tensor) *use {
+	if c.tensors[t] == nil {
+		c.tensors[t] = &use{}
+	}
+	return c.tensors[t]
+}
+
+var blk = regexp.MustCompile(`^blk\.\d+\.`)
+
+// written records the keys and tensors of a converted file.
+func (c *census) written(t *testing.T, f *gguf.File) {
+	s := schema.For(schema.FileSource(f))
+	if s == nil {
+		t.Fatalf("%s: no declaration for %q", f.Path, f.Architecture())
+	}
+	for _, k := range s.AllKeys() {
+		if _, ok := f.Lookup(s.FullName(k.Name)); ok {
+			c.key(k).produced = true
+		}
+	}
+	for i := range f.Tensors {
+		name := blk.ReplaceAllString(f.Tensors[i].Name, "blk.{i}.")
+		d, ok := s.TensorDecl(name)
+		if !ok {
+			t.Errorf("%s: convert wrote %s, which the %s declaration does not have", f.Path, f.Tensors[i].Name, s.Name)
+			continue
+		}
+		c.tensor(d).produced = true
+	}
+}
+
+// loaded records what a runtime load read and bound.
+func (c *census) loaded(v *schema.Values) {
+	s := v.Schema()
+	for _, name := range v.Read() {
+		k, _ := s.Key(name)
+		c.key(k).read = true
+	}
+	for _, tpl := range v.Bound() {
+		d, _ := s.TensorDecl(tpl)
+		c.tensor(d).read = true
+	}
+}
+
+func convertTo(t *testing.T, dir, out string, opt convert.Options) *gguf.File {
+	t.Helper()
+	p, err := convert.NewPlan(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Write(out, convert.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestDeclarationsCovered converts synthetic checkpoints of every variant the converter
+// supports, loads every output (and a hand-built draft without q-LoRA, which no supported
+// checkpoint has) in the runtime, and checks that each key and tensor of each declaration
+// is written by convert exactly when it is not marked NotProduced, and read or bound by the
+// runtime exactly when it is not marked NotRead / NotRun. Keys shared by every declaration
+// (general.*, tokenizer.*) count over all of them. It runs for both ways of loading: views
+// of the file, and packed with the fused forms (stacked gate/up and kv_a_mqa/q_a, grouped
+// k_b/v_b), whose bindings must go through the declarations too.
+func TestDeclarationsCovered(t *testing.T) {
+	for _, pack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pack=%v", pack), func(t *testing.T) { testDeclarationsCovered(t, pack) })
+	}
+}
+
+func testDeclarationsCovered(t *testing.T, pack bool) {
+	root := t.TempDir()
+	c := &census{keys: map[*schema.Key]*use{}, tensors: map[*schema.Tensor]*use{}}
+	targets := map[string]synth.TargetOptions{
+		"moe":          {Seed: 1},
+		"noqlora-tied": {Seed: 2, NoQLoRA: true, Tied: true},
+		"dense":        {Seed: 3, Dense: true},
+		"group-fp8":    {Seed: 4, GroupRouting: true, FP8: true, FP8Block: 16},
+	}
+	var base *deepseek2.Target
+	var baseDir string
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range targets {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		opts := targets[name]
+		opts.Preset = synth.Tiny
+		dir := filepath.Join(root, "t-"+name)
+		if _, err := synth.Target(dir, opts, synth.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), convert.Options{})
+		c.written(t, f)
+		tg, err := deepseek2.Load(f, runtime.Options{Context: 64, Pack: pack})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(tg.Close)
+		if _, err := runtime.TokenizerOf(f.Path, tg.Values()); err != nil {
+			t.Fatal(err)
+		}
+		runtime.EOSOf(tg.Values())
+		c.loaded(tg.Values())
+		if name == "moe" {
+			base, baseDir = tg, dir
+		}
+	}
+	drafts := map[string]struct {
+		opts synth.DraftOptions
+		conv convert.Options
+	}{
+		"dspark":            {synth.DraftOptions{Seed: 5}, convert.Options{}},
+		"dflash-keep-embd":  {synth.DraftOptions{Seed: 6, DFlashNames: true}, convert.Options{KeepEmbeddings: true}},
+		"causal-variant":    {synth.DraftOptions{Seed: 7, Causal: true, Heads: 2, Layers: 1, MarkovRank: 8}, convert.Options{}},
+		"no-target-f32-out": {synth.DraftOptions{Seed: 8}, convert.Options{OutType: convert.F32}},
+	}
+	for name, d := range drafts {
+		d.opts.Preset, d.opts.TargetDir = synth.Tiny, baseDir
+		dir := filepath.Join(root, "d-"+name)
+		if _, err := synth.Draft(dir, d.opts, synth.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if name != "no-target-f32-out" {
+			d.conv.Target = baseDir
+		}
+		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), d.conv)
+		c.written(t, f)
+		dr, err := dflashmla.Load(f, base, runtime.Options{Pack: pack})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(dr.Close)
+		c.loaded(dr.Values())
+	}
+	// A draft with a full attn_q (no q-LoRA): declared and run, never converted.
+	ts := testmodel.DefaultTarget()
+	tm := testmodel.BuildTarget(ts, 1)
+	ds := testmodel.DefaultDraft(ts)
+	ds.QLora = 0
+	dm := testmodel.BuildDraft(ts, ds, 2)
+	for _, m := range []*testmodel.Model{tm, dm} {
+		m.Write(t, filepath.Join(root, fmt.Sprintf("hand-%p.gguf", m)))
+	}
+	tf, err := gguf.Open(filepath.Join(root, fmt.Sprintf("hand-%p.gguf", tm)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tf.Close()
+	df, err := gguf.Open(filepath.Join(root, fmt.Sprintf("hand-%p.gguf", dm)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer df.Close()
+	htg, err := deepseek2.Load(tf, runtime.Options{Context: 32, Pack: pack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(htg.Close)
+	hdr, err := dflashmla.Load(df, htg, runtime.Options{Pack: pack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hdr.Close)
+	c.loaded(hdr.Values())
+
+	for _, s := range schema.All() {
+		for _, k := range s.AllKeys() {
+			u := c.key(k)
+			name := s.FullName(k.Name)
+			switch {
+			case u.produced && k.NotProduced != "":
+				t.Errorf("%s: %s is marked not produced (%s) but convert wrote it", s.Name, name, k.NotProduced)
+			case !u.produced && k.NotProduced == "":
+				t.Errorf("%s: %s is neither written by convert nor marked NotProduced", s.Name, name)
+			}
+			switch {
+			case u.read && k.NotRead != "":
+				t.Errorf("%s: %s is marked not read (%s) but the runtime read it", s.Name, name, k.NotRead)
+			case !u.read && k.NotRead == "":
+				t.Errorf("%s: %s is neither read by the runtime nor marked NotRead", s.Name, name)
+			}
+		}
+		for i := range s.Tensors {
+			d, _ := s.TensorDecl(s.Tensors[i].Name)
+			u := c.tensor(d)
+			switch {
+			case u.produced && d.NotProduced != "":
+				t.Errorf("%s: %s is marked not produced (%s) but convert wrote it", s.Name, d.Name, d.NotProduced)
+			case !u.produced && d.NotProduced == "":
+				t.Errorf("%s: %s is neither written by convert nor marked NotProduced", s.Name, d.Name)
+			}
+			switch {
+			case u.read && d.NotRun != "":
+				t.Errorf("%s: %s is marked not run (%s) but the runtime bound it", s.Name, d.Name, d.NotRun)
+			case !u.read && d.NotRun == "":
+				t.Errorf("%s: %s is neither bound by the runtime nor marked NotRun", s.Name, d.Name)
+			}
+		}
+	}
+}

@@ -1,0 +1,201 @@
+// Package drafttime times one block of a full-size draft on its own: a stand-in target
+// head, synthetic context features, and each block paired with a streaming read of the
+// same weight bytes (dspark run --draft-only). It is a measurement harness, not part of the
+// runtime's API.
+package drafttime
+
+import (
+	"math"
+	"math/rand/v2"
+	goruntime "runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/dtype"
+	"github.com/dspark-dev/dspark/internal/mmap"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/speculative"
+)
+
+// StandInHead allocates a vocab x embd BF16 matrix of pseudo-random values (seeded) in
+// anonymous huge-page memory, to stand in for a target's embedding and lm_head when a draft
+// is timed without its target. The returned matrix is packed for the fast kernels; data is
+// the row-major bytes it was packed from (same size, for a streaming-read baseline). Call
+// release when done.
+func StandInHead(vocab, embd int, seed uint64) (head *kernels.Mat, data []byte, release func(), err error) {
+	buf, err := mmap.Anon(vocab * embd * 2)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var wg sync.WaitGroup
+	workers := goruntime.GOMAXPROCS(0)
+	rowsPer := (vocab + workers - 1) / workers
+	scale := float32(1 / math.Sqrt(float64(embd)))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			row := make([]float32, embd)
+			for r := w * rowsPer; r < min(vocab, (w+1)*rowsPer); r++ {
+				for i := range row {
+					row[i] = float32(rng.NormFloat64()) * scale
+				}
+				dtype.EncodeBF16(buf[r*embd*2:(r+1)*embd*2], row)
+			}
+		}(w)
+	}
+	wg.Wait()
+	m, err := kernels.NewMat(kernels.BF16, vocab, embd, buf)
+	if err != nil {
+		mmap.FreeAnon(buf)
+		return nil, nil, nil, err
+	}
+	p, err := m.Pack()
+	if err != nil {
+		mmap.FreeAnon(buf)
+		return nil, nil, nil, err
+	}
+	return p, buf, func() { p.Release(); mmap.FreeAnon(buf) }, nil
+}
+
+// Timing is the result of Block.
+type Timing struct {
+	ContextPositions int              `json:"context_positions"`
+	InjectTime       time.Duration    `json:"inject_ns"`        // injecting the context features
+	BlockTimes       []time.Duration  `json:"block_ns"`         // each timed block (backbone + lm_head + Markov/confidence chain)
+	BlockTime        time.Duration    `json:"block_median_ns"`  // their median
+	BlockBytes       int64            `json:"block_bytes"`      // weight bytes one block reads at least once
+	StreamTimes      []time.Duration  `json:"stream_ns"`        // the stream read run right after each block
+	StreamTime       time.Duration    `json:"stream_median_ns"` // their median
+	Ratios           []float64        `json:"ratios"`           // each block's time over its paired stream read's
+	Ratio            float64          `json:"ratio"`            // median of Ratios
+	Drafts           []int            `json:"drafts"`
+	Numerics         runtime.Numerics `json:"numerics"` // the draft's kernel path and activation precision
+}
+
+// Block feeds ctx positions of synthetic (seeded Gaussian) context features to d,
+// then drafts one block reps times (greedy, Markov head and confidence chain included), each
+// block followed by one streaming read of the same weight bytes, and reports the median of
+// the per-pair ratios: on a shared machine the memory bandwidth drifts by tens of percent
+// within minutes, and a block is only comparable with a read taken next to it. head is the
+// bytes of the lm_head the draft was loaded with (read by every block).
+func Block(d *dflashmla.Draft, head []byte, ctx, reps int, seed uint64) (*Timing, error) {
+	c := &d.Config
+	rng := rand.New(rand.NewPCG(seed, 1))
+	hidden := map[int][]float32{}
+	for _, l := range c.TargetLayers {
+		h := make([]float32, ctx*c.TargetHidden)
+		for i := range h {
+			h[i] = float32(rng.NormFloat64())
+		}
+		hidden[l] = h
+	}
+	d.Reset()
+	t0 := time.Now()
+	if err := d.AddContext(hidden, 0, ctx); err != nil {
+		return nil, err
+	}
+	res := &Timing{ContextPositions: ctx, InjectTime: time.Since(t0), Numerics: d.Numerics()}
+	dr := speculative.Drafter{Bias: d.MarkovBias}
+	first := 0
+	if !c.SampleFromAnchor {
+		first = 1
+	}
+	rows := make([][]float32, 0, c.BlockSize)
+	regions := append(blockRegions(d), head)
+	for _, b := range regions {
+		res.BlockBytes += int64(len(b))
+	}
+	streamRead(regions) // warm the page tables of the GGUF mapping
+	for r := 0; r < reps; r++ {
+		t0 := time.Now()
+		logits, hid, err := d.Block(1)
+		if err != nil {
+			return nil, err
+		}
+		rows = rows[:0]
+		for k := first; k < c.BlockSize; k++ {
+			rows = append(rows, logits[k*c.NVocab:(k+1)*c.NVocab])
+		}
+		if c.HasConfidence {
+			dr.Confidence = func(k, prev int) float64 { return d.Confidence(hid, first+k-1, prev) }
+		}
+		drafts, _ := dr.Draft(1, rows, nil)
+		bt := time.Since(t0)
+		res.Drafts = append(res.Drafts[:0], drafts...)
+		t0 = time.Now()
+		streamRead(regions)
+		st := time.Since(t0)
+		res.BlockTimes = append(res.BlockTimes, bt)
+		res.StreamTimes = append(res.StreamTimes, st)
+		res.Ratios = append(res.Ratios, float64(bt)/float64(st))
+	}
+	res.BlockTime, res.StreamTime = median(res.BlockTimes), median(res.StreamTimes)
+	if len(res.Ratios) > 0 {
+		s := slices.Clone(res.Ratios)
+		slices.Sort(s)
+		res.Ratio = s[len(s)/2]
+	}
+	return res, nil
+}
+
+// blockRegions lists the weight bytes a block forward reads: every layer, the norms, the
+// Markov and confidence heads (fc and the injected context are not part of a block).
+func blockRegions(d *dflashmla.Draft) [][]byte {
+	var out [][]byte
+	for i := range d.File.Tensors {
+		t := &d.File.Tensors[i]
+		if t.Name == schema.FC || t.Name == schema.EncOutputNorm {
+			continue
+		}
+		if b, err := d.File.TensorData(t); err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+var streamSink uint64
+
+// streamRead reads every byte of regions once, split across GOMAXPROCS goroutines like the
+// kernels' work, and returns nothing but the time it takes (the floor a block can reach).
+func streamRead(regions [][]byte) {
+	workers := goruntime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	sums := make([]uint64, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var s uint64
+			for _, b := range regions {
+				per := (len(b)/workers + 63) &^ 63
+				lo := min(len(b), w*per)
+				hi := min(len(b), lo+per)
+				if w == workers-1 {
+					hi = len(b)
+				}
+				s += kernels.StreamRead(b[lo:hi])
+			}
+			sums[w] = s
+		}(w)
+	}
+	wg.Wait()
+	for _, s := range sums {
+		streamSink += s
+	}
+}
+
+func median(xs []time.Duration) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

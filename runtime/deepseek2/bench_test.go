@@ -1,0 +1,675 @@
+package deepseek2
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/internal/mmap"
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/speculative"
+	"golang.org/x/sys/unix"
+)
+
+// The runtime benchmarks time a real target (and draft) given by path, because their figures
+// only mean something at a realistic shape; scripts/bench-run.sh synthesizes and converts the
+// `small` pair and sets the variables. Without them every benchmark here skips.
+//
+// Each headline figure is reported beside a limit measured in the same run, interleaved
+// iteration by iteration (the machine is shared and noisy), as medians:
+//
+//	TargetDecode: one-token decode steps at a fixed context; tokens/s, GB/s of the weight bytes
+//	              a step reads, a plain streaming read of the same bytes on as many goroutines
+//	              as the kernels use, and their ratio (goal >= 0.9)
+//	Verify8:      the time of an 8-row forward over a 1-row forward at the same context
+//	              (goal <= 1.6), with the ratio of the weight bytes the two read
+//	Speculative:  plain and speculative greedy tokens/s in the same process, tau, acceptance
+//	              per position, the draft/verify split, speedup and speedup / tau (goal >= 0.6)
+//
+// Each runs on one thread (GOMAXPROCS=1, timed on the process CPU clock; see useThreads) and
+// on GOMAXPROCS threads (wall clock).
+//
+// Weight bytes of a step (the accounting behind GB/s): every tensor of every layer (attention,
+// norms, dense FFN, router, shared experts), the routed experts the step's rows actually
+// selected (one copy per distinct expert and layer), the lm_head (the embedding when tied) and
+// one embedding row per token. The latent KV cache is not counted (at the benchmark context it
+// is ~1 MB against ~200 MB of weights). The runtime reads its repacked copy of the weights
+// (runtime.Options.Pack), held in anonymous memory advised to use huge pages; the reference reads
+// a copy of the same tensors' GGUF bytes held in the same kind of memory.
+
+const (
+	envBenchTarget = "DSPARK_BENCH_TARGET"
+	envBenchDraft  = "DSPARK_BENCH_DRAFT"
+	// envBenchKernels selects the kernel path (kernels.SelectPath: avx512, avx2, portable) and
+	// envBenchActivations the activation precision (f32, bf16) of the models; unset: the
+	// defaults (the fastest path, f32).
+	envBenchKernels     = "DSPARK_BENCH_KERNELS"
+	envBenchActivations = "DSPARK_BENCH_ACTIVATIONS"
+
+	benchPromptLen = 64  // context before the timed steps
+	benchGenTokens = 32  // tokens generated per Speculative iteration
+	benchContext   = 512 // KV cache capacity
+	benchVerifyLen = 8   // rows of a verify forward
+)
+
+// benchModels holds the models loaded once per test process (packing takes a while). They
+// are never closed: the process ends with the benchmarks.
+var benchModels struct {
+	sync.Mutex
+	target *Target
+	draft  *dflashmla.Draft
+}
+
+// benchOptions returns the load options of the benchmark models, after selecting the kernel
+// path named by DSPARK_BENCH_KERNELS.
+func benchOptions(b *testing.B, opt runtime.Options) runtime.Options {
+	b.Helper()
+	opt.Pack = true
+	if p := os.Getenv(envBenchKernels); p != "" {
+		if err := kernels.SelectPath(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if a := os.Getenv(envBenchActivations); a != "" {
+		p, err := kernels.ParsePrecision(a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt.Activations = p
+	}
+	return opt
+}
+
+// benchTarget loads the target named by DSPARK_BENCH_TARGET, or skips.
+func benchTarget(b *testing.B) *Target {
+	b.Helper()
+	path := os.Getenv(envBenchTarget)
+	if path == "" {
+		b.Skipf("%s is not set: point it at a deepseek2 GGUF (scripts/bench-run.sh makes the small pair)", envBenchTarget)
+	}
+	benchModels.Lock()
+	defer benchModels.Unlock()
+	if benchModels.target == nil {
+		f, err := gguf.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t, err := Load(f, benchOptions(b, runtime.Options{Context: benchContext}))
+		if err != nil {
+			f.Close()
+			b.Fatal(err)
+		}
+		benchModels.target = t
+	}
+	return benchModels.target
+}
+
+// benchDraft loads the target and the draft named by DSPARK_BENCH_DRAFT, or skips.
+func benchDraft(b *testing.B) (*Target, *dflashmla.Draft) {
+	b.Helper()
+	path := os.Getenv(envBenchDraft)
+	if path == "" {
+		b.Skipf("%s is not set: point it at a dflash GGUF paired with %s (scripts/bench-run.sh makes the small pair)", envBenchDraft, envBenchTarget)
+	}
+	t := benchTarget(b)
+	benchModels.Lock()
+	defer benchModels.Unlock()
+	if benchModels.draft == nil {
+		f, err := gguf.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := dflashmla.Load(f, t, benchOptions(b, runtime.Options{}))
+		if err != nil {
+			f.Close()
+			b.Fatal(err)
+		}
+		benchModels.draft = d
+	}
+	return t, benchModels.draft
+}
+
+// benchTokens returns n deterministic pseudo-random token ids below vocab.
+func benchTokens(n, vocab int, seed uint64) []int {
+	r := rand.New(rand.NewPCG(seed, 64))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = r.IntN(vocab)
+	}
+	return out
+}
+
+// benchPrefill resets t, runs the benchmark prompt and returns the greedy next token.
+func benchPrefill(b *testing.B, t *Target, st *runtime.Step) int {
+	b.Helper()
+	V := t.Config.NVocab
+	prompt := benchTokens(benchPromptLen, V, 1)
+	t.Reset()
+	if err := t.Forward(prompt, len(prompt)-1, nil, st); err != nil {
+		b.Fatal(err)
+	}
+	return speculative.Argmax(st.Logits[(len(prompt)-1)*V : len(prompt)*V])
+}
+
+// selectedExperts returns, for each layer, the distinct routed experts that rows chose when
+// run at the current context (nil for dense layers). It runs the real forward on the first
+// li+1 layers and reads the last layer's selection from the MoE scratch, then truncates the
+// cache back; it is accounting, outside any timing.
+func selectedExperts(b testing.TB, t *Target, rows []int) [][]int {
+	b.Helper()
+	c := &t.Config
+	L := t.Len()
+	all := t.layers
+	defer func() { t.layers = all }()
+	out := make([][]int, len(all))
+	var st runtime.Step
+	for li := c.NDense; li < len(all); li++ {
+		t.layers = all[:li+1]
+		if err := t.Forward(rows, len(rows), nil, &st); err != nil {
+			b.Fatal(err)
+		}
+		if err := t.Truncate(L); err != nil {
+			b.Fatal(err)
+		}
+		var sel []int
+		for _, e := range t.s.moe.sel[:len(rows)*c.NExpertUsed] {
+			if !slices.Contains(sel, e) {
+				sel = append(sel, e)
+			}
+		}
+		slices.Sort(sel)
+		out[li] = sel
+	}
+	return out
+}
+
+// readPlan is the list of GGUF byte spans one forward step reads as weights.
+type readPlan struct {
+	spans [][]byte
+	total int64
+	buf   []byte   // the reference copy of the spans (see reference)
+	share [][]byte // buf cut into one share per reading goroutine
+}
+
+func (p *readPlan) add(s []byte) {
+	p.spans = append(p.spans, s)
+	p.total += int64(len(s))
+}
+
+// stepPlan lists the weight bytes of a forward over rows whose experts per layer are sel.
+func stepPlan(b testing.TB, t *Target, rows []int, sel [][]int) *readPlan {
+	b.Helper()
+	f := t.File
+	p := &readPlan{}
+	data := func(name string) []byte {
+		ti, ok := f.Tensor(name)
+		if !ok {
+			b.Fatalf("%s: no tensor %s", f.Path, name)
+		}
+		d, err := f.TensorData(ti)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	_, hasOutput := f.Tensor("output.weight")
+	for i := range f.Tensors {
+		name := f.Tensors[i].Name
+		switch {
+		case name == "token_embd.weight":
+			d := data(name)
+			if !hasOutput {
+				p.add(d) // tied: the whole matrix is the lm_head
+				continue
+			}
+			per := len(d) / t.Config.NVocab
+			seen := map[int]bool{}
+			for _, id := range rows {
+				if !seen[id] {
+					seen[id] = true
+					p.add(d[id*per : (id+1)*per])
+				}
+			}
+		case strings.HasSuffix(name, "_exps.weight"):
+			var li int
+			if _, err := fmt.Sscanf(name, "blk.%d.", &li); err != nil || li >= len(sel) {
+				b.Fatalf("%s: cannot tell the layer of %s", f.Path, name)
+			}
+			d := data(name)
+			per := len(d) / t.Config.NExpert
+			for _, e := range sel[li] {
+				p.add(d[e*per : (e+1)*per])
+			}
+		default:
+			p.add(data(name))
+		}
+	}
+	return p
+}
+
+// reference copies the plan's bytes, in order, into anonymous memory advised to use huge
+// pages (the kind the packed weights live in) and cuts that copy into parts contiguous shares of equal size, one
+// per reading goroutine. Free it with release.
+func (p *readPlan) reference(b testing.TB, parts int) {
+	b.Helper()
+	buf, err := mmap.Anon(int(p.total))
+	if err != nil {
+		b.Fatal(err)
+	}
+	off := 0
+	for _, s := range p.spans {
+		off += copy(buf[off:], s)
+	}
+	p.buf = buf
+	p.share = make([][]byte, parts)
+	for k := range p.share {
+		p.share[k] = buf[len(buf)*k/parts : len(buf)*(k+1)/parts]
+	}
+}
+
+func (p *readPlan) release() {
+	mmap.FreeAnon(p.buf)
+	p.buf, p.share = nil, nil
+}
+
+// readSink keeps the reads from being optimized away.
+var readSink int
+
+// read streams every byte of the reference copy once, each share on its own goroutine (the
+// caller takes the first), with kernels.StreamRead (six interleaved AVX2 streams, the way the
+// kernels read packed weights), and returns the sum of the words read.
+func (p *readPlan) read() int {
+	var wg sync.WaitGroup
+	sums := make([]uint64, len(p.share))
+	for k := 1; k < len(p.share); k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			sums[k] = kernels.StreamRead(p.share[k])
+		}(k)
+	}
+	sums[0] = kernels.StreamRead(p.share[0])
+	wg.Wait()
+	var n uint64
+	for _, c := range sums {
+		n += c
+	}
+	return int(n)
+}
+
+// interleave runs ref and kern alternately b.N times after one warm-up call each (kern
+// timed by the benchmark, ref not), measuring both on clock, and returns their median times
+// and the medians of the per-iteration ratios time(ref)/time(kern) and time(kern)/time(ref):
+// neighbouring measurements share the machine's load.
+func interleave(b *testing.B, clock func() time.Duration, ref, kern func()) (kMed, rMed time.Duration, refOverKern, kernOverRef float64) {
+	ref()
+	kern()
+	tk := make([]time.Duration, b.N)
+	tr := make([]time.Duration, b.N)
+	rk := make([]float64, b.N)
+	kr := make([]float64, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		t0 := clock()
+		ref()
+		tr[i] = clock() - t0
+		b.StartTimer()
+		t1 := clock()
+		kern()
+		tk[i] = clock() - t1
+		rk[i] = tr[i].Seconds() / tk[i].Seconds()
+		kr[i] = tk[i].Seconds() / tr[i].Seconds()
+	}
+	b.StopTimer()
+	for _, s := range [][]time.Duration{tk, tr} {
+		slices.Sort(s)
+	}
+	slices.Sort(rk)
+	slices.Sort(kr)
+	return tk[b.N/2], tr[b.N/2], rk[b.N/2], kr[b.N/2]
+}
+
+// benchThreads are the thread counts benchmarked: one (llama.cpp's quoted figures are for
+// one thread) and GOMAXPROCS.
+func benchThreads() []int {
+	if n := goruntime.GOMAXPROCS(0); n > 1 {
+		return []int{1, n}
+	}
+	return []int{1}
+}
+
+// useThreads sets the kernels' parallelism to n and returns the clock to time with and a
+// function restoring the previous settings. For n = 1 it also sets GOMAXPROCS to 1, so every
+// goroutine of a step (the attention's workers included) shares one core, and times with the
+// process's CPU time: on a shared machine that leaves out the time spent waiting for a core
+// and keeps memory stalls, which are part of the work. For n > 1 it times the wall clock,
+// which the machine's load inflates (interleaving keeps the ratios fair).
+func useThreads(b *testing.B, n int) (clock func() time.Duration, restore func()) {
+	b.Helper()
+	kernels.SetParallelism(n)
+	if n > 1 {
+		start := time.Now()
+		return func() time.Duration { return time.Since(start) }, func() { kernels.SetParallelism(0) }
+	}
+	prev := goruntime.GOMAXPROCS(1)
+	return processCPUTime, func() {
+		goruntime.GOMAXPROCS(prev)
+		kernels.SetParallelism(0)
+	}
+}
+
+// processCPUTime returns the CPU time consumed by the process.
+func processCPUTime() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// BenchmarkTargetDecode times one-token decode steps after a 64-token prompt (the cache is
+// truncated back before each step, so the context stays 64) against a streaming read of the
+// step's weight bytes on the same number of goroutines.
+func BenchmarkTargetDecode(b *testing.B) {
+	for _, par := range benchThreads() {
+		b.Run(fmt.Sprintf("threads=%d", par), func(b *testing.B) {
+			t := benchTarget(b)
+			clock, restore := useThreads(b, par)
+			defer restore()
+			var st runtime.Step
+			tok := benchPrefill(b, t, &st)
+			L := t.Len()
+			row := []int{tok}
+			plan := stepPlan(b, t, row, selectedExperts(b, t, row))
+			plan.reference(b, par)
+			defer plan.release()
+			step := func() {
+				if err := t.Truncate(L); err != nil {
+					b.Fatal(err)
+				}
+				if err := t.Forward(row, 0, nil, &st); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(plan.total)
+			kern, read, ratio, _ := interleave(b, clock, func() { readSink += plan.read() }, step)
+			wb := float64(plan.total)
+			b.ReportMetric(1/kern.Seconds(), "tok/s")
+			b.ReportMetric(1/read.Seconds(), "read-limit-tok/s")
+			b.ReportMetric(wb/kern.Seconds()/1e9, "GB/s")
+			b.ReportMetric(wb/read.Seconds()/1e9, "read-GB/s")
+			b.ReportMetric(ratio, "ratio-to-read")
+			b.ReportMetric(wb/1e6, "weight-MB/tok")
+		})
+	}
+}
+
+// BenchmarkThreads compares, on the wall clock and interleaved step by step, a forward on
+// one thread (GOMAXPROCS 1, kernels on one goroutine) with the same forward on every thread,
+// for a one-row decode step and an 8-row verify step: speedup = time(1 thread) / time(all);
+// two threads must never be slower than one (speedup >= 1).
+func BenchmarkThreads(b *testing.B) {
+	n := goruntime.GOMAXPROCS(0)
+	if n < 2 {
+		b.Skip("one CPU")
+	}
+	for _, rowsN := range []int{1, benchVerifyLen} {
+		b.Run(fmt.Sprintf("rows=%d/threads=1-vs-%d", rowsN, n), func(b *testing.B) {
+			t := benchTarget(b)
+			var st runtime.Step
+			tok := benchPrefill(b, t, &st)
+			L := t.Len()
+			rows := append([]int{tok}, benchTokens(rowsN-1, t.Config.NVocab, 2)...)
+			forward := func(threads int) func() {
+				return func() {
+					goruntime.GOMAXPROCS(threads)
+					kernels.SetParallelism(threads)
+					if err := t.Truncate(L); err != nil {
+						b.Fatal(err)
+					}
+					if err := t.Forward(rows, 0, nil, &st); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			defer func() {
+				goruntime.GOMAXPROCS(n)
+				kernels.SetParallelism(0)
+			}()
+			start := time.Now()
+			wall := func() time.Duration { return time.Since(start) }
+			kern, one, speedup, _ := interleave(b, wall, forward(1), forward(n))
+			b.ReportMetric(one.Seconds()*1e3, "ms/1-thread")
+			b.ReportMetric(kern.Seconds()*1e3, "ms/all-threads")
+			b.ReportMetric(speedup, "speedup")
+		})
+	}
+}
+
+// BenchmarkVerify8 times an 8-row forward (logits for every row, as a verify step needs)
+// against a 1-row forward at the same 64-token context.
+func BenchmarkVerify8(b *testing.B) {
+	for _, par := range benchThreads() {
+		b.Run(fmt.Sprintf("threads=%d", par), func(b *testing.B) {
+			t := benchTarget(b)
+			clock, restore := useThreads(b, par)
+			defer restore()
+			var st runtime.Step
+			tok := benchPrefill(b, t, &st)
+			L := t.Len()
+			one := []int{tok}
+			rows := append([]int{tok}, benchTokens(benchVerifyLen-1, t.Config.NVocab, 2)...)
+			bytes1 := stepPlan(b, t, one, selectedExperts(b, t, one)).total
+			bytes8 := stepPlan(b, t, rows, selectedExperts(b, t, rows)).total
+			forward := func(toks []int) func() {
+				return func() {
+					if err := t.Truncate(L); err != nil {
+						b.Fatal(err)
+					}
+					if err := t.Forward(toks, 0, nil, &st); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.SetBytes(bytes8)
+			t8, t1, _, cost := interleave(b, clock, forward(one), forward(rows))
+			b.ReportMetric(cost, "cost-vs-1-row")
+			b.ReportMetric(float64(bytes8)/float64(bytes1), "bytes-vs-1-row")
+			b.ReportMetric(t1.Seconds()*1e3, "ms/1-row")
+			b.ReportMetric(t8.Seconds()*1e3, "ms/8-rows")
+		})
+	}
+}
+
+// BenchmarkSpeculative runs plain and speculative greedy decoding of the same prompt in each
+// iteration and reports both speeds, their ratio, and the speculative statistics. The two
+// outputs must match token for token (greedy speculative decoding is lossless).
+//
+// With several threads the speeds are the generator's own (wall-clock decode time after the
+// prompt). On one thread they are taken on the process CPU clock like the other benchmarks:
+// the cost of generate(prompt, n) minus that of generate(prompt, 1), which is the prompt
+// processing alone. The draft/verify split always comes from the generator's wall clocks.
+func BenchmarkSpeculative(b *testing.B) {
+	for _, par := range benchThreads() {
+		b.Run(fmt.Sprintf("threads=%d", par), func(b *testing.B) {
+			t, d := benchDraft(b)
+			clock, restore := useThreads(b, par)
+			defer restore()
+			benchSpeculative(b, &runtime.Generator{Target: t, Draft: d}, par, clock)
+		})
+	}
+}
+
+func benchSpeculative(b *testing.B, g *runtime.Generator, par int, clock func() time.Duration) {
+	prompt := benchTokens(benchPromptLen, g.Target.Dims().NVocab, 1)
+	// timed returns gen's result for benchGenTokens tokens and its decode speed.
+	timed := func(gen func([]int, int) (*runtime.Result, error)) (*runtime.Result, float64) {
+		if par > 1 {
+			r, err := gen(prompt, benchGenTokens)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r, r.TokensPerSecond()
+		}
+		t0 := clock()
+		base, err := gen(prompt, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := clock()
+		r, err := gen(prompt, benchGenTokens)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := clock()
+		return r, float64(len(r.Tokens)-len(base.Tokens)) / ((t2 - t1) - (t1 - t0)).Seconds()
+	}
+	var stats speculative.Stats
+	var plainTPS, specTPS, speedup []float64
+	run := func() {
+		pr, ps := timed(g.Plain)
+		sr, ss := timed(g.Speculative)
+		if !slices.Equal(pr.Tokens, sr.Tokens) {
+			b.Fatalf("speculative greedy output differs from plain greedy:\nplain %v\nspec  %v", pr.Tokens, sr.Tokens)
+		}
+		plainTPS = append(plainTPS, ps)
+		specTPS = append(specTPS, ss)
+		speedup = append(speedup, ss/ps)
+		stats.Add(&sr.Stats)
+	}
+	run() // warm-up, not reported
+	stats, plainTPS, specTPS, speedup = speculative.Stats{}, nil, nil, nil
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run()
+	}
+	b.StopTimer()
+	med := func(v []float64) float64 {
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	tau, sp := stats.Tau(), med(speedup)
+	b.ReportMetric(med(plainTPS), "plain-tok/s")
+	b.ReportMetric(med(specTPS), "spec-tok/s")
+	b.ReportMetric(sp, "speedup")
+	b.ReportMetric(tau, "tau")
+	b.ReportMetric(sp/tau, "speedup/tau")
+	b.ReportMetric(stats.AcceptanceRate(), "accept-rate")
+	for i, r := range stats.PerPositionRates() {
+		b.ReportMetric(r, fmt.Sprintf("accept-p%d", i+1))
+	}
+	rounds := float64(stats.Rounds)
+	b.ReportMetric(stats.DraftTime.Seconds()*1e3/rounds, "draft-ms/round")
+	b.ReportMetric(stats.VerifyTime.Seconds()*1e3/rounds, "verify-ms/round")
+	b.ReportMetric(stats.DraftTime.Seconds()/(stats.DraftTime+stats.VerifyTime).Seconds(), "draft-share")
+}
+
+// TestBenchAccounting checks the byte accounting behind the benchmarks' GB/s on a tiny MoE
+// target: the experts found per layer, the plan's total against the tensor table, and the
+// reference copy and its read.
+func TestBenchAccounting(t *testing.T) {
+	spec := testmodel.DefaultTarget()
+	tg := openTarget(t, testmodel.BuildTarget(spec, 11), runtime.Options{Context: 32})
+	var st runtime.Step
+	if err := tg.Forward([]int{3, 1, 4, 1, 5}, 0, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	L := tg.Len()
+	one := []int{9}
+	batch := []int{9, 2, 6, 5, 3, 5, 8, 9}
+	sel1 := selectedExperts(t, tg, one)
+	sel8 := selectedExperts(t, tg, batch)
+	if tg.Len() != L || len(tg.layers) != spec.Layers {
+		t.Fatalf("selectedExperts left %d cached tokens and %d layers, want %d and %d", tg.Len(), len(tg.layers), L, spec.Layers)
+	}
+	for li := range spec.Layers {
+		if li < spec.Dense {
+			if sel1[li] != nil || sel8[li] != nil {
+				t.Errorf("dense layer %d: experts %v / %v", li, sel1[li], sel8[li])
+			}
+			continue
+		}
+		if len(sel1[li]) != spec.Used {
+			t.Errorf("layer %d: one row selected %v, want %d distinct experts", li, sel1[li], spec.Used)
+		}
+		for _, e := range sel1[li] {
+			// the batch's first row sees the same context as the single row
+			if !slices.Contains(sel8[li], e) {
+				t.Errorf("layer %d: batch experts %v miss %d chosen by its first row alone", li, sel8[li], e)
+			}
+		}
+		if !slices.IsSorted(sel8[li]) || len(slices.Compact(slices.Clone(sel8[li]))) != len(sel8[li]) || sel8[li][len(sel8[li])-1] >= spec.Experts {
+			t.Errorf("layer %d: batch experts %v are not distinct sorted ids below %d", li, sel8[li], spec.Experts)
+		}
+	}
+
+	// The plan's total from the tensor table: everything, less the unselected experts and
+	// the embedding rows of tokens not in the step.
+	for _, c := range []struct {
+		rows []int
+		sel  [][]int
+	}{{one, sel1}, {batch, sel8}} {
+		var want int64
+		for i := range tg.File.Tensors {
+			want += int64(tg.File.Tensors[i].Size)
+		}
+		perExpert := int64(2 * spec.Embd * spec.FFExp) // BF16 or F16: 2 bytes per weight
+		if !spec.BF16 {
+			perExpert *= 2 // F32
+		}
+		for li := spec.Dense; li < spec.Layers; li++ {
+			want -= 3 * perExpert * int64(spec.Experts-len(c.sel[li]))
+		}
+		rowBytes := int64(tg.File.Tensors[0].Size) / int64(spec.Vocab)
+		if tg.File.Tensors[0].Name != "token_embd.weight" {
+			t.Fatalf("first tensor is %s", tg.File.Tensors[0].Name)
+		}
+		distinct := len(slices.Compact(slices.Sorted(slices.Values(c.rows))))
+		want -= rowBytes * int64(spec.Vocab-distinct)
+		p := stepPlan(t, tg, c.rows, c.sel)
+		if p.total != want {
+			t.Errorf("%d rows: plan of %d bytes, want %d", len(c.rows), p.total, want)
+		}
+
+		for _, parts := range []int{1, 3} {
+			p.reference(t, parts)
+			var cat, shares []byte
+			for _, s := range p.spans {
+				cat = append(cat, s...)
+			}
+			for _, s := range p.share {
+				shares = append(shares, s...)
+			}
+			if len(p.share) != parts || !bytes.Equal(p.buf, cat) || !bytes.Equal(shares, cat) {
+				t.Errorf("%d rows, %d parts: the reference copy or its shares differ from the plan's spans", len(c.rows), parts)
+			}
+			var want uint64 // every share's little-endian words (a partial last word zero-extended)
+			for _, sh := range p.share {
+				for i := 0; i < len(sh); i += 8 {
+					var w [8]byte
+					copy(w[:], sh[i:])
+					want += binary.LittleEndian.Uint64(w[:])
+				}
+			}
+			if got := p.read(); got != int(want) {
+				t.Errorf("%d rows, %d parts: read summed %x, want %x", len(c.rows), parts, got, want)
+			}
+			p.release()
+		}
+	}
+}

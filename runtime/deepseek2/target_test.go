@@ -1,0 +1,206 @@
+package deepseek2
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
+
+func targetVariants() map[string]testmodel.TargetSpec {
+	v := map[string]testmodel.TargetSpec{}
+	base := testmodel.DefaultTarget()
+	v["moe"] = base
+	d := base
+	d.Dense = d.Layers
+	v["dense"] = d
+	nq := base
+	nq.QLora = 0
+	v["no-q-lora"] = nq
+	tied := base
+	tied.Tied = true
+	v["tied"] = tied
+	ny := base
+	ny.Yarn = false
+	v["no-yarn"] = ny
+	g := base
+	g.Experts, g.Groups, g.GroupsUsed, g.Used, g.Sigmoid, g.Norm = 8, 4, 2, 3, false, false
+	v["softmax-groups"] = g
+	b := base
+	b.BF16 = true
+	v["bf16"] = b
+	return v
+}
+
+// TestTargetMatchesReference compares every row's logits and tapped hidden states with the
+// float64 reference, feeding the sequence in uneven chunks through the KV cache.
+func TestTargetMatchesReference(t *testing.T) {
+	for name, spec := range targetVariants() {
+		t.Run(name, func(t *testing.T) {
+			m := testmodel.BuildTarget(spec, 11)
+			tg := openTarget(t, m, runtime.Options{Context: 64})
+			rng := rand.New(rand.NewPCG(3, 4))
+			tokens := make([]int, 11)
+			for i := range tokens {
+				tokens[i] = rng.IntN(spec.Vocab)
+			}
+			ref := &testmodel.Ref{S: spec, M: m}
+			wantLogits, wantHidden := ref.Forward(tokens)
+			var st runtime.Step
+			done := 0
+			for _, chunk := range []int{3, 1, 5, 2} {
+				taps := []int{0, spec.Layers - 1}
+				if err := tg.Forward(tokens[done:done+chunk], 0, taps, &st); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < chunk; i++ {
+					row := st.Logits[i*spec.Vocab : (i+1)*spec.Vocab]
+					testmodel.CheckClose(t, "logits", done+i, row, wantLogits[done+i], 1e-4)
+					for _, k := range taps {
+						h := st.Hidden[k][i*spec.Embd : (i+1)*spec.Embd]
+						testmodel.CheckClose(t, "hidden", done+i, h, wantHidden[k][done+i], 1e-4)
+					}
+				}
+				done += chunk
+			}
+		})
+	}
+}
+
+// TestTargetBF16Activations measures what bf16 activations cost against the float64
+// reference on the BF16-weight target (the f32 path stays within 1e-4 of the logits' range,
+// see TestTargetMatchesReference). Rounding every activation to 8 significant bits moves
+// this tiny MoE model's logits by up to ~7% of their range (a changed expert choice moves a
+// row a lot): the bound here, a quarter of the range, only catches a broken path (a wrong
+// layout or order gives errors of the order of the range).
+func TestTargetBF16Activations(t *testing.T) {
+	if !kernels.FastBF16() {
+		t.Skip("no fast bf16 kernels on this CPU: bf16 activations fall back to f32")
+	}
+	spec := targetVariants()["bf16"]
+	m := testmodel.BuildTarget(spec, 11)
+	tg := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: kernels.BF16Activations})
+	tokens := []int{3, 14, 15, 9, 26, 5, 35, 8}
+	ref := &testmodel.Ref{S: spec, M: m}
+	want, _ := ref.Forward(tokens)
+	var st runtime.Step
+	if err := tg.Forward(tokens, 0, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	var worst float64
+	for i := range tokens {
+		row := st.Logits[i*spec.Vocab : (i+1)*spec.Vocab]
+		testmodel.CheckClose(t, "bf16 logits", i, row, want[i], 0.25)
+		lo, hi, e := math.Inf(1), math.Inf(-1), 0.0
+		for j, v := range want[i] {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			e = math.Max(e, math.Abs(float64(row[j])-v))
+		}
+		worst = math.Max(worst, e/(hi-lo))
+	}
+	t.Logf("bf16 activations: worst |logit error| / range %.2g", worst)
+}
+
+// TestTargetBatchBitIdentity checks that a row's logits are bit-identical whether it is
+// computed alone or inside a batch of 8 (the premise of greedy parity).
+//
+// With bf16 activations the unpacked target runs the portable reference of that contract and
+// the packed one the VDPBF16PS kernels (where the CPU has them): they must agree too.
+func TestTargetBatchBitIdentity(t *testing.T) {
+	for _, name := range []string{"moe", "bf16", "bf16-act"} {
+		act := kernels.F32Activations
+		if name == "bf16-act" {
+			name, act = "bf16", kernels.BF16Activations
+		}
+		spec := targetVariants()[name]
+		t.Run(name+"/"+act.String(), func(t *testing.T) {
+			m := testmodel.BuildTarget(spec, 5)
+			a := openTarget(t, m, runtime.Options{Context: 64, Activations: act})
+			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: act}) // packed (fused) vs unpacked too
+			if act == kernels.BF16Activations && kernels.FastBF16() && b.Numerics().Activations != "bf16" {
+				t.Fatalf("bf16 requested, numerics %+v", b.Numerics())
+			}
+			prompt := []int{1, 5, 9, 2}
+			block := []int{7, 3, 3, 8, 0, 12, 4, 6}
+			var sa, sb runtime.Step
+			for _, tg := range []*Target{a, b} {
+				if err := tg.Forward(prompt, 0, nil, &sa); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Forward(block, 0, nil, &sb); err != nil {
+				t.Fatal(err)
+			}
+			V := spec.Vocab
+			for i, id := range block {
+				if err := a.Forward([]int{id}, 0, nil, &sa); err != nil {
+					t.Fatal(err)
+				}
+				for j := 0; j < V; j++ {
+					if math.Float32bits(sa.Logits[j]) != math.Float32bits(sb.Logits[i*V+j]) {
+						t.Fatalf("row %d logit %d: single %v, batch %v", i, j, sa.Logits[j], sb.Logits[i*V+j])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTargetTruncate checks that rejected rows dropped from the cache leave no trace.
+func TestTargetTruncate(t *testing.T) {
+	spec := testmodel.DefaultTarget()
+	m := testmodel.BuildTarget(spec, 9)
+	a := openTarget(t, m, runtime.Options{Context: 32})
+	b := openTarget(t, m, runtime.Options{Context: 32})
+	var sa, sb runtime.Step
+	if err := a.Forward([]int{1, 2, 3}, 0, nil, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Forward([]int{9, 9, 9, 9}, 0, nil, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Truncate(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Forward([]int{4, 5}, 0, nil, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Forward([]int{1, 2, 3, 4, 5}, 3, nil, &sb); err != nil {
+		t.Fatal(err)
+	}
+	V := spec.Vocab
+	for j := 0; j < 2*V; j++ {
+		if sa.Logits[j] != sb.Logits[3*V+j] {
+			t.Fatalf("logit %d differs after truncate: %v vs %v", j, sa.Logits[j], sb.Logits[3*V+j])
+		}
+	}
+}
+
+func TestTargetErrors(t *testing.T) {
+	spec := testmodel.DefaultTarget()
+	m := testmodel.BuildTarget(spec, 1)
+	tg := openTarget(t, m, runtime.Options{Context: 4, MaxBatch: 4})
+	var st runtime.Step
+	for _, c := range []struct {
+		tokens []int
+		want   string
+	}{
+		{nil, "0 tokens"},
+		{[]int{1, 2, 3, 4, 5}, "want 1..4"},
+		{[]int{spec.Vocab}, "out of range"},
+	} {
+		if err := tg.Forward(c.tokens, 0, nil, &st); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Forward(%v) = %v, want error containing %q", c.tokens, err, c.want)
+		}
+	}
+	if err := tg.Forward([]int{1, 2, 3}, 0, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Forward([]int{1, 2}, 0, nil, &st); err == nil || !strings.Contains(err.Error(), "context full") {
+		t.Errorf("overfull context: %v", err)
+	}
+}

@@ -1,0 +1,44 @@
+package model
+
+import (
+	"math"
+
+	"github.com/dspark-dev/dspark/mla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
+
+// Silu is x * sigmoid(x).
+func Silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
+
+// RMSRows applies RMSNorm with weight w to n rows of width E.
+func RMSRows(dst, x, w []float32, n, E int, eps float32) {
+	for i := 0; i < n; i++ {
+		mla.RMSNorm(dst[i*E:(i+1)*E], x[i*E:(i+1)*E], w, eps)
+	}
+}
+
+// AddTo adds src to dst element-wise.
+func AddTo(dst, src []float32) {
+	for i := range src {
+		dst[i] += src[i]
+	}
+}
+
+// Grow returns b resliced to n values, reallocated when too small.
+func Grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+// SwiGLU computes down(silu(gate x) * up x) for n rows into dst, with a and b as scratch
+// of n x gate.Rows() values each.
+func SwiGLU(dst, x []float32, n int, gate, up, down *kernels.Mat, a, b []float32) {
+	gate.MatMul(a, x, n)
+	up.MatMul(b, x, n)
+	for i := range a {
+		a[i] = Silu(a[i]) * b[i]
+	}
+	down.MatMul(dst, a, n)
+}

@@ -263,7 +263,10 @@ func (p *Plan) fill(sh []*shard, total int64, opt WriteOptions) error {
 				if err == nil {
 					_, err = j.s.file.WriteAt(data, j.off+typeBytes(t.Type, j.start))
 				}
-				if err != nil {
+				switch {
+				case errors.Is(err, atomicfile.ErrInterrupted):
+					fail(fmt.Errorf("%s: %w", j.s.path, err))
+				case err != nil:
 					fail(fmt.Errorf("%s: writing %s: %w", j.s.path, t.Name, atomicfile.Explain(err)))
 				}
 				t.prod.releaseChunk(j.start, j.n)

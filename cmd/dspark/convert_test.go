@@ -2,14 +2,17 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/synth"
 )
 
@@ -162,4 +165,19 @@ func FuzzParseSplitSize(f *testing.F) {
 			t.Fatalf("%q -> %d does not round-trip: %d %v", s, n, again, err)
 		}
 	})
+}
+
+// TestInterruptedExitCode: a write interrupted by a signal exits 128 + the signal (130 for
+// SIGINT, 143 for SIGTERM), however deeply the error is wrapped; convert/signal_test.go
+// interrupts a real conversion.
+func TestInterruptedExitCode(t *testing.T) {
+	for sig, want := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143} {
+		err := fmt.Errorf("out.gguf: %w", &atomicfile.InterruptedError{Signal: sig})
+		if got := exitCode(err); got != want {
+			t.Errorf("%v: exit code %d, want %d", sig, got, want)
+		}
+		if !strings.Contains(err.Error(), "interrupted by SIG") {
+			t.Errorf("message %q", err)
+		}
+	}
 }

@@ -103,7 +103,7 @@ func ReadHeader(r io.Reader, opts ...Option) (*File, error) {
 	if name == "" {
 		name = "<stream>"
 	}
-	d := &decoder{path: name, size: -1, fill: func(dst []byte, _ int64) (int, error) { return io.ReadFull(r, dst) }}
+	d := &decoder{path: name, size: -1, limit: o.maxStream, fill: func(dst []byte, _ int64) (int, error) { return io.ReadFull(r, dst) }}
 	f, err := parse(d, o)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -252,5 +253,42 @@ func TestTensorAccessAfterClose(t *testing.T) {
 	}
 	if _, err := f.TensorReader(ti); !errors.Is(err, ErrClosed) {
 		t.Errorf("TensorReader after Close: %v", err)
+	}
+}
+
+// countingZeros yields zero bytes forever and counts them.
+type countingZeros struct{ n int64 }
+
+func (z *countingZeros) Read(p []byte) (int, error) {
+	clear(p)
+	z.n += int64(len(p))
+	return len(p), nil
+}
+
+// TestStreamHeaderLimit is the regression test for a compression bomb: a stream whose
+// header claims a huge string (and whose bytes keep coming) fails at the stream limit,
+// reading no more than it, instead of buffering gigabytes.
+func TestStreamHeaderLimit(t *testing.T) {
+	var hdr []byte
+	hdr = append(hdr, "GGUF"...)
+	hdr = append(hdr, 3, 0, 0, 0)
+	hdr = append(hdr, binaryU64(0)...)
+	hdr = append(hdr, binaryU64(1)...)
+	for _, claim := range []uint64{1 << 40, 2<<20 - 16} { // beyond the limit alone; with the bytes before it
+		z := &countingZeros{}
+		r := io.MultiReader(bytes.NewReader(append(append([]byte{}, hdr...), binaryU64(claim)...)), z)
+		_, err := ReadHeader(r, MaxStreamHeader(2<<20), Name("bomb"))
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "2097152-byte limit on a header read as a stream") {
+			t.Errorf("claim %d: %v", claim, err)
+		}
+		if z.n > 2<<20 {
+			t.Errorf("claim %d: read %d bytes past the header, limit 2 MiB", claim, z.n)
+		}
+	}
+	// Within the limit, a stream header still reads.
+	b := encode(t, sampleKVs(), specs(sampleTensors()), 0)
+	if _, err := ReadHeader(bytes.NewReader(b), MaxStreamHeader(int64(len(b)))); err != nil {
+		t.Errorf("header within the limit: %v", err)
 	}
 }

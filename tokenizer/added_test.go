@@ -97,8 +97,9 @@ func FuzzParseAddedTokens(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		list, err := ParseAddedTokenList(data)
 		if err != nil {
-			if !errors.Is(err, ErrFormat) {
-				t.Fatalf("error %v does not match ErrFormat", err)
+			var fe *FormatError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrFormat) || fe.Offset < 0 || fe.Offset > int64(len(data)) {
+				t.Fatalf("error %v is not a located *FormatError", err)
 			}
 			return
 		}

@@ -279,11 +279,30 @@ func openCompressed(ctx context.Context, name string, c *codec, opt Options) (*I
 		return nil, &gguf.FormatError{Path: name, Offset: 0, Field: c.name + " header", Msg: err.Error()}
 	}
 	defer dec.Close()
-	f, err := gguf.ReadHeader(dec, readOpts(opt, name)...)
+	f, err := gguf.ReadHeader(&codecReader{r: dec, c: c, name: name}, readOpts(opt, name)...)
 	if err != nil {
 		return nil, err
 	}
 	return &Input{File: f, Source: source}, nil
+}
+
+// codecReader reports a decompressor's failure (corrupt data) as a *gguf.FormatError at the
+// offset of the decompressed bytes where it happened.
+type codecReader struct {
+	r    io.Reader
+	c    *codec
+	name string
+	off  int64
+}
+
+func (cr *codecReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	cr.off += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		err = &gguf.FormatError{Path: cr.name, Offset: cr.off, Field: cr.c.name + " data",
+			Msg: fmt.Sprintf("corrupt compressed data after %d decompressed bytes: %v", cr.off, err)}
+	}
+	return n, err
 }
 
 // notCompressed says what a file named as compressed starts with instead.

@@ -37,7 +37,7 @@ func model() ([]gguf.KV, []gguf.TensorSpec) {
 }
 
 // writeModel writes the model to dir/name and returns its path and bytes.
-func writeModel(t *testing.T, dir, name string) (string, []byte) {
+func writeModel(t testing.TB, dir, name string) (string, []byte) {
 	t.Helper()
 	kvs, ts := model()
 	p := filepath.Join(dir, name)
@@ -133,7 +133,7 @@ func TestOpenPipes(t *testing.T) {
 	}
 }
 
-func compress(t *testing.T, ext string, b []byte) []byte {
+func compress(t testing.TB, ext string, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	switch ext {
@@ -312,4 +312,39 @@ func TestOpenHTTPCancel(t *testing.T) {
 	if _, err := Open(ctx, srv.URL+"/m.gguf", Options{Client: srv.Client()}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("got %v, want a deadline error", err)
 	}
+}
+
+// FuzzOpen opens arbitrary bytes under each name kind (plain, .gz, .zst): a header or a
+// located error (a *gguf.FormatError or *gguf.UnsupportedError naming the file), never a
+// panic.
+func FuzzOpen(f *testing.F) {
+	dir := f.TempDir()
+	_, b := writeModel(f, dir, "seed.gguf")
+	for _, seed := range [][]byte{b, b[:40], compress(f, "gz", b), compress(f, "zst", b), compress(f, "gz", b[:100]), {0x1f, 0x8b}, {0x28, 0xb5, 0x2f, 0xfd}, nil} {
+		for kind := range byte(3) {
+			f.Add(kind, seed)
+		}
+	}
+	exts := []string{".gguf", ".gguf.gz", ".gguf.zst"}
+	f.Fuzz(func(t *testing.T, kind byte, data []byte) {
+		p := filepath.Join(t.TempDir(), "f"+exts[int(kind)%len(exts)])
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A small stream limit keeps compression bombs quick (the limit itself is tested in
+		// package gguf).
+		in, err := Open(context.Background(), p, Options{Read: []gguf.Option{gguf.MaxStreamHeader(1 << 20)}})
+		if err == nil {
+			in.Close()
+			return
+		}
+		var fe *gguf.FormatError
+		var ue *gguf.UnsupportedError
+		if !errors.As(err, &fe) && !errors.As(err, &ue) {
+			t.Fatalf("unlocated error: %v", err)
+		}
+		if !strings.Contains(err.Error(), p) {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
 }

@@ -5,8 +5,8 @@ FUZZTIME  ?= 3s
 LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
-.PHONY: all build demo test vet race test-purego test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo bench-llamacpp k3-full demo-assets clean
+.PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
+	bench-convert bench-synth bench-run bench-demo bench-schedule bench-llamacpp k3-full demo-assets clean
 
 all: build
 
@@ -18,9 +18,9 @@ build:
 demo: build
 	./$(BIN) run
 
-## test: vet, the race-enabled test suite, the portable kernel path, the demo-asset rebuild,
-## and a short run of every fuzz target.
-test: vet race test-purego test-demo fuzz-short
+## test: vet, the race-enabled test suite, the portable kernel path, which kernel paths this
+## machine tested, the demo-asset rebuild, and a short run of every fuzz target.
+test: vet race test-purego test-paths test-demo fuzz-short
 
 vet:
 	$(GO) vet $(PKGS)
@@ -33,10 +33,19 @@ race:
 test-purego:
 	$(GO) test -count=1 -tags purego ./runtime/... ./mla/...
 
+# One line per kernel path: tested here, or not (and why). go test hides the output of
+# passing tests, so the report test runs verbose and only its lines are shown.
+test-paths:
+	@for tags in "" purego; do \
+		out=$$($(GO) test -count=1 -tags "$$tags" -run '^TestKernelPaths$$' -v ./runtime/kernels) || { echo "$$out"; exit 1; }; \
+		printf '%s\n' "$$out" | grep '^kernels:' | sed "s/^/[tags=$${tags:-default}] /"; \
+	done
+
 # Rebuilding the embedded demo pair and building the English pair's test recipe are too slow
-# under -race; they run here without it.
+# under -race, and so is the calibration fit on synthetic data; they run here without it.
 test-demo:
 	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache' ./internal/demo
+	$(GO) test -count=1 -run 'TestFitRecoversTemperatures' ./calibrate
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
@@ -69,6 +78,11 @@ bench-run: build
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).
 bench-demo:
 	$(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
+
+## bench-schedule: on the English demo pair, the verify scheduler against full blocks in one
+## process, greedy and sampled (paired alternating runs, median ratio of tokens per second).
+bench-schedule:
+	$(GO) test -run '^$$' -bench '^BenchmarkSchedule$$' -benchtime 9x -count 1 ./cmd/dspark
 
 ## bench-llamacpp: target decode side by side with llama.cpp's CPU backend on the same GGUF, in
 ## one run, with the same-run streaming read (needs node and npm: installs the npm package

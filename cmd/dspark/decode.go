@@ -34,8 +34,11 @@ type runReport struct {
 	Acceptance   float64                    `json:"acceptance_rate,omitempty"`
 	PerPosition  []float64                  `json:"acceptance_per_position,omitempty"`
 	Stats        *speculative.Stats         `json:"stats,omitempty"`
+	Schedule     *scheduleReport            `json:"schedule,omitempty"`
+	Verify       *verifyReport              `json:"verify,omitempty"`
 	MatchesPlain *bool                      `json:"matches_plain,omitempty"`
 	LogProbs     []runtime.PositionLogProbs `json:"logprobs,omitempty"`
+	Numerics     runtime.Numerics           `json:"numerics"` // the target's kernel path and activation precision
 }
 
 // speculate runs speculative decoding; a variable so that a test can break the greedy parity
@@ -61,7 +64,14 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	}
 	g := c.generator(m)
 	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
-		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt}
+		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics()}
+	if c.mode == modeSpeculative {
+		sched, err := c.setupSchedule(m, stderr)
+		if err != nil {
+			return err
+		}
+		rep.Schedule = sched.apply(g, c.params, func(msg string) { fmt.Fprintln(stderr, "dspark: note: "+msg) })
+	}
 	var plain *runtime.Result
 	if c.mode == modeTarget || !c.noPlain {
 		g.RNG = c.rng()
@@ -79,6 +89,8 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 		}
 		rep.Tokens, rep.LogProbs, rep.SpecTPS = spec.Tokens, spec.LogProbs, spec.TokensPerSecond()
 		rep.Stats = &spec.Stats
+		v := newVerifyReport(&spec.Stats)
+		rep.Verify = &v
 		rep.Tau, rep.Acceptance, rep.PerPosition = spec.Stats.Tau(), spec.Stats.AcceptanceRate(), spec.Stats.PerPositionRates()
 		if plain != nil {
 			rep.Speedup = rep.SpecTPS / rep.PlainTPS
@@ -132,6 +144,7 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 		fmt.Fprintf(w, "draft:  %s\n", r.Draft)
 	}
 	fmt.Fprintf(w, "prompt: %d tokens\n", len(r.Prompt))
+	fmt.Fprintln(w, numericsLine(r.Numerics))
 	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
 	if r.Text != nil {
 		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
@@ -149,10 +162,24 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 			fmt.Fprintf(w, "greedy output identical to plain decoding: %v\n", *r.MatchesPlain)
 		}
 		printStatsTables(w, r.Stats)
+		printSchedule(w, r.Schedule, r.Verify)
 	}
 	if r.LogProbs != nil {
 		printLogProbs(w, r.LogProbs, tok)
 	}
+}
+
+// numericsLine describes the kernel path and activation precision of a run, for the text
+// reports.
+func numericsLine(n runtime.Numerics) string {
+	s := fmt.Sprintf("kernels: %s, activations %s", n.Kernels, n.Activations)
+	if n.Requested != "" {
+		s += fmt.Sprintf(" (%s requested)", n.Requested)
+	}
+	if n.Note != "" {
+		s += "; " + n.Note
+	}
+	return s
 }
 
 // printStatsTables prints the acceptance statistics and the per-position table.
@@ -165,9 +192,9 @@ func printStatsTables(w io.Writer, s *speculative.Stats) {
 	if len(s.PerPosition) > 0 {
 		rates := s.PerPositionRates()
 		p := tablewriter.NewTable(w)
-		p.Header("draft position", "tried", "accepted", "rate")
+		p.Header("draft position", "verified in", "tried", "accepted", "rate")
 		for i, ps := range s.PerPosition {
-			p.Append(i+1, ps.Tried, ps.Accepted, fmt.Sprintf("%.3f", rates[i]))
+			p.Append(i+1, fmt.Sprintf("%.0f %%", 100*float64(ps.Tried)/float64(max(s.Rounds, 1))), ps.Tried, ps.Accepted, fmt.Sprintf("%.3f", rates[i]))
 		}
 		p.Render()
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
-	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"github.com/olekukonko/tablewriter"
 )
@@ -31,7 +30,7 @@ var (
 )
 
 // demoSampled is the demo's sampled mode: temperature 0.8, top-p 0.95, seeded by --seed.
-var demoSampled = speculative.Params{Temperature: 0.8, TopP: 0.95}
+var demoSampled = demo.SampledParams
 
 // demoMode is one set of demo rows: every prompt decoded plainly and speculatively with
 // Params.
@@ -52,7 +51,8 @@ func demoModes(c *runConfig) []demoMode {
 // demoReport is the JSON schema of `dspark run --json` with no model.
 type demoReport struct {
 	Pair      demoPair         `json:"pair"`
-	Kernels   string           `json:"kernels"` // the kernel path that multiplied the packed weights
+	Kernels   string           `json:"kernels"`  // the kernel path that multiplied the packed weights
+	Numerics  runtime.Numerics `json:"numerics"` // the target's kernel path and activation precision
 	N         int              `json:"n"`
 	Context   int              `json:"context"`
 	Threads   int              `json:"threads"`
@@ -98,6 +98,8 @@ type demoModeReport struct {
 	PerPosition []float64         `json:"acceptance_per_position"`
 	Stats       speculative.Stats `json:"stats"`
 	Identical   *bool             `json:"identical,omitempty"` // greedy: every prompt's output equals plain decoding's
+	Schedule    *scheduleReport   `json:"schedule"`
+	Verify      verifyReport      `json:"verify"`
 	// The round's cost split, each a multiple of one plain step (the plain decode time per
 	// token): drafting one block, and verifying it. speedup ~ tau / (draft + verify).
 	PlainStepSeconds float64 `json:"plain_step_seconds"`
@@ -173,7 +175,7 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	}
 	tc, dc := m.target.Config, m.draft.Config
 	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
-		Kernels: kernels.Implementation(),
+		Kernels: m.target.Numerics().Kernels, Numerics: m.target.Numerics(),
 		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
 			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.NLayer,
 			BlockSize: dc.BlockSize, MarkovRank: dc.MarkovRank, TargetStepBytes: targetStepBytes(m.tf),
@@ -185,9 +187,13 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	if reps <= 0 {
 		reps = files.Reps
 	}
+	sched, err := c.setupSchedule(m, stderr)
+	if err != nil {
+		return err
+	}
 	var failed error
 	for _, mode := range demoModes(c) {
-		mr, err := runDemoMode(c, m, mode, rows, reps)
+		mr, err := runDemoMode(c, m, sched, mode, rows, reps, stderr)
 		if err != nil {
 			return err
 		}
@@ -212,11 +218,13 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	return failed
 }
 
-// runDemoMode decodes every prompt of rows plainly and speculatively with mode's sampling.
-func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow, reps int) (*demoModeReport, error) {
+// runDemoMode decodes every prompt of rows plainly and speculatively with mode's sampling
+// and the run's verify schedule (notes to stderr).
+func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows []demoRow, reps int, stderr io.Writer) (*demoModeReport, error) {
 	g := c.generator(m)
 	g.Params = mode.Params
 	mr := &demoModeReport{Mode: mode.Name, Temperature: mode.Params.Temperature, TopK: mode.Params.TopK, TopP: mode.Params.TopP}
+	mr.Schedule = sched.apply(g, mode.Params, func(msg string) { fmt.Fprintf(stderr, "dspark: note: %s decoding: %s\n", mode.Name, msg) })
 	greedy := mode.Params.Greedy()
 	if !greedy {
 		mr.Seed = &c.seed
@@ -272,6 +280,7 @@ func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow, reps in
 		mr.DraftSteps, mr.VerifySteps = round(s.DraftTime), round(s.VerifyTime)
 	}
 	mr.Tau, mr.Acceptance, mr.PerPosition = mr.Stats.Tau(), mr.Stats.AcceptanceRate(), mr.Stats.PerPositionRates()
+	mr.Verify = newVerifyReport(&mr.Stats)
 	return mr, nil
 }
 
@@ -287,7 +296,7 @@ func printDemo(w io.Writer, r *demoReport) {
 	} else {
 		fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
 	}
-	fmt.Fprintf(w, "kernels: %s, %d thread(s)\n", r.Kernels, r.Threads)
+	fmt.Fprintf(w, "%s; %d thread(s)\n", numericsLine(r.Numerics), r.Threads)
 	for _, mr := range r.Modes {
 		if mr.Seed != nil {
 			fmt.Fprintf(w, "\n%s decoding: temperature %g, top-k %d, top-p %g, seed %d\n", mr.Mode, mr.Temperature, mr.TopK, mr.TopP, *mr.Seed)
@@ -319,6 +328,7 @@ func printDemo(w io.Writer, r *demoReport) {
 				mr.DraftSteps+mr.VerifySteps, mr.DraftSteps, mr.VerifySteps, mr.Tau)
 		}
 		printStatsTables(w, &mr.Stats)
+		printSchedule(w, mr.Schedule, &mr.Verify)
 	}
 	if p.Name != "english" {
 		fmt.Fprintln(w, "(a toy pair: compute-bound, so an 8-row verify costs several plain steps and the speedup stays well below tau; `dspark run` without --quick runs the English pair)")
@@ -347,7 +357,7 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 		return err
 	}
 	defer release()
-	d, err := dflashmla.LoadStandalone(df, head, runtime.Options{Context: 64, Pack: true})
+	d, err := dflashmla.LoadStandalone(df, head, runtime.Options{Context: 64, Pack: true, Activations: c.activations})
 	if err != nil {
 		return err
 	}
@@ -361,6 +371,7 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 	}
 	fmt.Fprintf(w, "draft: %s (%d tensors, %d layers, block size %d, vocab %d, hidden %d)\n",
 		c.draft, len(df.Tensors), d.Config.NLayer, d.Config.BlockSize, vocab, embd)
+	fmt.Fprintln(w, numericsLine(tm.Numerics))
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)
 	fmt.Fprintf(w, "one block (median of %d): %v; streaming its %.2f GB of weights once (read after each block): %v\n",

@@ -99,8 +99,16 @@ func convertTo(t *testing.T, dir, out string, opt convert.Options) *gguf.File {
 // checkpoint has) in the runtime, and checks that each key and tensor of each declaration
 // is written by convert exactly when it is not marked NotProduced, and read or bound by the
 // runtime exactly when it is not marked NotRead / NotRun. Keys shared by every declaration
-// (general.*, tokenizer.*) count over all of them.
+// (general.*, tokenizer.*) count over all of them. It runs for both ways of loading: views
+// of the file, and packed with the fused forms (stacked gate/up and kv_a_mqa/q_a, grouped
+// k_b/v_b), whose bindings must go through the declarations too.
 func TestDeclarationsCovered(t *testing.T) {
+	for _, pack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pack=%v", pack), func(t *testing.T) { testDeclarationsCovered(t, pack) })
+	}
+}
+
+func testDeclarationsCovered(t *testing.T, pack bool) {
 	root := t.TempDir()
 	c := &census{keys: map[*schema.Key]*use{}, tensors: map[*schema.Tensor]*use{}}
 	targets := map[string]synth.TargetOptions{
@@ -126,10 +134,11 @@ func TestDeclarationsCovered(t *testing.T) {
 		}
 		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), convert.Options{})
 		c.written(t, f)
-		tg, err := deepseek2.Load(f, runtime.Options{Context: 64})
+		tg, err := deepseek2.Load(f, runtime.Options{Context: 64, Pack: pack})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		t.Cleanup(tg.Close)
 		if _, err := runtime.TokenizerOf(f.Path, tg.Values()); err != nil {
 			t.Fatal(err)
 		}
@@ -159,10 +168,11 @@ func TestDeclarationsCovered(t *testing.T) {
 		}
 		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), d.conv)
 		c.written(t, f)
-		dr, err := dflashmla.Load(f, base, runtime.Options{})
+		dr, err := dflashmla.Load(f, base, runtime.Options{Pack: pack})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		t.Cleanup(dr.Close)
 		c.loaded(dr.Values())
 	}
 	// A draft with a full attn_q (no q-LoRA): declared and run, never converted.
@@ -184,14 +194,16 @@ func TestDeclarationsCovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer df.Close()
-	htg, err := deepseek2.Load(tf, runtime.Options{Context: 32})
+	htg, err := deepseek2.Load(tf, runtime.Options{Context: 32, Pack: pack})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hdr, err := dflashmla.Load(df, htg, runtime.Options{})
+	t.Cleanup(htg.Close)
+	hdr, err := dflashmla.Load(df, htg, runtime.Options{Pack: pack})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(hdr.Close)
 	c.loaded(hdr.Values())
 
 	for _, s := range schema.All() {

@@ -81,7 +81,7 @@ func TestQwen3TensorsUnpermuted(t *testing.T) {
 		defer ck.Close()
 		seen := 0
 		for _, hf := range ck.Names() {
-			ti, sf, _ := ck.Tensor(hf)
+			ti, _ := ck.Tensor(hf)
 			gg, ok := qwen3Names(ti.Name)
 			if !ok {
 				t.Fatalf("no llama.cpp name for %s", ti.Name)
@@ -99,7 +99,7 @@ func TestQwen3TensorsUnpermuted(t *testing.T) {
 			if !slices.Equal(gt.Dims, want) {
 				t.Errorf("%s dims %v, want %v (the HF shape %v reversed)", gg, gt.Dims, want, ti.Shape)
 			}
-			src, err := sf.Data(ti)
+			src, err := ck.TensorData(ti)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -219,7 +219,7 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 // after checking that it has the draft embedding's dtype and shape.
 func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
 	const name = "model.embed_tokens.weight"
-	ti, f, ok := ck.Tensor(name)
+	ti, ok := ck.Tensor(name)
 	if !ok {
 		return nil, fmt.Errorf("synth: target %s has no %s", dir, name)
 	}
@@ -228,10 +228,13 @@ func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func
 			dir, name, ti.Dtype, ti.Shape, want.Dtype, want.Shape)
 	}
 	return func(w io.Writer) error {
-		sr := f.SectionReader(ti)
+		sr, err := ck.TensorReader(ti)
+		if err != nil {
+			return err
+		}
 		bp := getChunk()
 		defer chunkPool.Put(bp)
-		_, err := io.CopyBuffer(w, sr, *bp)
+		_, err = io.CopyBuffer(w, sr, *bp)
 		return err
 	}, nil
 }

@@ -50,11 +50,11 @@ func hfModel(t *testing.T, dir string) *testmodel.Model {
 			}
 			gg = fmt.Sprintf("blk.%d.%s.weight", l, layer[strings.TrimSuffix(rest, ".weight")])
 		}
-		ti, f, _ := ck.Tensor(name)
+		ti, _ := ck.Tensor(name)
 		if ti.Dtype != safetensors.BF16 {
 			t.Fatalf("%s is %s", name, ti.Dtype)
 		}
-		b, err := f.Data(ti)
+		b, err := ck.TensorData(ti)
 		if err != nil {
 			t.Fatal(err)
 		}

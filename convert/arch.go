@@ -24,6 +24,37 @@ type Arch struct {
 	// read parses config.json into the dims and the architecture's key values; it sees
 	// the roster only to pick a tensor-name family.
 	read func(c *Config, r *roster, opt Options, kv *keyValues) (*archSpec, error)
+	// tokenizer reads a target's tokenizer files (nil: Kimi's tiktoken.model); a draft's
+	// tokenizer is its target's, read by the target architecture's loader.
+	tokenizer tokenizerLoader
+}
+
+func (a *Arch) tokenizerLoader() tokenizerLoader {
+	if a.tokenizer == nil {
+		return loadTiktoken
+	}
+	return a.tokenizer
+}
+
+// targetTokenizer returns the tokenizer loader of the target checkpoint in dir, by the
+// architecture its config.json names.
+func targetTokenizer(dir string) (tokenizerLoader, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--target: %w", err)
+	}
+	hf, _, err := cfg.Architecture()
+	if err != nil {
+		return nil, fmt.Errorf("--target: %w", err)
+	}
+	a, err := LookupArch(hf)
+	if err != nil {
+		return nil, fmt.Errorf("--target %s: %w", cfg.Path, err)
+	}
+	if a.Draft {
+		return nil, fmt.Errorf("--target %s: %s is a draft, not a target", dir, hf)
+	}
+	return a.tokenizerLoader(), nil
 }
 
 // GGUF returns the general.architecture written.
@@ -64,7 +95,7 @@ const (
 )
 
 // registry lists every supported architecture; adding one is one file plus a line here.
-var registry = []*Arch{dflashArch, deepseek2Arch}
+var registry = []*Arch{dflashArch, deepseek2Arch, qwen3Arch}
 
 // LookupArch finds the registry entry for an HF architectures[0] value, or returns an error
 // listing the supported ones.
@@ -130,4 +161,25 @@ func setMLA(kv *keyValues, d dims, qLora int64, eps float64) {
 	kv.set(schema.KeyLengthMLA, d["nope"]+d["rope"])
 	kv.set(schema.ValueLengthMLA, d["v"])
 	kv.set(schema.RMSEpsilon, eps)
+}
+
+// readFP8 reads the block size of FP8 block-quantized weights (quantization_config, as in
+// DeepSeek-V3's and Qwen3's FP8 releases); zero without quantization.
+func readFP8(r *cfgReader) fp8Block {
+	method := r.OptStr("", "quantization_config.quant_method")
+	if method == "" {
+		return fp8Block{}
+	}
+	if method != "fp8" {
+		r.fail("quantization_config.quant_method %q is not supported (supported: fp8)", method)
+		return fp8Block{}
+	}
+	bs := r.Ints("quantization_config.weight_block_size")
+	if len(bs) == 2 && bs[0] > 0 && bs[1] > 0 {
+		return fp8Block{bs[0], bs[1]}
+	}
+	if bs != nil {
+		r.fail("quantization_config.weight_block_size %v must be two positive integers", bs)
+	}
+	return fp8Block{}
 }

@@ -115,16 +115,7 @@ func readDeepseek2(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 	if firstDense < 0 || firstDense > layers {
 		r.fail("first_k_dense_replace %d is outside 0..num_hidden_layers (%d)", firstDense, layers)
 	}
-	var blk fp8Block
-	if method := r.OptStr("", "quantization_config.quant_method"); method != "" {
-		if method != "fp8" {
-			r.fail("quantization_config.quant_method %q is not supported (supported: fp8)", method)
-		} else if bs := r.Ints("quantization_config.weight_block_size"); len(bs) == 2 && bs[0] > 0 && bs[1] > 0 {
-			blk = fp8Block{bs[0], bs[1]}
-		} else if bs != nil {
-			r.fail("quantization_config.weight_block_size %v must be two positive integers", bs)
-		}
-	}
+	blk := readFP8(r)
 	sp := readSpecials(r)
 	if err := r.err(); err != nil {
 		return nil, err

@@ -18,6 +18,10 @@ func FuzzConfig(f *testing.F) {
 "n_group":1,"topk_group":1,"scoring_func":"sigmoid","topk_method":"noaux_tc","num_nextn_predict_layers":1,
 "quantization_config":{"quant_method":"fp8","weight_block_size":[128,128]}}`))
 	f.Add([]byte(`{"architectures":["K3DSparkModel"],"dflash_config":{"block_size":-1,"target_layer_ids":[1e30]}}`))
+	f.Add([]byte(`{"architectures":["Qwen3ForCausalLM"],"hidden_size":64,"intermediate_size":112,"num_hidden_layers":3,
+"num_attention_heads":4,"num_key_value_heads":2,"head_dim":24,"vocab_size":1024,"rms_norm_eps":1e-6,
+"max_position_embeddings":40960,"rope_theta":1000000,"rope_scaling":null,"tie_word_embeddings":true,
+"layer_types":["full_attention","full_attention","full_attention"],"bos_token_id":960,"eos_token_id":962}`))
 	f.Add([]byte(`{"hidden_size": 1.5, "rope_parameters": null, "x": [[[]]]}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -100,6 +100,10 @@ func TestGolden(t *testing.T) {
 		{"target-group-q8_0", func(t testing.TB) string {
 			return targetFixture(t, "target-group", synth.TargetOptions{Seed: 6, GroupRouting: true}, "")
 		}, Options{OutType: Q8_0}},
+		{"qwen3", baseQwen3, Options{}},
+		{"qwen3-tied-q8_0", func(t testing.TB) string {
+			return qwen3Fixture(t, "qwen3-tied-golden", synth.Qwen3Options{Seed: 8, Tied: true})
+		}, Options{OutType: Q8_0}},
 		{"draft-dspark", baseDraft, Options{}},
 		{"draft-dflash-names-keep-embd", func(t testing.TB) string {
 			return draftFixture(t, "draft-dflash", synth.DraftOptions{Seed: 7, TargetDir: baseTarget(t), DFlashNames: true}, "")

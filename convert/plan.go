@@ -140,7 +140,13 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 	}
 	var tok *tokenizerInfo
 	if tokDir != "" {
-		if tok, err = loadTokenizer(tokDir, spec.vocab); err != nil {
+		load := arch.tokenizerLoader()
+		if arch.Draft {
+			if load, err = targetTokenizer(tokDir); err != nil {
+				return err
+			}
+		}
+		if tok, err = load(tokDir, spec.vocab); err != nil {
 			return err
 		}
 	} else {
@@ -267,7 +273,7 @@ func checkVocab(dir string, vocab int64, ro *roster, tok *tokenizerInfo, tokDir 
 		probs = append(probs, fmt.Sprintf("%s has %d rows", e.Name, e.Shape[0]))
 	}
 	if tok != nil && int64(tok.maxID) >= vocab {
-		probs = append(probs, fmt.Sprintf("the tokenizer in %s defines ids up to %d (%d tiktoken ranks + added tokens)", tokDir, tok.maxID, tok.ranks))
+		probs = append(probs, fmt.Sprintf("the tokenizer in %s defines ids up to %d (%s)", tokDir, tok.maxID, tok.defines))
 	}
 	if len(probs) == 0 {
 		return nil

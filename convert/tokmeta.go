@@ -13,18 +13,35 @@ import (
 	"github.com/dspark-dev/dspark/tokenizer"
 )
 
-// tokenizerInfo is a checkpoint's Kimi tiktoken tokenizer in GGUF form.
+// tokenizerInfo is a checkpoint's tokenizer in GGUF form.
 type tokenizerInfo struct {
-	ranks    int // tiktoken ranks
-	maxID    int // highest id defined by ranks or added tokens
+	pre      string // tokenizer.ggml.pre
+	maxID    int    // highest id the tokenizer files define
+	defines  string // what defines the ids, for messages ("992 tiktoken ranks + added tokens")
 	vocab    *tokenizer.Vocab
 	template string
+	// special, when set, are the special ids the tokenizer files name (Hugging Face
+	// tokenizers: tokenizer_config.json first, then config.json); they replace the ids of
+	// config.json alone. addBOS, when set, is written as tokenizer.ggml.add_bos_token.
+	special *specialIDs
+	addBOS  *bool
 }
 
-// loadTokenizer reads dir/tiktoken.model and dir/tokenizer_config.json (plus an optional
+// Pre-tokenizer names (tokenizer.ggml.pre).
+const (
+	preKimi  = "kimi-k2"
+	preQwen2 = "qwen2"
+)
+
+// tokenizerLoader reads the tokenizer files of a checkpoint directory into the GGUF
+// vocabulary of vocabSize ids. A loader that finds ids at or beyond vocabSize returns the
+// info without a vocab, with maxID set (the caller reports the vocabulary mismatch).
+type tokenizerLoader func(dir string, vocabSize int64) (*tokenizerInfo, error)
+
+// loadTiktoken reads dir/tiktoken.model and dir/tokenizer_config.json (plus an optional
 // chat_template.jinja) and builds the GGUF vocabulary of vocabSize ids: the ids after the
 // ranks are reserved specials, named by added_tokens_decoder or <|reserved_token_{id}|>.
-func loadTokenizer(dir string, vocabSize int64) (*tokenizerInfo, error) {
+func loadTiktoken(dir string, vocabSize int64) (*tokenizerInfo, error) {
 	tpath := filepath.Join(dir, "tiktoken.model")
 	f, err := os.Open(tpath)
 	if err != nil {
@@ -44,7 +61,8 @@ func loadTokenizer(dir string, vocabSize int64) (*tokenizerInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cpath, err)
 	}
-	info := &tokenizerInfo{ranks: len(ranks), maxID: len(ranks) - 1}
+	info := &tokenizerInfo{pre: preKimi, maxID: len(ranks) - 1,
+		defines: fmt.Sprintf("%d tiktoken ranks + added tokens", len(ranks))}
 	for id := range added {
 		info.maxID = max(info.maxID, id)
 	}
@@ -98,10 +116,14 @@ func chatTemplate(dir string, cfg []byte) (string, error) {
 	return string(b), err
 }
 
-// set plans the tokenizer.* keys (target-deepseek2.md section 5).
+// set plans the tokenizer.* keys (target-deepseek2.md section 5, families.md section 5).
+// sp are the ids of config.json, used unless the tokenizer names its own.
 func (t *tokenizerInfo) set(kv *keyValues, sp specialIDs) {
+	if t.special != nil {
+		sp = *t.special
+	}
 	kv.set(schema.TokModel, "gpt2")
-	kv.set(schema.TokPre, "kimi-k2")
+	kv.set(schema.TokPre, t.pre)
 	kv.set(schema.TokTokens, t.vocab.Tokens)
 	kv.set(schema.TokTypes, widen(t.vocab.Types))
 	kv.set(schema.TokMerges, t.vocab.Merges)
@@ -113,6 +135,9 @@ func (t *tokenizerInfo) set(kv *keyValues, sp specialIDs) {
 	}
 	if sp.pad >= 0 {
 		kv.set(schema.TokPad, sp.pad)
+	}
+	if t.addBOS != nil {
+		kv.set(schema.TokAddBOS, *t.addBOS)
 	}
 	if t.template != "" {
 		kv.set(schema.TokChatTemplate, t.template)

@@ -8,7 +8,7 @@
 # use into $DSPARK_LLAMA_DIR with `npm install` (nothing is downloaded at run time). Each
 # round runs, for every thread count, llama.cpp with flash attention off and on, and
 # `dspark run --threads T` (GOMAXPROCS = T), alternating the order from round to round, then
-# runtime/deepseek2's BenchmarkTargetDecode for the streaming read of the same bytes
+# the file architecture's BenchmarkTargetDecode (runtime/deepseek2 or runtime/qwen3) for the streaming read of the same bytes
 # (kernels.StreamRead of the step's weights). Every run decodes the same fixed token-id prompt greedily for the
 # same number of tokens and is timed from the first generated token to the last (prompt
 # processing excluded on both sides). scripts/llamacpp-report.mjs prints the medians and the
@@ -16,10 +16,11 @@
 # (scripts/llamacpp-compare.go), on the file and, for a generated model, on an F32 copy with
 # an F32 KV cache (the exact-arithmetic check).
 #
-# Usage: scripts/bench-llamacpp.sh [--dense] [--no-compare] [FILE.gguf]
-#   FILE.gguf     any deepseek2 GGUF; without it the `small` preset target of
+# Usage: scripts/bench-llamacpp.sh [--dense | --qwen3] [--no-compare] [FILE.gguf]
+#   FILE.gguf     any deepseek2 or qwen3 GGUF; without it the `small` preset target of
 #                 scripts/bench-run.sh (MoE, 232M parameters), or with --dense its all-dense
-#                 variant (244M parameters, 16 dense layers), is synthesized and converted
+#                 variant (244M parameters, 16 dense layers), or with --qwen3 the small qwen3
+#                 target (149M parameters, 232 MB read per step), is synthesized and converted
 #   --no-compare  skip the token/logit comparison
 # Env:   DSPARK_LLAMA_DIR   node-llama-cpp install directory (default ~/.cache/dspark/llama)
 #        NODE_LLAMA_CPP_VERSION   the version installed there (default 3.22.1)
@@ -29,11 +30,13 @@
 #        ROUNDS (5), TOKENS (64 decoded), PROMPT_LEN (32), THREADS ("1 2"), BENCHTIME (5x)
 set -euo pipefail
 dense=0
+qwen3=0
 compare=1
 model=
 while [ $# -gt 0 ]; do
   case $1 in
   --dense) dense=1 ;;
+  --qwen3) qwen3=1 ;;
   --no-compare) compare=0 ;;
   -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   -*) echo "bench-llamacpp: unknown flag $1" >&2; exit 2 ;;
@@ -115,6 +118,10 @@ if [ -z "$model" ]; then
     name=target-dense
     flags=(--dense)
   fi
+  if [ "$qwen3" = 1 ]; then
+    name=target-qwen3
+    flags=(--arch qwen3)
+  fi
   model=$dir/$name.gguf
   f32=$dir/$name-f32.gguf
   if [ ! -s "$model" ] || { [ "$compare" = 1 ] && [ ! -s "$f32" ]; }; then
@@ -138,7 +145,14 @@ rm -rf "$out"
 mkdir -p "$out"
 maxt=1
 for t in $threads; do [ "$t" -gt "$maxt" ] && maxt=$t; done
-go test -c -o "$dir/runtime.test" ./runtime/deepseek2/
+# The read limit comes from the benchmark of the file's own architecture.
+arch=$(node -p "JSON.parse(require('fs').readFileSync('$dir/inspect.json', 'utf8')).metadata.find((m) => m.key === 'general.architecture').value")
+case $arch in
+deepseek2) benchenv=DSPARK_BENCH_TARGET ;;
+qwen3) benchenv=DSPARK_BENCH_QWEN3 ;;
+*) echo "bench-llamacpp: $model: architecture $arch is not a target dspark runs" >&2; exit 2 ;;
+esac
+go test -c -o "$dir/runtime.test" "./runtime/$arch/"
 llama() { # llama THREADS FLASH OUTFILE
   (cd "$dir" && DSPARK_LLAMA_DIR=$run_dir node "$here/llamacpp-decode.mjs" --model "$model" \
     --tokens "$prompt" -n "$ntok" --threads "$1" --flash "$2" >"$3" 2>"$3.err") ||
@@ -167,7 +181,7 @@ for r in $(seq 1 "$rounds"); do
       llama "$t" off "$out/r$r-t$t-llama-off.json"
     fi
   done
-  (cd "$dir" && GOMAXPROCS=$maxt DSPARK_BENCH_TARGET=$model ./runtime.test -test.run '^$' \
+  (cd "$dir" && GOMAXPROCS=$maxt env "$benchenv=$model" ./runtime.test -test.run '^$' \
     -test.bench '^BenchmarkTargetDecode$' -test.benchtime "${BENCHTIME:-5x}" >"$out/r$r-read.txt" 2>&1) ||
     { cat "$out/r$r-read.txt" >&2; exit 1; }
   echo "round $r done $(date -u '+%H:%M:%S') load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/info.txt" >&2

@@ -27,7 +27,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/registry"
 )
 
 type llamaDump struct {
@@ -49,7 +49,7 @@ type summary struct {
 }
 
 func main() {
-	target := flag.String("target", "", "deepseek2 GGUF")
+	target := flag.String("target", "", "target GGUF (any architecture the runtime runs)")
 	dumpPath := flag.String("llama", "", "logits JSON written by llamacpp-decode.mjs --logits")
 	flag.Parse()
 	if *target == "" || *dumpPath == "" {
@@ -79,7 +79,11 @@ func run(path, dumpPath string) error {
 		return err
 	}
 	defer f.Close()
-	t, err := deepseek2.Load(f, runtime.Options{Context: len(d.Prompt) + len(d.Tokens) + 1, Pack: true})
+	arch, err := registry.LookupTarget(f)
+	if err != nil {
+		return err
+	}
+	t, err := arch.Load(f, runtime.Options{Context: len(d.Prompt) + len(d.Tokens) + 1, Pack: true})
 	if err != nil {
 		return err
 	}

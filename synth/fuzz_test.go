@@ -9,6 +9,7 @@ import (
 func FuzzParseTargetConfig(f *testing.F) {
 	f.Add([]byte(`{"vocab_size":1024,"hidden_size":64,"num_hidden_layers":3,"bos_token_id":992,"pad_token_id":1023}`))
 	f.Add([]byte(`{"vocab_size":3,"hidden_size":1,"num_hidden_layers":1,"bos_token_id":0,"pad_token_id":2}`))
+	f.Add([]byte(`{"vocab_size":1024,"hidden_size":64,"num_hidden_layers":3,"bos_token_id":960}`)) // Qwen3: no pad
 	f.Add([]byte(`{"vocab_size":-1}`))
 	f.Add([]byte(`{"vocab_size":1e300,"hidden_size":64}`))
 	f.Add([]byte(`[]`))

@@ -118,7 +118,9 @@ func readTarget(dir string) (pairedTarget, error) {
 	return parseTargetConfig(path, b)
 }
 
-// parseTargetConfig reads what a draft needs from the bytes of a target's config.json.
+// parseTargetConfig reads what a draft needs from the bytes of a target's config.json. A
+// target without pad_token_id (Qwen3's configs; its tokenizer pads with <|endoftext|>, the
+// bos) pads with its bos.
 func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
 	var c struct {
 		VocabSize       *int `json:"vocab_size"`
@@ -129,6 +131,9 @@ func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
 		return pairedTarget{}, fmt.Errorf("synth: target %s: %w", path, err)
+	}
+	if c.PadTokenID == nil {
+		c.PadTokenID = c.BosTokenID
 	}
 	for _, f := range []struct {
 		name string

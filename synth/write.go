@@ -119,12 +119,17 @@ func writeTokenizer(dir string, cfg *TargetConfig, specials map[int]string, rank
 var tokenizerFiles = []string{"tiktoken.model", "tokenizer_config.json"}
 
 // draftTokenizer writes the paired target's tokenizer files into a draft directory: copied
-// from opts.TargetDir, or else trained exactly as the target of the same preset would have
+// from opts.TargetDir (tiktoken.model and tokenizer_config.json, or tokenizer.json and
+// tokenizer_config.json for a Qwen3 target), or else trained exactly as the target of the same preset would have
 // them (for k3-full: 163,584 ranks and 256 reserved ids, about 30 s of training).
 func draftTokenizer(dir string, opts DraftOptions, overwrite bool) ([]string, error) {
 	if opts.TargetDir != "" {
 		var out []string
-		for _, name := range tokenizerFiles {
+		files := tokenizerFiles
+		if _, err := os.Stat(filepath.Join(opts.TargetDir, "tokenizer.json")); err == nil {
+			files = qwen3TokenizerFiles // a Hugging Face tokenizer (a Qwen3 target)
+		}
+		for _, name := range files {
 			b, err := os.ReadFile(filepath.Join(opts.TargetDir, name))
 			if err != nil {
 				return nil, fmt.Errorf("synth: target tokenizer: %w", err)
@@ -160,6 +165,7 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 	names := []string{"config.json"}
 	if opts.WithTokenizer {
 		names = append(names, tokenizerFiles...)
+		names = append(names, qwen3TokenizerFiles...)
 	}
 	if err := prepareDir(dir, names, wo.Overwrite); err != nil {
 		return nil, err

@@ -278,7 +278,7 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 		return err
 	}
 	f := &calibrate.File{Format: calibrate.Format, Version: calibrate.Version, DraftSHA256: sha,
-		BlockSize: d.Config.BlockSize, Positions: d.Config.MaxDrafts(), Prompts: source, Tokens: c.n, Seed: c.seed}
+		BlockSize: d.Info().BlockSize, Positions: d.Info().MaxDrafts(), Prompts: source, Tokens: c.n, Seed: c.seed}
 	g := &runtime.Generator{Target: m.target, Draft: d, EOS: runtime.EOS(m.tf)}
 	var sections []calibrate.Section
 	for _, p := range c.settings {

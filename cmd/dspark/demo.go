@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
@@ -173,12 +174,12 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	if err := m.load(c, longest); err != nil {
 		return err
 	}
-	tc, dc := m.target.Config, m.draft.Config
+	td, dv := m.target.Dims(), m.draft.Values()
 	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
 		Kernels: m.target.Numerics().Kernels, Numerics: m.target.Numerics(),
 		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
-			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.NLayer,
-			BlockSize: dc.BlockSize, MarkovRank: dc.MarkovRank, TargetStepBytes: targetStepBytes(m.tf),
+			TargetLayers: td.NLayer, Hidden: td.NEmbd, Vocab: td.NVocab, DraftLayers: int(dv.Int(schema.BlockCount)),
+			BlockSize: m.draft.Info().BlockSize, MarkovRank: int(dv.Int(schema.MarkovRank)), TargetStepBytes: targetStepBytes(m.tf),
 			DraftBlockBytes: draftBlockBytes(m.df, m.tf), LLCBytes: lastLevelCache(), Built: files.Built}}
 	if mf := files.Manifest; mf != nil {
 		rep.Pair.Source = fmt.Sprintf("the doc comments of %s (%d bytes, sha256 %.12s)", mf.GoVersion, mf.CorpusBytes, mf.CorpusSHA256)

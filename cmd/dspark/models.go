@@ -7,23 +7,24 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/deepseek2"
-	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/registry"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
 
 // models is a run's target (and draft) GGUFs: opened and read by openModels, loaded by load
-// once the context is known and bounded.
+// once the context is known and bounded. Their architectures come from runtime/registry, by
+// each file's declaration.
 type models struct {
 	tname, dname string // how messages name the files (their paths, or the demo pair's names)
 	tf, df       *gguf.File
-	tcfg         deepseek2.Config
-	dcfg         dflashmla.Config
+	tarch        *registry.TargetArch
+	darch        *registry.DraftArch
+	tinfo, dinfo registry.Info
 	tok          *tokenizer.BPE
 	tokErr       error // why tok is nil
 
-	target *deepseek2.Target
-	draft  *dflashmla.Draft
+	target registry.Target
+	draft  registry.Draft
 	ctx    int // the loaded context capacity
 }
 
@@ -43,7 +44,10 @@ func (m *models) open(targetPath, draftPath string) error {
 	if m.tf, err = gguf.Open(targetPath); err != nil {
 		return err
 	}
-	if m.tcfg, err = deepseek2.ReadConfig(m.tf); err != nil {
+	if m.tarch, err = registry.LookupTarget(m.tf); err != nil {
+		return err
+	}
+	if m.tinfo, err = m.tarch.Info(m.tf); err != nil {
 		return err
 	}
 	if _, ok := m.tf.Lookup(schema.TokTokens); ok {
@@ -57,7 +61,10 @@ func (m *models) open(targetPath, draftPath string) error {
 	if m.df, err = gguf.Open(draftPath); err != nil {
 		return err
 	}
-	m.dcfg, err = dflashmla.ReadConfig(m.df)
+	if m.darch, err = registry.LookupDraft(m.df); err != nil {
+		return err
+	}
+	m.dinfo, err = m.darch.Info(m.df)
 	return err
 }
 
@@ -107,9 +114,9 @@ func (m *models) load(c *runConfig, longest int) error {
 	case ctx < need:
 		return usagef("--ctx %d cannot hold a %d-token prompt and -n %d: they need %d positions", ctx, longest, c.n, need)
 	}
-	if ctx > m.tcfg.NCtx {
-		return usagef("%s: a %d-token context (a %d-token prompt and -n %d) exceeds the context length of %s (deepseek2.context_length = %d)",
-			flag, ctx, longest, c.n, m.tname, m.tcfg.NCtx)
+	if ctx > m.tinfo.ContextLength {
+		return usagef("%s: a %d-token context (a %d-token prompt and -n %d) exceeds the context length of %s (%s = %d)",
+			flag, ctx, longest, c.n, m.tname, m.tinfo.ContextKey, m.tinfo.ContextLength)
 	}
 	if err := m.checkMemory(ctx, flag); err != nil {
 		return err
@@ -117,11 +124,11 @@ func (m *models) load(c *runConfig, longest int) error {
 	m.ctx = ctx
 	opt := runtime.Options{Context: ctx, Pack: true, Activations: c.activations}
 	var err error
-	if m.target, err = deepseek2.Load(m.tf, opt); err != nil {
+	if m.target, err = m.tarch.Load(m.tf, opt); err != nil {
 		return err
 	}
 	if m.df != nil {
-		if m.draft, err = dflashmla.Load(m.df, m.target, opt); err != nil {
+		if m.draft, err = m.darch.Load(m.df, m.target, opt); err != nil {
 			return err
 		}
 	}
@@ -131,13 +138,13 @@ func (m *models) load(c *runConfig, longest int) error {
 // checkMemory bounds the bytes the KV caches of a ctx-token context need by cacheMemoryLimit.
 func (m *models) checkMemory(ctx int, flag string) error {
 	limit, why := cacheMemoryLimit()
-	total, err := m.tcfg.CacheBytes(ctx)
-	detail := fmt.Sprintf("target %d layers x %d values x 4 bytes per position", m.tcfg.NLayer, m.tcfg.Attn.KVLoraRank+m.tcfg.Attn.DRope)
+	total, err := m.tinfo.CacheBytes(ctx)
+	detail := "target " + m.tinfo.Cache
 	if err == nil && m.df != nil {
 		var d int64
-		if d, err = m.dcfg.CacheBytes(ctx); err == nil {
+		if d, err = m.dinfo.CacheBytes(ctx); err == nil {
 			total += d
-			detail += fmt.Sprintf(", draft %d layers x %d values x 4 bytes per position plus one block", m.dcfg.NLayer, m.dcfg.Attn.KVLoraRank+m.dcfg.Attn.DRope)
+			detail += ", draft " + m.dinfo.Cache
 		}
 	}
 	if err != nil {
@@ -154,7 +161,7 @@ func (m *models) checkMemory(ctx int, flag string) error {
 // against the vocabulary, --max-drafts against the draft's block, --confidence-threshold
 // against its heads.
 func (c *runConfig) fit(m *models) error {
-	V := m.target.Config.NVocab
+	V := m.target.Dims().NVocab
 	for _, id := range c.tokens {
 		if id >= V {
 			return usagef("--tokens: %d is not a token id of %s (vocabulary of %d)", id, m.tname, V)
@@ -167,10 +174,12 @@ func (c *runConfig) fit(m *models) error {
 		return usagef("--logprobs %d exceeds the vocabulary of %s (%d)", c.logprobs, m.tname, V)
 	}
 	if d := m.draft; d != nil {
-		if mx := d.Config.MaxDrafts(); c.maxDrafts > mx {
-			return usagef("--max-drafts %d exceeds the %d drafts a block of %s proposes (dflash.block_size %d)", c.maxDrafts, mx, m.dname, d.Config.BlockSize)
+		info := d.Info()
+		if mx := info.MaxDrafts(); c.maxDrafts > mx {
+			return usagef("--max-drafts %d exceeds the %d drafts a block of %s proposes (%s %d)", c.maxDrafts, mx, m.dname,
+				d.Values().Schema().FullName(schema.BlockSize), info.BlockSize)
 		}
-		if c.threshold > 0 && !d.Config.HasConfidence {
+		if c.threshold > 0 && !info.HasConfidence {
 			return usagef("--confidence-threshold: %s has no confidence head (conf_proj)", m.dname)
 		}
 	}

@@ -54,8 +54,8 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "target model (deepseek2 GGUF)")
-	fl.StringVar(&f.draft, "draft", "", "draft model (dflash GGUF)")
+	fl.StringVar(&f.target, "target", "", "target model (a deepseek2 or qwen3 GGUF)")
+	fl.StringVar(&f.draft, "draft", "", "draft model (a dflash GGUF)")
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text (tokenized with the target's tokenizer)")
 	fl.StringVar(&f.tokens, "tokens", "", "prompt as comma-separated token ids")
 	fl.IntVarP(&f.n, "n", "n", 64, "tokens to generate (>= 1)")

@@ -43,14 +43,14 @@ type schedSetup struct {
 // names the schedule, leaves out the note about the default.
 func (c *runConfig) setupSchedule(m *models, stderr io.Writer) (*schedSetup, error) {
 	d := m.draft
-	hasHead := d.Config.HasConfidence
+	hasHead := d.Info().HasConfidence
 	note := func(format string, args ...any) { fmt.Fprintf(stderr, "dspark: note: "+format+"\n", args...) }
 	defaultNote := note
 	if c.mode == modeDemo {
 		defaultNote = func(string, ...any) {}
 	}
 	s := &schedSetup{threshold: c.threshold}
-	check := calibrate.Draft{Path: m.dname, BlockSize: d.Config.BlockSize, MaxDrafts: d.Config.MaxDrafts()}
+	check := calibrate.Draft{Path: m.dname, BlockSize: d.Info().BlockSize, MaxDrafts: d.Info().MaxDrafts()}
 	if c.calibration != "" {
 		f, err := calibrate.ReadFile(c.calibration)
 		if err != nil {

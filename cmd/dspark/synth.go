@@ -18,24 +18,27 @@ import (
 
 // synthFlags are the flags of `dspark synth`.
 type synthFlags struct {
-	kind, preset, out, target, brk, shardSize string
-	seed                                      uint64
-	noQLoRA, tied, dense, fp8, groupRouting   bool
-	dflashNames, withTokenizer, quiet, force  bool
-	causal                                    bool
-	layers, heads, taps, block, markovRank    int
+	kind, arch, preset, out, target, brk     string
+	shardSize                                string
+	seed                                     uint64
+	noQLoRA, tied, dense, fp8, groupRouting  bool
+	dflashNames, withTokenizer, quiet, force bool
+	causal                                   bool
+	layers, heads, taps, block, markovRank   int
 }
 
 func newSynthCmd() *cobra.Command {
 	var f synthFlags
 	cmd := &cobra.Command{
-		Use:   "synth --kind target|dspark --preset tiny|demo|small|k3-full --out DIR",
+		Use:   "synth --kind target|dspark [--arch deepseek2|qwen3] --preset tiny|demo|small|k3-full --out DIR",
 		Short: "Write a synthetic Hugging Face checkpoint with the real schema (for tests and benchmarks)",
 		Long: `synth writes a complete, deterministic (per --seed) Hugging Face checkpoint directory:
 
   --kind target   a Kimi-K2-style DeepseekV3ForCausalLM: config.json, model.safetensors (or
                   shards + index), tiktoken.model (byte-level BPE trained on built-in text),
                   tokenizer_config.json, generation_config.json.
+                  With --arch qwen3: a dense Qwen3ForCausalLM (presets tiny and small) with a
+                  Qwen-style tokenizer.json and tokenizer_config.json.
   --kind dspark   a K3DSparkModel draft (68 tensors for 5 layers) paired with --target DIR
                   (hidden size, vocab, layer ids, embed_tokens copied byte for byte). Without
                   --target it pairs with the target synth would write for the same preset and
@@ -48,6 +51,7 @@ See docs/synth.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "kind", "", "what to write: target or dspark (required)")
+	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style) or qwen3 (dense Qwen3)")
 	fl.StringVar(&f.preset, "preset", synth.Tiny, "size: "+strings.Join(synth.Presets, ", "))
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the pseudo-random weights")
 	fl.StringVar(&f.out, "out", "", "output directory (required)")
@@ -112,7 +116,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.brk != "" && !slices.Contains(synth.Breaks, f.brk) {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
-	targetOnly := []string{"no-q-lora", "tied", "dense", "fp8", "group-routing"}
+	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing"}
 	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank"}
 	wrong := targetOnly
 	if f.kind == "target" {
@@ -134,6 +138,22 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.kind == "target" && f.preset == synth.K3Full {
 		return usagef("--preset %s is draft-only: use --kind dspark", synth.K3Full)
 	}
+	if f.kind == "target" {
+		switch f.arch {
+		case "deepseek2":
+		case "qwen3":
+			if !slices.Contains(synth.Qwen3Presets, f.preset) {
+				return usagef("--preset %s has no qwen3 target (qwen3 presets: %s)", f.preset, strings.Join(synth.Qwen3Presets, ", "))
+			}
+			for _, name := range []string{"no-q-lora", "dense", "fp8", "group-routing", "break"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s does not apply to --arch qwen3", name)
+				}
+			}
+		default:
+			return usagef("--arch must be deepseek2 or qwen3, got %q", f.arch)
+		}
+	}
 	return nil
 }
 
@@ -152,14 +172,24 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		WithTokenizer: f.withTokenizer, Causal: f.causal, Layers: f.layers, Heads: f.heads, Taps: f.taps,
 		BlockSize: f.block, MarkovRank: f.markovRank}
 
+	qopts := synth.Qwen3Options{Preset: f.preset, Seed: f.seed, Tied: f.tied}
+	qwen3 := f.kind == "target" && f.arch == "qwen3"
+
 	var total int64
-	if f.kind == "target" {
+	switch {
+	case qwen3:
+		p, err := synth.PlanQwen3(qopts, f.brk)
+		if err != nil {
+			return err
+		}
+		total = p.Roster.Bytes()
+	case f.kind == "target":
 		p, err := synth.PlanTarget(topts, f.brk)
 		if err != nil {
 			return err
 		}
 		total = p.Roster.Bytes()
-	} else {
+	default:
 		p, err := synth.PlanDraft(dopts, f.brk)
 		if err != nil {
 			return err
@@ -177,9 +207,12 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	}
 	start := time.Now()
 	var res *synth.Result
-	if f.kind == "target" {
+	switch {
+	case qwen3:
+		res, err = synth.Qwen3Target(f.out, qopts, wo)
+	case f.kind == "target":
 		res, err = synth.Target(f.out, topts, wo)
-	} else {
+	default:
 		res, err = synth.Draft(f.out, dopts, wo)
 	}
 	if bar != nil {
@@ -196,6 +229,9 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 
 func printSynthSummary(w io.Writer, f synthFlags, res *synth.Result, d time.Duration) {
 	what := f.preset + " " + f.kind
+	if f.kind == "target" && f.arch != "deepseek2" {
+		what += " (" + f.arch + ")"
+	}
 	if f.brk != "" {
 		what += " (broken: " + f.brk + ")"
 	}

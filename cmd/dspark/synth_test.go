@@ -91,6 +91,14 @@ func TestSynthUsageErrors(t *testing.T) {
 		{"--kind", "dspark", "--out", out, "--block", "-1"},
 		{"--kind", "dspark", "--out", out, "--taps", "x"},
 		{"--kind", "dspark", "--out", out, "--markov-rank", "70000"},
+		{"--kind", "target", "--arch", "llama", "--out", out},
+		{"--kind", "dspark", "--arch", "qwen3", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--preset", "demo", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--preset", "k3-full", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--fp8", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--no-q-lora", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--dense", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--break", "wrong-shape", "--out", out},
 	} {
 		_, err := runSynthArgs(t, args...)
 		var ue usageError

@@ -83,6 +83,10 @@ const (
 
 	AttnNorm    = "blk.{i}.attn_norm.weight"
 	AttnQ       = "blk.{i}.attn_q.weight"
+	AttnK       = "blk.{i}.attn_k.weight"
+	AttnV       = "blk.{i}.attn_v.weight"
+	AttnQNorm   = "blk.{i}.attn_q_norm.weight"
+	AttnKNorm   = "blk.{i}.attn_k_norm.weight"
 	AttnQA      = "blk.{i}.attn_q_a.weight"
 	AttnQANorm  = "blk.{i}.attn_q_a_norm.weight"
 	AttnQB      = "blk.{i}.attn_q_b.weight"

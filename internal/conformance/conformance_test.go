@@ -14,6 +14,7 @@ import (
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/qwen3"
 	"github.com/dspark-dev/dspark/synth"
 )
 
@@ -174,6 +175,23 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 		}
 		t.Cleanup(dr.Close)
 		c.loaded(dr.Values())
+	}
+	for _, tied := range []bool{false, true} {
+		dir := filepath.Join(root, fmt.Sprintf("q-tied-%v", tied))
+		if _, err := synth.Qwen3Target(dir, synth.Qwen3Options{Preset: synth.Tiny, Seed: 9, Tied: tied}, synth.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f := convertTo(t, dir, filepath.Join(root, fmt.Sprintf("q-tied-%v.gguf", tied)), convert.Options{})
+		c.written(t, f)
+		tg, err := qwen3.Load(f, runtime.Options{Context: 64})
+		if err != nil {
+			t.Fatalf("qwen3 tied %v: %v", tied, err)
+		}
+		if _, err := runtime.TokenizerOf(f.Path, tg.Values()); err != nil {
+			t.Fatal(err)
+		}
+		runtime.EOSOf(tg.Values())
+		c.loaded(tg.Values())
 	}
 	// A draft with a full attn_q (no q-LoRA): declared and run, never converted.
 	ts := testmodel.DefaultTarget()

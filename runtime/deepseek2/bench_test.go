@@ -14,13 +14,12 @@ import (
 	"time"
 
 	"github.com/dspark-dev/dspark/gguf"
-	"github.com/dspark-dev/dspark/internal/mmap"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/internal/benchutil"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
-	"golang.org/x/sys/unix"
 )
 
 // The runtime benchmarks time a real target (and draft) given by path, because their figures
@@ -38,7 +37,7 @@ import (
 //	Speculative:  plain and speculative greedy tokens/s in the same process, tau, acceptance
 //	              per position, the draft/verify split, speedup and speedup / tau (goal >= 0.6)
 //
-// Each runs on one thread (GOMAXPROCS=1, timed on the process CPU clock; see useThreads) and
+// Each runs on one thread (GOMAXPROCS=1, timed on the process CPU clock; see benchutil.UseThreads) and
 // on GOMAXPROCS threads (wall clock).
 //
 // Weight bytes of a step (the accounting behind GB/s): every tensor of every layer (attention,
@@ -49,14 +48,12 @@ import (
 // (runtime.Options.Pack), held in anonymous memory advised to use huge pages; the reference reads
 // a copy of the same tensors' GGUF bytes held in the same kind of memory.
 
+// readSink keeps the reads from being optimized away.
+var readSink int
+
 const (
 	envBenchTarget = "DSPARK_BENCH_TARGET"
 	envBenchDraft  = "DSPARK_BENCH_DRAFT"
-	// envBenchKernels selects the kernel path (kernels.SelectPath: avx512, avx2, portable) and
-	// envBenchActivations the activation precision (f32, bf16) of the models; unset: the
-	// defaults (the fastest path, f32).
-	envBenchKernels     = "DSPARK_BENCH_KERNELS"
-	envBenchActivations = "DSPARK_BENCH_ACTIVATIONS"
 
 	benchPromptLen = 64  // context before the timed steps
 	benchGenTokens = 32  // tokens generated per Speculative iteration
@@ -70,26 +67,6 @@ var benchModels struct {
 	sync.Mutex
 	target *Target
 	draft  *dflashmla.Draft
-}
-
-// benchOptions returns the load options of the benchmark models, after selecting the kernel
-// path named by DSPARK_BENCH_KERNELS.
-func benchOptions(b *testing.B, opt runtime.Options) runtime.Options {
-	b.Helper()
-	opt.Pack = true
-	if p := os.Getenv(envBenchKernels); p != "" {
-		if err := kernels.SelectPath(p); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if a := os.Getenv(envBenchActivations); a != "" {
-		p, err := kernels.ParsePrecision(a)
-		if err != nil {
-			b.Fatal(err)
-		}
-		opt.Activations = p
-	}
-	return opt
 }
 
 // benchTarget loads the target named by DSPARK_BENCH_TARGET, or skips.
@@ -106,7 +83,7 @@ func benchTarget(b *testing.B) *Target {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t, err := Load(f, benchOptions(b, runtime.Options{Context: benchContext}))
+		t, err := Load(f, benchutil.LoadOptions(b, runtime.Options{Context: benchContext}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -131,7 +108,7 @@ func benchDraft(b *testing.B) (*Target, *dflashmla.Draft) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := dflashmla.Load(f, t, benchOptions(b, runtime.Options{}))
+		d, err := dflashmla.Load(f, t, benchutil.LoadOptions(b, runtime.Options{}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -195,24 +172,11 @@ func selectedExperts(b testing.TB, t *Target, rows []int) [][]int {
 	return out
 }
 
-// readPlan is the list of GGUF byte spans one forward step reads as weights.
-type readPlan struct {
-	spans [][]byte
-	total int64
-	buf   []byte   // the reference copy of the spans (see reference)
-	share [][]byte // buf cut into one share per reading goroutine
-}
-
-func (p *readPlan) add(s []byte) {
-	p.spans = append(p.spans, s)
-	p.total += int64(len(s))
-}
-
 // stepPlan lists the weight bytes of a forward over rows whose experts per layer are sel.
-func stepPlan(b testing.TB, t *Target, rows []int, sel [][]int) *readPlan {
+func stepPlan(b testing.TB, t *Target, rows []int, sel [][]int) *benchutil.ReadPlan {
 	b.Helper()
 	f := t.File
-	p := &readPlan{}
+	p := &benchutil.ReadPlan{}
 	data := func(name string) []byte {
 		ti, ok := f.Tensor(name)
 		if !ok {
@@ -231,7 +195,7 @@ func stepPlan(b testing.TB, t *Target, rows []int, sel [][]int) *readPlan {
 		case name == "token_embd.weight":
 			d := data(name)
 			if !hasOutput {
-				p.add(d) // tied: the whole matrix is the lm_head
+				p.Add(d) // tied: the whole matrix is the lm_head
 				continue
 			}
 			per := len(d) / t.Config.NVocab
@@ -239,7 +203,7 @@ func stepPlan(b testing.TB, t *Target, rows []int, sel [][]int) *readPlan {
 			for _, id := range rows {
 				if !seen[id] {
 					seen[id] = true
-					p.add(d[id*per : (id+1)*per])
+					p.Add(d[id*per : (id+1)*per])
 				}
 			}
 		case strings.HasSuffix(name, "_exps.weight"):
@@ -250,153 +214,31 @@ func stepPlan(b testing.TB, t *Target, rows []int, sel [][]int) *readPlan {
 			d := data(name)
 			per := len(d) / t.Config.NExpert
 			for _, e := range sel[li] {
-				p.add(d[e*per : (e+1)*per])
+				p.Add(d[e*per : (e+1)*per])
 			}
 		default:
-			p.add(data(name))
+			p.Add(data(name))
 		}
 	}
 	return p
-}
-
-// reference copies the plan's bytes, in order, into anonymous memory advised to use huge
-// pages (the kind the packed weights live in) and cuts that copy into parts contiguous shares of equal size, one
-// per reading goroutine. Free it with release.
-func (p *readPlan) reference(b testing.TB, parts int) {
-	b.Helper()
-	buf, err := mmap.Anon(int(p.total))
-	if err != nil {
-		b.Fatal(err)
-	}
-	off := 0
-	for _, s := range p.spans {
-		off += copy(buf[off:], s)
-	}
-	p.buf = buf
-	p.share = make([][]byte, parts)
-	for k := range p.share {
-		p.share[k] = buf[len(buf)*k/parts : len(buf)*(k+1)/parts]
-	}
-}
-
-func (p *readPlan) release() {
-	mmap.FreeAnon(p.buf)
-	p.buf, p.share = nil, nil
-}
-
-// readSink keeps the reads from being optimized away.
-var readSink int
-
-// read streams every byte of the reference copy once, each share on its own goroutine (the
-// caller takes the first), with kernels.StreamRead (six interleaved AVX2 streams, the way the
-// kernels read packed weights), and returns the sum of the words read.
-func (p *readPlan) read() int {
-	var wg sync.WaitGroup
-	sums := make([]uint64, len(p.share))
-	for k := 1; k < len(p.share); k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			sums[k] = kernels.StreamRead(p.share[k])
-		}(k)
-	}
-	sums[0] = kernels.StreamRead(p.share[0])
-	wg.Wait()
-	var n uint64
-	for _, c := range sums {
-		n += c
-	}
-	return int(n)
-}
-
-// interleave runs ref and kern alternately b.N times after one warm-up call each (kern
-// timed by the benchmark, ref not), measuring both on clock, and returns their median times
-// and the medians of the per-iteration ratios time(ref)/time(kern) and time(kern)/time(ref):
-// neighbouring measurements share the machine's load.
-func interleave(b *testing.B, clock func() time.Duration, ref, kern func()) (kMed, rMed time.Duration, refOverKern, kernOverRef float64) {
-	ref()
-	kern()
-	tk := make([]time.Duration, b.N)
-	tr := make([]time.Duration, b.N)
-	rk := make([]float64, b.N)
-	kr := make([]float64, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		t0 := clock()
-		ref()
-		tr[i] = clock() - t0
-		b.StartTimer()
-		t1 := clock()
-		kern()
-		tk[i] = clock() - t1
-		rk[i] = tr[i].Seconds() / tk[i].Seconds()
-		kr[i] = tk[i].Seconds() / tr[i].Seconds()
-	}
-	b.StopTimer()
-	for _, s := range [][]time.Duration{tk, tr} {
-		slices.Sort(s)
-	}
-	slices.Sort(rk)
-	slices.Sort(kr)
-	return tk[b.N/2], tr[b.N/2], rk[b.N/2], kr[b.N/2]
-}
-
-// benchThreads are the thread counts benchmarked: one (llama.cpp's quoted figures are for
-// one thread) and GOMAXPROCS.
-func benchThreads() []int {
-	if n := goruntime.GOMAXPROCS(0); n > 1 {
-		return []int{1, n}
-	}
-	return []int{1}
-}
-
-// useThreads sets the kernels' parallelism to n and returns the clock to time with and a
-// function restoring the previous settings. For n = 1 it also sets GOMAXPROCS to 1, so every
-// goroutine of a step (the attention's workers included) shares one core, and times with the
-// process's CPU time: on a shared machine that leaves out the time spent waiting for a core
-// and keeps memory stalls, which are part of the work. For n > 1 it times the wall clock,
-// which the machine's load inflates (interleaving keeps the ratios fair).
-func useThreads(b *testing.B, n int) (clock func() time.Duration, restore func()) {
-	b.Helper()
-	kernels.SetParallelism(n)
-	if n > 1 {
-		start := time.Now()
-		return func() time.Duration { return time.Since(start) }, func() { kernels.SetParallelism(0) }
-	}
-	prev := goruntime.GOMAXPROCS(1)
-	return processCPUTime, func() {
-		goruntime.GOMAXPROCS(prev)
-		kernels.SetParallelism(0)
-	}
-}
-
-// processCPUTime returns the CPU time consumed by the process.
-func processCPUTime() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return time.Duration(ts.Nano())
 }
 
 // BenchmarkTargetDecode times one-token decode steps after a 64-token prompt (the cache is
 // truncated back before each step, so the context stays 64) against a streaming read of the
 // step's weight bytes on the same number of goroutines.
 func BenchmarkTargetDecode(b *testing.B) {
-	for _, par := range benchThreads() {
+	for _, par := range benchutil.Threads() {
 		b.Run(fmt.Sprintf("threads=%d", par), func(b *testing.B) {
 			t := benchTarget(b)
-			clock, restore := useThreads(b, par)
+			clock, restore := benchutil.UseThreads(b, par)
 			defer restore()
 			var st runtime.Step
 			tok := benchPrefill(b, t, &st)
 			L := t.Len()
 			row := []int{tok}
 			plan := stepPlan(b, t, row, selectedExperts(b, t, row))
-			plan.reference(b, par)
-			defer plan.release()
+			plan.Reference(b, par)
+			defer plan.Release()
 			step := func() {
 				if err := t.Truncate(L); err != nil {
 					b.Fatal(err)
@@ -405,9 +247,9 @@ func BenchmarkTargetDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.SetBytes(plan.total)
-			kern, read, ratio, _ := interleave(b, clock, func() { readSink += plan.read() }, step)
-			wb := float64(plan.total)
+			b.SetBytes(plan.Total)
+			kern, read, ratio, _ := benchutil.Interleave(b, clock, func() { readSink += plan.Read() }, step)
+			wb := float64(plan.Total)
 			b.ReportMetric(1/kern.Seconds(), "tok/s")
 			b.ReportMetric(1/read.Seconds(), "read-limit-tok/s")
 			b.ReportMetric(wb/kern.Seconds()/1e9, "GB/s")
@@ -452,7 +294,7 @@ func BenchmarkThreads(b *testing.B) {
 			}()
 			start := time.Now()
 			wall := func() time.Duration { return time.Since(start) }
-			kern, one, speedup, _ := interleave(b, wall, forward(1), forward(n))
+			kern, one, speedup, _ := benchutil.Interleave(b, wall, forward(1), forward(n))
 			b.ReportMetric(one.Seconds()*1e3, "ms/1-thread")
 			b.ReportMetric(kern.Seconds()*1e3, "ms/all-threads")
 			b.ReportMetric(speedup, "speedup")
@@ -463,18 +305,18 @@ func BenchmarkThreads(b *testing.B) {
 // BenchmarkVerify8 times an 8-row forward (logits for every row, as a verify step needs)
 // against a 1-row forward at the same 64-token context.
 func BenchmarkVerify8(b *testing.B) {
-	for _, par := range benchThreads() {
+	for _, par := range benchutil.Threads() {
 		b.Run(fmt.Sprintf("threads=%d", par), func(b *testing.B) {
 			t := benchTarget(b)
-			clock, restore := useThreads(b, par)
+			clock, restore := benchutil.UseThreads(b, par)
 			defer restore()
 			var st runtime.Step
 			tok := benchPrefill(b, t, &st)
 			L := t.Len()
 			one := []int{tok}
 			rows := append([]int{tok}, benchTokens(benchVerifyLen-1, t.Config.NVocab, 2)...)
-			bytes1 := stepPlan(b, t, one, selectedExperts(b, t, one)).total
-			bytes8 := stepPlan(b, t, rows, selectedExperts(b, t, rows)).total
+			bytes1 := stepPlan(b, t, one, selectedExperts(b, t, one)).Total
+			bytes8 := stepPlan(b, t, rows, selectedExperts(b, t, rows)).Total
 			forward := func(toks []int) func() {
 				return func() {
 					if err := t.Truncate(L); err != nil {
@@ -486,7 +328,7 @@ func BenchmarkVerify8(b *testing.B) {
 				}
 			}
 			b.SetBytes(bytes8)
-			t8, t1, _, cost := interleave(b, clock, forward(one), forward(rows))
+			t8, t1, _, cost := benchutil.Interleave(b, clock, forward(one), forward(rows))
 			b.ReportMetric(cost, "cost-vs-1-row")
 			b.ReportMetric(float64(bytes8)/float64(bytes1), "bytes-vs-1-row")
 			b.ReportMetric(t1.Seconds()*1e3, "ms/1-row")
@@ -504,10 +346,10 @@ func BenchmarkVerify8(b *testing.B) {
 // the cost of generate(prompt, n) minus that of generate(prompt, 1), which is the prompt
 // processing alone. The draft/verify split always comes from the generator's wall clocks.
 func BenchmarkSpeculative(b *testing.B) {
-	for _, par := range benchThreads() {
+	for _, par := range benchutil.Threads() {
 		b.Run(fmt.Sprintf("threads=%d", par), func(b *testing.B) {
 			t, d := benchDraft(b)
-			clock, restore := useThreads(b, par)
+			clock, restore := benchutil.UseThreads(b, par)
 			defer restore()
 			benchSpeculative(b, &runtime.Generator{Target: t, Draft: d}, par, clock)
 		})
@@ -642,34 +484,34 @@ func TestBenchAccounting(t *testing.T) {
 		distinct := len(slices.Compact(slices.Sorted(slices.Values(c.rows))))
 		want -= rowBytes * int64(spec.Vocab-distinct)
 		p := stepPlan(t, tg, c.rows, c.sel)
-		if p.total != want {
-			t.Errorf("%d rows: plan of %d bytes, want %d", len(c.rows), p.total, want)
+		if p.Total != want {
+			t.Errorf("%d rows: plan of %d bytes, want %d", len(c.rows), p.Total, want)
 		}
 
 		for _, parts := range []int{1, 3} {
-			p.reference(t, parts)
+			p.Reference(t, parts)
 			var cat, shares []byte
-			for _, s := range p.spans {
+			for _, s := range p.Spans {
 				cat = append(cat, s...)
 			}
-			for _, s := range p.share {
+			for _, s := range p.Share {
 				shares = append(shares, s...)
 			}
-			if len(p.share) != parts || !bytes.Equal(p.buf, cat) || !bytes.Equal(shares, cat) {
+			if len(p.Share) != parts || !bytes.Equal(p.Buf, cat) || !bytes.Equal(shares, cat) {
 				t.Errorf("%d rows, %d parts: the reference copy or its shares differ from the plan's spans", len(c.rows), parts)
 			}
 			var want uint64 // every share's little-endian words (a partial last word zero-extended)
-			for _, sh := range p.share {
+			for _, sh := range p.Share {
 				for i := 0; i < len(sh); i += 8 {
 					var w [8]byte
 					copy(w[:], sh[i:])
 					want += binary.LittleEndian.Uint64(w[:])
 				}
 			}
-			if got := p.read(); got != int(want) {
+			if got := p.Read(); got != int(want) {
 				t.Errorf("%d rows, %d parts: read summed %x, want %x", len(c.rows), parts, got, want)
 			}
-			p.release()
+			p.Release()
 		}
 	}
 }

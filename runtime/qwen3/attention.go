@@ -1,0 +1,145 @@
+package qwen3
+
+import (
+	"math"
+	"sync"
+
+	"github.com/dspark-dev/dspark/mla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
+
+// parallelWork is the number of multiply-adds below which attention runs on the calling
+// goroutine (starting workers would cost more than it saves).
+const parallelWork = 1 << 17
+
+// ropeNeox rotates the pairs (v[i], v[i+d/2]) of a head of d values by the angles of cs, a
+// table from mla.RoPE.CosSin (cs[2i] = cos, cs[2i+1] = sin of pair i): llama.cpp's NEOX mode,
+// which is Hugging Face's rotate_half.
+func ropeNeox(v, cs []float32) {
+	h := len(v) / 2
+	lo, hi := v[:h], v[h:2*h]
+	cs = cs[:2*h]
+	for i := range lo {
+		c, s := cs[2*i], cs[2*i+1]
+		x0, x1 := lo[i], hi[i]
+		lo[i] = x0*c - x1*s
+		hi[i] = x0*s + x1*c
+	}
+}
+
+// normHeads applies RMSNorm with weight w to each of the len(x)/d heads of x in place.
+func normHeads(x, w []float32, d int, eps float32) {
+	for o := 0; o+d <= len(x); o += d {
+		mla.RMSNorm(x[o:o+d], x[o:o+d], w, eps)
+	}
+}
+
+// rotateHeads applies ropeNeox with table cs to each of the len(x)/d heads of x.
+func rotateHeads(x, cs []float32, d int) {
+	for o := 0; o+d <= len(x); o += d {
+		ropeNeox(x[o:o+d], cs)
+	}
+}
+
+// attention is the grouped-query attention of one forward: its shape and per-worker score
+// buffers. A unit of work is one row and one key/value head with its group of query heads;
+// each query head is computed by the same sequence of kernel calls whatever the batch size,
+// the grouping of heads into the kernels' three-query calls (bit-identical to one query at a
+// time) or the split across workers, so a row's output does not depend on the rows beside it.
+type attention struct {
+	heads, kv, group, d int
+	scale               float32
+	capacity            int
+	scores              [][]float32 // per worker: group x capacity scores
+	wg                  sync.WaitGroup
+}
+
+func newAttention(c *Config, capacity, workers int) *attention {
+	a := &attention{heads: c.NHead, kv: c.NHeadKV, group: c.NHead / c.NHeadKV, d: c.HeadDim,
+		scale: float32(1 / math.Sqrt(float64(c.HeadDim))), capacity: capacity, scores: make([][]float32, max(workers, 1))}
+	for w := range a.scores {
+		a.scores[w] = make([]float32, a.group*capacity)
+	}
+	return a
+}
+
+// run computes out (n rows of heads x d) from the queries q (n rows of heads x d) and the
+// cached keys and values k, v (width = key/value heads x d per position): row i, at
+// position start+i, sees positions 0..start+i (causal).
+func (a *attention) run(out, q, k, v []float32, n, start, width int) {
+	units := n * a.kv
+	workers := len(a.scores)
+	work := n * a.heads * (start + n) * a.d
+	if workers == 1 || units == 1 || work < parallelWork {
+		a.units(out, q, k, v, 0, units, start, width, a.scores[0])
+		return
+	}
+	workers = min(workers, units)
+	a.wg.Add(workers - 1)
+	for w := 1; w < workers; w++ {
+		lo, hi := units*w/workers, units*(w+1)/workers
+		go func(sc []float32) {
+			defer a.wg.Done()
+			a.units(out, q, k, v, lo, hi, start, width, sc)
+		}(a.scores[w])
+	}
+	a.units(out, q, k, v, 0, units/workers, start, width, a.scores[0])
+	a.wg.Wait()
+}
+
+// units computes the units u0..u1-1 (u = row x kv heads + kv head): the scores of the
+// group's query heads against the cached keys (three queries per kernel call where it can),
+// the softmax, and the weighted sums of the cached values.
+func (a *attention) units(out, q, k, v []float32, u0, u1, start, width int, sc []float32) {
+	d, qw, G, C := a.d, a.heads*a.d, a.group, a.capacity
+	for u := u0; u < u1; u++ {
+		i, g := u/a.kv, u%a.kv
+		end := start + i + 1
+		keys, vals := k[g*d:], v[g*d:] // position t at t*width
+		qh := func(h int) []float32 { return q[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d] }
+		s := func(h int) []float32 { return sc[h*C : h*C+end] }
+		for h := 0; h < G; {
+			if G-h >= 3 {
+				kernels.Dot3Rows(qh(h), qh(h+1), qh(h+2), keys, width, s(h), s(h+1), s(h+2))
+				h += 3
+				continue
+			}
+			kernels.DotRows(qh(h), keys, width, s(h))
+			h++
+		}
+		var inv [3]float32
+		for h := 0; h < G; h++ {
+			sh := s(h)
+			mx := float32(math.Inf(-1))
+			for t := range sh {
+				sh[t] *= a.scale
+				mx = max(mx, sh[t])
+			}
+			inv[h%3] = float32(1 / kernels.ExpShift(sh, mx))
+			oh := out[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d]
+			clear(oh)
+			if h%3 == 2 { // three heads done: their weighted sums in one pass over the values
+				o := out[i*qw+(g*G+h-2)*d:]
+				kernels.Axpy3Rows(o, d, d, sc[(h-2)*C:], C, end, vals, width)
+				scale3(o, d, inv)
+			}
+		}
+		for h := G - G%3; h < G; h++ { // the heads left over
+			oh := out[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d]
+			kernels.AxpyRows(oh, s(h), vals, width)
+			for j := range oh {
+				oh[j] *= inv[h%3]
+			}
+		}
+	}
+}
+
+// scale3 multiplies the three heads of d values starting at o by inv[0], inv[1], inv[2].
+func scale3(o []float32, d int, inv [3]float32) {
+	for a := range 3 {
+		oh := o[a*d : (a+1)*d]
+		for j := range oh {
+			oh[j] *= inv[a]
+		}
+	}
+}

@@ -1,0 +1,200 @@
+// Package registry is the table of the model architectures dspark's runtime runs: for each
+// GGUF declaration (gguf/schema) of a target or a draft, the package that reads its
+// hyperparameters and loads it. A caller opens a file, looks its declaration up here (by
+// general.architecture, and the declaration's Select when several share one) and loads it
+// without naming the architecture, so a new architecture is one entry in this table (and its
+// declaration and package).
+//
+// Any registered draft runs against any registered target whose sizes it fits (the draft's
+// loader checks them against runtime.Target.Dims and the tokenizers).
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/qwen3"
+)
+
+// Info is what a model file says before it is loaded: enough to bound a context and the
+// memory its KV cache takes.
+type Info struct {
+	// ContextLength is the trained context length (0 for a draft: its context is its
+	// target's); ContextKey names the key it comes from, for messages.
+	ContextLength int
+	ContextKey    string
+	// CacheBytes returns the bytes of the KV cache a load for a ctx-token context allocates,
+	// or an error if ctx is not positive or the size overflows.
+	CacheBytes func(ctx int) (int64, error)
+	// Cache describes the cache's size per position, for messages ("28 layers x 2048 values
+	// x 4 bytes per position").
+	Cache string
+	// Layers, Embd and Vocab are the file's sizes (a draft's layers are its own).
+	Layers, Embd, Vocab int
+	// Draft describes a draft's blocks (zero for a target).
+	Draft runtime.DraftInfo
+}
+
+// Target is a loaded target model.
+type Target interface {
+	runtime.Target
+	// Numerics says which kernel path and activation precision its products use.
+	Numerics() runtime.Numerics
+	// Close frees what the load allocated outside the Go heap; the file stays open.
+	Close()
+	// Values are the file's keys resolved against its declaration, with what the load read
+	// and bound.
+	Values() *schema.Values
+}
+
+// Draft is a loaded draft model.
+type Draft interface {
+	runtime.Draft
+	Numerics() runtime.Numerics
+	Close()
+	Values() *schema.Values
+}
+
+// TargetArch is one target architecture the runtime runs.
+type TargetArch struct {
+	Schema *schema.Schema
+	Info   func(f *gguf.File) (Info, error)
+	Load   func(f *gguf.File, opt runtime.Options) (Target, error)
+}
+
+// DraftArch is one draft architecture the runtime runs, against any target.
+type DraftArch struct {
+	Schema *schema.Schema
+	Info   func(f *gguf.File) (Info, error)
+	Load   func(f *gguf.File, target runtime.Target, opt runtime.Options) (Draft, error)
+}
+
+// perPosition formats a cache's size per position.
+func perPosition(layers, values int) string {
+	return fmt.Sprintf("%d layers x %d values x 4 bytes per position", layers, values)
+}
+
+// Targets are the target architectures, in the order they were added.
+var Targets = []*TargetArch{
+	{
+		Schema: schema.Deepseek2,
+		Info: func(f *gguf.File) (Info, error) {
+			c, err := deepseek2.ReadConfig(f)
+			if err != nil {
+				return Info{}, err
+			}
+			return Info{ContextLength: c.NCtx, ContextKey: schema.Deepseek2.FullName(schema.ContextLength),
+				CacheBytes: c.CacheBytes, Cache: perPosition(c.NLayer, c.Attn.KVLoraRank+c.Attn.DRope),
+				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab}, nil
+		},
+		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return target(deepseek2.Load(f, opt)) },
+	},
+	{
+		Schema: schema.Qwen3,
+		Info: func(f *gguf.File) (Info, error) {
+			c, err := qwen3.ReadConfig(f)
+			if err != nil {
+				return Info{}, err
+			}
+			return Info{ContextLength: c.NCtx, ContextKey: schema.Qwen3.FullName(schema.ContextLength),
+				CacheBytes: c.CacheBytes, Cache: perPosition(c.NLayer, 2*c.KVWidth()),
+				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab}, nil
+		},
+		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return target(qwen3.Load(f, opt)) },
+	},
+}
+
+// Drafts are the draft architectures, in the order they were added.
+var Drafts = []*DraftArch{
+	{
+		Schema: schema.DFlashMLA,
+		Info: func(f *gguf.File) (Info, error) {
+			c, err := dflashmla.ReadConfig(f)
+			if err != nil {
+				return Info{}, err
+			}
+			return Info{CacheBytes: c.CacheBytes, Cache: perPosition(c.NLayer, c.Attn.KVLoraRank+c.Attn.DRope) + " plus one block",
+				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab, Draft: c.Info()}, nil
+		},
+		Load: func(f *gguf.File, t runtime.Target, opt runtime.Options) (Draft, error) {
+			return draft(dflashmla.Load(f, t, opt))
+		},
+	},
+}
+
+// target converts a package's load result, keeping a failed load's nil a nil interface (a
+// nil *T in an interface would not compare equal to nil).
+func target[T Target](t T, err error) (Target, error) {
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func draft[D Draft](d D, err error) (Draft, error) {
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// LookupTarget returns the target architecture of f, or an error naming the file, what it
+// is and the architectures the runtime runs.
+func LookupTarget(f *gguf.File) (*TargetArch, error) {
+	s := schema.For(schema.FileSource(f))
+	for _, a := range Targets {
+		if s != nil && a.Schema == s {
+			return a, nil
+		}
+	}
+	return nil, notRun(f, s, "target", targetNames())
+}
+
+// LookupDraft returns the draft architecture of f, or an error naming the file, what it is
+// and the architectures the runtime runs.
+func LookupDraft(f *gguf.File) (*DraftArch, error) {
+	s := schema.For(schema.FileSource(f))
+	for _, a := range Drafts {
+		if s != nil && a.Schema == s {
+			return a, nil
+		}
+	}
+	return nil, notRun(f, s, "draft", draftNames())
+}
+
+func notRun(f *gguf.File, s *schema.Schema, role string, known []string) error {
+	what := fmt.Sprintf("general.architecture %q", f.Architecture())
+	switch {
+	case s == nil:
+		what += " has no declaration"
+	case slices.Contains(targetNames(), s.Name):
+		what += " is a target"
+	case slices.Contains(draftNames(), s.Name):
+		what += " is a draft"
+	default:
+		what += fmt.Sprintf(" (%s) is not run by dspark's runtime", s.Name)
+	}
+	return fmt.Errorf("%s: %s, not a %s the runtime runs (%ss: %s)", f.Path, what, role, role, strings.Join(known, ", "))
+}
+
+func targetNames() []string {
+	var out []string
+	for _, a := range Targets {
+		out = append(out, a.Schema.Name)
+	}
+	return out
+}
+
+func draftNames() []string {
+	var out []string
+	for _, a := range Drafts {
+		out = append(out, a.Schema.Name)
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package registry
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/testmodel"
+	"github.com/dspark-dev/dspark/runtime"
+)
+
+func open(t *testing.T, m *testmodel.Model) *gguf.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	m.Write(t, path)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestEveryDeclarationRuns: each architecture declaration is registered here as a target or
+// a draft, so that `dspark run` can load every file `dspark convert` writes.
+func TestEveryDeclarationRuns(t *testing.T) {
+	seen := map[*schema.Schema]string{}
+	for _, a := range Targets {
+		seen[a.Schema] += "target "
+	}
+	for _, a := range Drafts {
+		seen[a.Schema] += "draft "
+	}
+	for _, s := range schema.All() {
+		if got := seen[s]; got != "target " && got != "draft " {
+			t.Errorf("declaration %s is registered as %q, want exactly one target or draft entry", s.Name, got)
+		}
+	}
+}
+
+// TestLoadByDeclaration loads each registered test model through the table and runs it: a
+// qwen3 target and a deepseek2 target, each with a dflash MLA draft of its sizes.
+func TestLoadByDeclaration(t *testing.T) {
+	ds := testmodel.DefaultTarget()
+	qs := testmodel.DefaultQwen3()
+	qs.Embd, qs.Vocab = ds.Embd, ds.Vocab // a draft built for ds fits the qwen3 target too
+	for name, m := range map[string]*testmodel.Model{"deepseek2": testmodel.BuildTarget(ds, 1), "qwen3": testmodel.BuildQwen3(qs, 2)} {
+		t.Run(name, func(t *testing.T) {
+			tf := open(t, m)
+			ta, err := LookupTarget(tf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ta.Schema.Arch != name {
+				t.Fatalf("%s file looked up as %s", name, ta.Schema.Name)
+			}
+			info, err := ta.Info(tf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.ContextLength != 512 || info.ContextKey != name+".context_length" || info.Embd != ds.Embd || info.Vocab != ds.Vocab {
+				t.Errorf("info %+v", info)
+			}
+			n, err := info.CacheBytes(32)
+			if err != nil || n <= 0 {
+				t.Errorf("cache bytes %d, %v", n, err)
+			}
+			tg, err := ta.Load(tf, runtime.Options{Context: 32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tg.Close()
+			dspec := testmodel.DefaultDraft(ds)
+			df := open(t, testmodel.BuildDraft(ds, dspec, 3))
+			da, err := LookupDraft(df)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := da.Info(df); err != nil {
+				t.Fatal(err)
+			}
+			d, err := da.Load(df, tg, runtime.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			g := &runtime.Generator{Target: tg, Draft: d}
+			plain, err := g.Plain([]int{1, 2, 3}, 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := g.Speculative([]int{1, 2, 3}, 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plain.Tokens) != 12 || !slices.Equal(plain.Tokens, spec.Tokens) {
+				t.Errorf("greedy speculative %v, plain %v", spec.Tokens, plain.Tokens)
+			}
+			// Roles: the draft is not a target, the target not a draft.
+			if _, err := LookupTarget(df); err == nil || !strings.Contains(err.Error(), "is a draft, not a target") {
+				t.Errorf("draft as target: %v", err)
+			}
+			if _, err := LookupDraft(tf); err == nil || !strings.Contains(err.Error(), "is a target, not a draft") {
+				t.Errorf("target as draft: %v", err)
+			}
+		})
+	}
+}
+
+func TestUnknownArchitecture(t *testing.T) {
+	m := testmodel.BuildQwen3(testmodel.DefaultQwen3(), 1)
+	m.DelKV("general.architecture")
+	m.KV("general.architecture", gguf.Str("llama"))
+	f := open(t, m)
+	_, err := LookupTarget(f)
+	if err == nil {
+		t.Fatal("a llama file was accepted")
+	}
+	for _, w := range []string{f.Path, `general.architecture "llama" has no declaration`, "targets: deepseek2, qwen3"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+}
+
+// TestFailedLoadIsNil: a load that fails returns a nil interface, which a caller can test
+// and need not close.
+func TestFailedLoadIsNil(t *testing.T) {
+	m := testmodel.BuildQwen3(testmodel.DefaultQwen3(), 1)
+	delete(m.T, "blk.1.attn_k_norm.weight")
+	m.Names = slices.DeleteFunc(m.Names, func(n string) bool { return n == "blk.1.attn_k_norm.weight" })
+	f := open(t, m)
+	a, err := LookupTarget(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := a.Load(f, runtime.Options{Context: 8})
+	if err == nil || !strings.Contains(err.Error(), "blk.1.attn_k_norm.weight") {
+		t.Fatalf("load without a k norm: %v", err)
+	}
+	if tg != nil {
+		t.Fatalf("a failed load returned %#v, not nil", tg)
+	}
+	qt, err := a.Load(open(t, testmodel.BuildQwen3(testmodel.DefaultQwen3(), 1)), runtime.Options{Context: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qt.Close()
+	ds := testmodel.DefaultTarget() // hidden 48: the qwen3 target's is 44
+	df := open(t, testmodel.BuildDraft(ds, testmodel.DefaultDraft(ds), 2))
+	d, err := Drafts[0].Load(df, qt, runtime.Options{})
+	if err == nil || !strings.Contains(err.Error(), "target_hidden_size 48 != target embedding_length 44") {
+		t.Fatalf("a draft for another target: %v", err)
+	}
+	if d != nil {
+		t.Fatalf("a failed draft load returned %#v, not nil", d)
+	}
+}

@@ -47,6 +47,10 @@ const (
 	RMSEpsilon     = "attention.layer_norm_rms_epsilon"
 	Causal         = "attention.causal"
 
+	SlidingWindow        = "attention.sliding_window"
+	SlidingWindowPattern = "attention.sliding_window_pattern"
+	LogitScale           = "logit_scale"
+
 	RopeDimensionCount = "rope.dimension_count"
 	RopeFreqBase       = "rope.freq_base"
 	RopeScalingType    = "rope.scaling.type"
@@ -92,6 +96,11 @@ const (
 	AttnVB      = "blk.{i}.attn_v_b.weight"
 	AttnKVB     = "blk.{i}.attn_kv_b.weight"
 	AttnOutput  = "blk.{i}.attn_output.weight"
+	AttnK       = "blk.{i}.attn_k.weight"
+	AttnV       = "blk.{i}.attn_v.weight"
+	AttnQNorm   = "blk.{i}.attn_q_norm.weight"
+	AttnKNorm   = "blk.{i}.attn_k_norm.weight"
+	AttnSinks   = "blk.{i}.attn_sinks.weight"
 	FFNNorm     = "blk.{i}.ffn_norm.weight"
 	FFNGate     = "blk.{i}.ffn_gate.weight"
 	FFNUp       = "blk.{i}.ffn_up.weight"

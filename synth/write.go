@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/safetensors"
@@ -124,7 +125,11 @@ var tokenizerFiles = []string{"tiktoken.model", "tokenizer_config.json"}
 func draftTokenizer(dir string, opts DraftOptions, overwrite bool) ([]string, error) {
 	if opts.TargetDir != "" {
 		var out []string
-		for _, name := range tokenizerFiles {
+		names := tokenizerFiles
+		if _, err := os.Stat(filepath.Join(opts.TargetDir, "tokenizer.json")); err == nil {
+			names = []string{"tokenizer.json", "tokenizer_config.json"} // a Hugging Face tokenizer
+		}
+		for _, name := range names {
 			b, err := os.ReadFile(filepath.Join(opts.TargetDir, name))
 			if err != nil {
 				return nil, fmt.Errorf("synth: target tokenizer: %w", err)
@@ -138,6 +143,9 @@ func draftTokenizer(dir string, opts DraftOptions, overwrite bool) ([]string, er
 		return out, nil
 	}
 	var cfg *TargetConfig
+	if opts.Preset == Qwen3_8B {
+		return nil, fmt.Errorf("synth: preset %s has no tokenizer of its own to write: give the target with TargetDir", Qwen3_8B)
+	}
 	if opts.Preset == K3Full {
 		t := k3Target
 		cfg = &TargetConfig{VocabSize: t.Vocab, BosTokenID: t.Bos, EosTokenID: t.Bos + eosOffset,
@@ -159,7 +167,7 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 	}
 	names := []string{"config.json"}
 	if opts.WithTokenizer {
-		names = append(names, tokenizerFiles...)
+		names = append(names, append(tokenizerFiles, "tokenizer.json")...)
 	}
 	if err := prepareDir(dir, names, wo.Overwrite); err != nil {
 		return nil, err
@@ -171,13 +179,24 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 			return nil, fmt.Errorf("synth: target: %w", err)
 		}
 		defer ck.Close()
-		embed := &p.Roster[0]
-		src, err := embeddingSource(ck, p.TargetDir, embed)
-		if err != nil {
-			return nil, err
+		copies = map[string]func(io.Writer) error{}
+		for i := range p.Roster {
+			t := &p.Roster[i]
+			var src func(io.Writer) error
+			switch {
+			case strings.HasSuffix(t.Name, "embed_tokens.weight"):
+				src, err = embeddingSource(ck, p.TargetDir, t)
+			case t.Name == "lm_head.weight":
+				src, err = headSource(ck, p.TargetDir, t)
+			default:
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			t.Init = Init{Encoding: Copy, Store: t.Dtype}
+			copies[t.Name] = src
 		}
-		embed.Init = Init{Encoding: Copy, Store: embed.Dtype}
-		copies = map[string]func(io.Writer) error{embed.Name: src}
 	}
 	for name, data := range wo.Tensors {
 		if copies == nil {
@@ -190,7 +209,7 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cj, err := marshal(p.Config, "  ")
+	cj, err := p.ConfigJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +231,21 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 // embeddingSource returns a Data function copying the target's model.embed_tokens.weight,
 // after checking that it has the draft embedding's dtype and shape.
 func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
-	const name = "model.embed_tokens.weight"
+	return copySource(ck, dir, "model.embed_tokens.weight", want)
+}
+
+// headSource returns a Data function copying the target's output head: its lm_head.weight,
+// or its embedding when it is tied (it has no lm_head).
+func headSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
+	if _, _, ok := ck.Tensor("lm_head.weight"); ok {
+		return copySource(ck, dir, "lm_head.weight", want)
+	}
+	return copySource(ck, dir, "model.embed_tokens.weight", want)
+}
+
+// copySource returns a Data function copying the target's tensor name, after checking that
+// it has the dtype and shape of want.
+func copySource(ck *safetensors.Checkpoint, dir, name string, want *Tensor) (func(io.Writer) error, error) {
 	ti, f, ok := ck.Tensor(name)
 	if !ok {
 		return nil, fmt.Errorf("synth: target %s has no %s", dir, name)

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
@@ -171,12 +173,12 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	if err := m.load(c, longest); err != nil {
 		return err
 	}
-	tc, dc := m.target.Config, m.draft.Config
+	tc, dc := m.target.Config, m.dcfg
 	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
 		Kernels: kernels.Implementation(),
 		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
-			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.NLayer,
-			BlockSize: dc.BlockSize, MarkovRank: dc.MarkovRank, TargetStepBytes: targetStepBytes(m.tf),
+			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.layers,
+			BlockSize: dc.blockSize, MarkovRank: dc.markovRank, TargetStepBytes: targetStepBytes(m.tf),
 			DraftBlockBytes: draftBlockBytes(m.df, m.tf), LLCBytes: lastLevelCache(), Built: files.Built}}
 	if mf := files.Manifest; mf != nil {
 		rep.Pair.Source = fmt.Sprintf("the doc comments of %s (%d bytes, sha256 %.12s)", mf.GoVersion, mf.CorpusBytes, mf.CorpusSHA256)
@@ -337,22 +339,37 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 		return err
 	}
 	defer df.Close()
-	cfg, err := dflashmla.ReadConfig(df)
-	if err != nil {
-		return err
+	var (
+		vocab, embd, tapWidth, layers, block int
+		load                                 func(head *kernels.Mat) (loadedDraft, error)
+	)
+	opt := runtime.Options{Context: 64, Pack: true}
+	if schema.For(schema.FileSource(df)) == schema.DFlashGQA {
+		cfg, err := dflashgqa.ReadConfig(df)
+		if err != nil {
+			return err
+		}
+		vocab, embd, tapWidth, layers, block = cfg.NVocab, cfg.NEmbd, cfg.NEmbd, cfg.NLayer, cfg.BlockSize
+		load = func(h *kernels.Mat) (loadedDraft, error) { return dflashgqa.LoadStandalone(df, h, opt) }
+	} else {
+		cfg, err := dflashmla.ReadConfig(df)
+		if err != nil {
+			return err
+		}
+		vocab, embd, tapWidth, layers, block = cfg.NVocab, cfg.NEmbd, cfg.TargetHidden, cfg.NLayer, cfg.BlockSize
+		load = func(h *kernels.Mat) (loadedDraft, error) { return dflashmla.LoadStandalone(df, h, opt) }
 	}
-	vocab, embd := cfg.NVocab, cfg.NEmbd
 	head, headBytes, release, err := drafttime.StandInHead(vocab, embd, c.seed)
 	if err != nil {
 		return err
 	}
 	defer release()
-	d, err := dflashmla.LoadStandalone(df, head, runtime.Options{Context: 64, Pack: true})
+	d, err := load(head)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	tm, err := drafttime.Block(d, headBytes, 32, 7, c.seed)
+	tm, err := drafttime.Block(drafttime.Subject{Draft: d, File: df, Vocab: vocab, TapWidth: tapWidth}, headBytes, 32, 7, c.seed)
 	if err != nil {
 		return err
 	}
@@ -360,7 +377,7 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 		return writeJSON(w, tm)
 	}
 	fmt.Fprintf(w, "draft: %s (%d tensors, %d layers, block size %d, vocab %d, hidden %d)\n",
-		c.draft, len(df.Tensors), d.Config.NLayer, d.Config.BlockSize, vocab, embd)
+		c.draft, len(df.Tensors), layers, block, vocab, embd)
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)
 	fmt.Fprintf(w, "one block (median of %d): %v; streaming its %.2f GB of weights once (read after each block): %v\n",

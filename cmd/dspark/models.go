@@ -8,7 +8,6 @@ import (
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
-	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
 
@@ -18,12 +17,12 @@ type models struct {
 	tname, dname string // how messages name the files (their paths, or the demo pair's names)
 	tf, df       *gguf.File
 	tcfg         deepseek2.Config
-	dcfg         dflashmla.Config
+	dcfg         *draftFile
 	tok          *tokenizer.BPE
 	tokErr       error // why tok is nil
 
 	target *deepseek2.Target
-	draft  *dflashmla.Draft
+	draft  loadedDraft
 	ctx    int // the loaded context capacity
 }
 
@@ -57,7 +56,7 @@ func (m *models) open(targetPath, draftPath string) error {
 	if m.df, err = gguf.Open(draftPath); err != nil {
 		return err
 	}
-	m.dcfg, err = dflashmla.ReadConfig(m.df)
+	m.dcfg, err = readDraft(m.df)
 	return err
 }
 
@@ -121,7 +120,7 @@ func (m *models) load(c *runConfig, longest int) error {
 		return err
 	}
 	if m.df != nil {
-		if m.draft, err = dflashmla.Load(m.df, m.target, opt); err != nil {
+		if m.draft, err = m.dcfg.load(m.target, opt); err != nil {
 			return err
 		}
 	}
@@ -135,9 +134,9 @@ func (m *models) checkMemory(ctx int, flag string) error {
 	detail := fmt.Sprintf("target %d layers x %d values x 4 bytes per position", m.tcfg.NLayer, m.tcfg.Attn.KVLoraRank+m.tcfg.Attn.DRope)
 	if err == nil && m.df != nil {
 		var d int64
-		if d, err = m.dcfg.CacheBytes(ctx); err == nil {
+		if d, err = m.dcfg.cacheBytes(ctx); err == nil {
 			total += d
-			detail += fmt.Sprintf(", draft %d layers x %d values x 4 bytes per position plus one block", m.dcfg.NLayer, m.dcfg.Attn.KVLoraRank+m.dcfg.Attn.DRope)
+			detail += ", " + m.dcfg.cacheDetail
 		}
 	}
 	if err != nil {
@@ -167,10 +166,11 @@ func (c *runConfig) fit(m *models) error {
 		return usagef("--logprobs %d exceeds the vocabulary of %s (%d)", c.logprobs, m.tname, V)
 	}
 	if d := m.draft; d != nil {
-		if mx := d.Config.MaxDrafts(); c.maxDrafts > mx {
-			return usagef("--max-drafts %d exceeds the %d drafts a block of %s proposes (dflash.block_size %d)", c.maxDrafts, mx, m.dname, d.Config.BlockSize)
+		info := d.Info()
+		if mx := info.MaxDrafts(); c.maxDrafts > mx {
+			return usagef("--max-drafts %d exceeds the %d drafts a block of %s proposes (dflash.block_size %d)", c.maxDrafts, mx, m.dname, info.BlockSize)
 		}
-		if c.threshold > 0 && !d.Config.HasConfidence {
+		if c.threshold > 0 && !info.HasConfidence {
 			return usagef("--confidence-threshold: %s has no confidence head (conf_proj)", m.dname)
 		}
 	}

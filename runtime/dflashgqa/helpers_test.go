@@ -41,7 +41,7 @@ func openFile(t testing.TB, m *testmodel.Model, name string) *gguf.File {
 // refSetup loads a deepseek2 target and a GQA draft, injects the target's tapped hidden
 // states of a prompt into the draft, and returns the float64 reference's features of that
 // context.
-func refSetup(t *testing.T, ts testmodel.TargetSpec, ds testmodel.GQASpec) (*testmodel.Model, *testmodel.Model, *Draft, [][]float64) {
+func refSetup(t testing.TB, ts testmodel.TargetSpec, ds testmodel.GQASpec) (*testmodel.Model, *testmodel.Model, *Draft, [][]float64) {
 	t.Helper()
 	tm := testmodel.BuildTarget(ts, 31)
 	tg := openTarget(t, tm, runtime.Options{Context: 64})

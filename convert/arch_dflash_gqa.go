@@ -81,7 +81,7 @@ func readTaps(r *cfgReader) []int64 {
 
 // markovKinds are the Markov heads of DeepSpec's DSpark; only vanilla is run.
 var markovKinds = map[string]string{
-	"gated": "markov_head.gate_proj", // Linear H + r -> r, a sigmoid gate on W1[prev]
+	"gated": "markov_head.gate_proj",  // Linear H + r -> r, a sigmoid gate on W1[prev]
 	"rnn":   "markov_head.joint_proj", // Linear 2r + H -> 3r, a GRU-like state
 }
 

@@ -89,7 +89,7 @@ func gqaPreset(preset string, noHeads bool) (GQADims, *pairedTarget, error) {
 		d.RopeTheta, d.MaxPositions, d.Mask = 1e6, 40960, -1
 	}
 	if noHeads {
-		d.MarkovRank = 0
+		d.MarkovRank, d.Tables = 0, false // z-lab's DFlash drafts ship neither heads nor tables
 	}
 	return d, t, nil
 }

@@ -125,11 +125,7 @@ var tokenizerFiles = []string{"tiktoken.model", "tokenizer_config.json"}
 func draftTokenizer(dir string, opts DraftOptions, overwrite bool) ([]string, error) {
 	if opts.TargetDir != "" {
 		var out []string
-		names := tokenizerFiles
-		if _, err := os.Stat(filepath.Join(opts.TargetDir, "tokenizer.json")); err == nil {
-			names = []string{"tokenizer.json", "tokenizer_config.json"} // a Hugging Face tokenizer
-		}
-		for _, name := range names {
+		for _, name := range tokenizerFiles {
 			b, err := os.ReadFile(filepath.Join(opts.TargetDir, name))
 			if err != nil {
 				return nil, fmt.Errorf("synth: target tokenizer: %w", err)
@@ -167,7 +163,7 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 	}
 	names := []string{"config.json"}
 	if opts.WithTokenizer {
-		names = append(names, append(tokenizerFiles, "tokenizer.json")...)
+		names = append(names, tokenizerFiles...)
 	}
 	if err := prepareDir(dir, names, wo.Overwrite); err != nil {
 		return nil, err

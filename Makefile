@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test vet race test-purego test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo k3-full demo-assets clean
+	bench-convert bench-synth bench-run bench-demo bench-llamacpp k3-full demo-assets clean
 
 all: build
 
@@ -69,6 +69,13 @@ bench-run: build
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).
 bench-demo:
 	$(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
+
+## bench-llamacpp: target decode side by side with llama.cpp's CPU backend on the same GGUF, in
+## one run, with the same-run streaming read (needs node and npm: installs the npm package
+## node-llama-cpp outside the repository on first use; never part of test or CI).
+## GGUF=path benchmarks that file instead of the small preset; ARGS=--dense its dense variant.
+bench-llamacpp: build
+	DSPARK_BIN=$(BIN) ./scripts/bench-llamacpp.sh $(ARGS) $(GGUF)
 
 ## k3-full: full-size synthetic K3 DSpark draft -> GGUF -> inspect --check (72 tensors).
 k3-full: build

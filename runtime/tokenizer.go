@@ -9,7 +9,8 @@ import (
 )
 
 // LoadTokenizer builds the byte-level BPE tokenizer stored in a GGUF (tokenizer.ggml.model
-// "gpt2": tokens, merges and token types).
+// "gpt2": tokens, merges and token types) with the pre-tokenizer tokenizer.ggml.pre names
+// ("kimi-k2" or "qwen2"; a missing or other name is an error, not a fallback).
 func LoadTokenizer(f *gguf.File) (*tokenizer.BPE, error) {
 	v, _ := schema.Common.Resolve(schema.FileSource(f))
 	return TokenizerOf(f.Path, v)
@@ -24,6 +25,10 @@ func TokenizerOf(name string, v *schema.Values) (*tokenizer.BPE, error) {
 	if model := v.Str(schema.TokModel); model != "gpt2" {
 		return nil, fmt.Errorf("%s: %s %q is not supported (want gpt2)", name, schema.TokModel, model)
 	}
+	if !v.Has(schema.TokPre) {
+		return nil, fmt.Errorf("%s: no pre-tokenizer: %s missing", name, schema.TokPre)
+	}
+	pre := v.Str(schema.TokPre)
 	tokens := v.Strs(schema.TokTokens)
 	merges := v.Strs(schema.TokMerges)
 	ids := v.Ints(schema.TokTypes)
@@ -36,7 +41,7 @@ func TokenizerOf(name string, v *schema.Values) (*tokenizer.BPE, error) {
 	for i, t := range ids {
 		types[i] = int32(t)
 	}
-	b, err := tokenizer.NewBPE(tokens, merges, types)
+	b, err := tokenizer.NewBPEFor(pre, tokens, merges, types)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

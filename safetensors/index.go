@@ -65,7 +65,7 @@ func ParseIndex(path string, b []byte) (*Index, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := tok.str
+		key := tok.Str
 		if seen[key] {
 			return nil, j.errAt(off, plain(key), "duplicate key")
 		}
@@ -105,7 +105,7 @@ func (j *jsonReader) indexMetadata(idx *Index) error {
 		if err != nil {
 			return err
 		}
-		key := tok.str
+		key := tok.Str
 		f := where{kind: "metadata", name: key, named: true}
 		if seen[key] {
 			return j.errAt(off, f, "duplicate key")
@@ -135,7 +135,7 @@ func (j *jsonReader) weightMap() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := tok.str
+		name := tok.Str
 		f := where{kind: "weight_map", name: name, named: true}
 		if _, dup := wm[name]; dup {
 			return nil, j.errAt(off, f, "duplicate tensor name")
@@ -144,8 +144,8 @@ func (j *jsonReader) weightMap() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		shard := tok.str
-		if tok.kind != tString {
+		shard := tok.Str
+		if tok.Kind != tString {
 			return nil, j.errAt(off, f, "must be a shard file name, got %s", describe(tok))
 		}
 		if shard == "" || shard == "." || shard == ".." || strings.ContainsAny(shard, `/\`+"\x00") {

@@ -35,7 +35,7 @@ func parseHeader(path string, buf []byte) (*header, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := tok.str // next guarantees a string in key position
+		name := tok.Str // next guarantees a string in key position
 		if first, dup := seen[name]; dup {
 			return nil, j.errAt(off, tensorField(name, ""), "duplicate name (first at offset %d)", j.base+first)
 		}
@@ -68,10 +68,10 @@ func (j *jsonReader) metadata() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tok.kind == tNull {
+	if tok.Kind == tNull {
 		return nil, nil
 	}
-	if tok.kind != tBeginObj {
+	if tok.Kind != tBeginObj {
 		return nil, j.errAt(off, field, "must be an object of strings, got %s", describe(tok))
 	}
 	md := map[string]string{}
@@ -80,7 +80,7 @@ func (j *jsonReader) metadata() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := tok.str
+		key := tok.Str
 		kf := where{kind: "__metadata__", name: key, named: true}
 		if _, dup := md[key]; dup {
 			return nil, j.errAt(off, kf, "duplicate key")
@@ -89,8 +89,8 @@ func (j *jsonReader) metadata() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		v := tok.str
-		if tok.kind != tString {
+		v := tok.Str
+		if tok.Kind != tString {
 			return nil, j.errAt(off, kf, "value must be a string, got %s", describe(tok))
 		}
 		md[key] = v
@@ -111,7 +111,7 @@ func (j *jsonReader) tensor(name string, nameOff int64) (entry, error) {
 		if err != nil {
 			return e, err
 		}
-		key := tok.str
+		key := tok.Str
 		f := tensorField(name, key)
 		dup := false
 		switch key {
@@ -133,8 +133,8 @@ func (j *jsonReader) tensor(name string, nameOff int64) (entry, error) {
 			if err != nil {
 				return e, err
 			}
-			s := tok.str
-			if tok.kind != tString {
+			s := tok.Str
+			if tok.Kind != tString {
 				return e, j.errAt(off, f, "must be a string, got %s", describe(tok))
 			}
 			if _, known := Dtype(s).Bits(); !known {

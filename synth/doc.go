@@ -4,7 +4,8 @@
 // generation_config.json) and a K3DSparkModel draft paired with such a target (the exact
 // 68-tensor roster and every config field of the Kimi-K3 DSpark checkpoint), at three sizes:
 // tiny (unit tests), small (runtime benchmarks) and k3-full (the draft at its real shapes,
-// streamed to disk with bounded memory).
+// streamed to disk with bounded memory). For Qwen3 checkpoints it writes the tokenizer files
+// (WriteQwen3Tokenizer: tokenizer.json with Qwen3's added tokens and tokenizer_config.json).
 //
 // Every value is a pure function of (seed, tensor name, element index), see Generator, so
 // the same seed gives byte-identical files, tensors can be produced independently and in any

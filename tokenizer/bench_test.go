@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -142,4 +144,59 @@ func BenchmarkReadTiktoken(b *testing.B) {
 		}
 	}
 	reportRatio(b, limit, "x-base64")
+}
+
+// BenchmarkSplitQwen2 runs the Qwen2 pre-tokenizer over 1 MB. Limit: decoding the same
+// text's runes (as BenchmarkSplit, so the two pre-tokenizers compare).
+func BenchmarkSplitQwen2(b *testing.B) {
+	text := benchText()
+	limit := perOp(func() {
+		n := 0
+		for range text {
+			n++
+		}
+		_ = n
+	})
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		_ = SplitQwen2(text)
+	}
+	reportRatio(b, limit, "x-rune-decode")
+}
+
+// BenchmarkParseTokenizerJSON reads a Qwen3-sized tokenizer.json (151,643 BPE tokens, their
+// 151,387 merges as pairs, 27 added tokens; about 9 MB) and builds its GGUF arrays of
+// 151,936 ids. Limit: encoding/json.Valid over the same bytes, a validating scan that
+// builds nothing.
+func BenchmarkParseTokenizerJSON(b *testing.B) {
+	const n = 151_643
+	var added []HFAddedToken
+	for i := range 27 {
+		added = append(added, HFAddedToken{ID: n + i, Content: "<|added_" + strconv.Itoa(i) + "|>", Special: i < 14})
+	}
+	hf, err := NewHFTokenizer(synthRanks(n, 3), added)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hf.PairMerges = true
+	js, err := MarshalTokenizerJSON(hf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	limit := perOp(func() { _ = json.Valid(js) })
+	b.SetBytes(int64(len(js)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		t, err := ParseTokenizerJSON("bench", js)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := t.GGUF(151_936); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRatio(b, limit, "x-json-valid")
 }

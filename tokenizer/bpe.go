@@ -7,9 +7,12 @@ import (
 )
 
 // BPE encodes and decodes text with a GGUF "gpt2" vocabulary (the tokenizer.ggml.tokens,
-// merges and token_type arrays): the Kimi pre-tokenizer (Split), then byte-level BPE by merge
-// rank inside each pre-token, as llama.cpp does. A BPE is immutable and safe for concurrent use.
+// merges and token_type arrays): a pre-tokenizer (Kimi's Split or SplitQwen2, chosen by
+// tokenizer.ggml.pre), then byte-level BPE by merge rank inside each pre-token, as llama.cpp
+// does. A BPE is immutable and safe for concurrent use.
 type BPE struct {
+	pre      string
+	next     func(s string, i int) int // the pre-tokenizer: end of the piece starting at i
 	tokens   []string
 	types    []int32
 	bytesOf  [][]byte           // per id: the bytes the token stands for
@@ -27,12 +30,40 @@ type special struct {
 	id   int
 }
 
-// NewBPE builds a BPE from GGUF arrays. types may be empty (all normal). Normal tokens must
-// be GPT-2 byte-to-unicode text and unique, all 256 single bytes must be tokens, and every
-// merge must be "left right" with left, right and their concatenation normal tokens, no pair
-// listed twice. Control and user-defined tokens are matched literally in text by Encode;
-// unknown and unused tokens are never produced and decode to their raw text.
+// The pre-tokenizers a BPE can use, by their tokenizer.ggml.pre names.
+const (
+	PreKimi  = "kimi-k2" // Kimi's pattern (Split); what dspark writes for Kimi checkpoints
+	PreQwen2 = "qwen2"   // Qwen2Pattern (SplitQwen2): Qwen2, Qwen2.5 and Qwen3
+)
+
+// preTokenizer returns the piece function of a tokenizer.ggml.pre name.
+func preTokenizer(pre string) (func(string, int) int, error) {
+	switch pre {
+	case PreKimi:
+		return nextPiece, nil
+	case PreQwen2:
+		return nextPieceQwen2, nil
+	}
+	return nil, fmt.Errorf("tokenizer: pre-tokenizer %q is not supported (want %q or %q)", pre, PreKimi, PreQwen2)
+}
+
+// NewBPE builds a BPE with Kimi's pre-tokenizer; it is NewBPEFor(PreKimi, ...).
 func NewBPE(tokens []string, merges []string, types []int32) (*BPE, error) {
+	return NewBPEFor(PreKimi, tokens, merges, types)
+}
+
+// NewBPEFor builds a BPE from GGUF arrays with the pre-tokenizer named pre (the value of
+// tokenizer.ggml.pre: PreKimi or PreQwen2; any other name is an error). types may be empty
+// (all normal). Normal tokens must be GPT-2 byte-to-unicode text and unique, all 256 single
+// bytes must be tokens, and every merge must be "left right" with left, right and their
+// concatenation normal tokens, no pair listed twice. Control and user-defined tokens are
+// matched literally in text by Encode; unknown and unused tokens are never produced and
+// decode to their raw text.
+func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BPE, error) {
+	next, err := preTokenizer(pre)
+	if err != nil {
+		return nil, err
+	}
 	if len(types) != 0 && len(types) != len(tokens) {
 		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(types), len(tokens))
 	}
@@ -40,6 +71,8 @@ func NewBPE(tokens []string, merges []string, types []int32) (*BPE, error) {
 		return nil, fmt.Errorf("tokenizer: %d tokens is too many", len(tokens))
 	}
 	b := &BPE{
+		pre:     pre,
+		next:    next,
 		tokens:  tokens,
 		types:   make([]int32, len(tokens)),
 		bytesOf: make([][]byte, len(tokens)),
@@ -116,6 +149,9 @@ func NewBPE(tokens []string, merges []string, types []int32) (*BPE, error) {
 	return b, nil
 }
 
+// Pre returns the name of the BPE's pre-tokenizer (PreKimi or PreQwen2).
+func (b *BPE) Pre() string { return b.pre }
+
 // Len returns the number of token ids.
 func (b *BPE) Len() int { return len(b.tokens) }
 
@@ -163,7 +199,7 @@ func (b *BPE) Decode(ids []int) string {
 
 // Encode tokenizes text: control and user-defined tokens appearing literally in text become
 // their ids (the longest one wins where several start at the same byte), and the text
-// between them is cut with Split and each pre-token encoded by byte-level BPE, merging the
+// between them is cut with the pre-tokenizer and each pre-token encoded by byte-level BPE, merging the
 // adjacent pair with the lowest merge rank first (leftmost on ties). Any string encodes,
 // including invalid UTF-8, and Decode(Encode(s)) == s.
 func (b *BPE) Encode(text string) []int {
@@ -194,7 +230,7 @@ func (b *BPE) Encode(text string) []int {
 // encodePlain appends the ids of text, which holds no special tokens.
 func (b *BPE) encodePlain(out []int, text string, sc *bpeScratch) []int {
 	for i := 0; i < len(text); {
-		e := nextPiece(text, i)
+		e := b.next(text, i)
 		out = b.encodePiece(out, text[i:e], sc)
 		i = e
 	}

@@ -68,14 +68,15 @@ func TestEncodeHandDerived(t *testing.T) {
 // slowEncoder is an independent merge-rank encoder over strings: per pre-token, start from the
 // mapped single bytes and join the leftmost lowest-rank listed pair until none is left.
 type slowEncoder struct {
-	rank map[[2]string]int
-	id   map[string]int
-	spec []string // specials, longest first
-	sid  map[string]int
+	split func(string) []string // the pre-tokenizer
+	rank  map[[2]string]int
+	id    map[string]int
+	spec  []string // specials, longest first
+	sid   map[string]int
 }
 
 func newSlowEncoder(v *Vocab) *slowEncoder {
-	e := &slowEncoder{rank: map[[2]string]int{}, id: map[string]int{}, sid: map[string]int{}}
+	e := &slowEncoder{split: Split, rank: map[[2]string]int{}, id: map[string]int{}, sid: map[string]int{}}
 	for i, m := range v.Merges {
 		l, r, _ := strings.Cut(m, " ")
 		e.rank[[2]string{l, r}] = i
@@ -97,7 +98,7 @@ func (e *slowEncoder) encode(text string) []int {
 	var out []int
 	tab := ByteToUnicode()
 	plain := func(s string) {
-		for _, piece := range Split(s) {
+		for _, piece := range e.split(s) {
 			var parts []string
 			for i := 0; i < len(piece); i++ {
 				parts = append(parts, string(tab[piece[i]]))

@@ -157,6 +157,12 @@ func nextPiece(s string, i int) int {
 		return e
 	}
 	// c0 is now whitespace: every non-space rune matched one of the alternatives above.
+	return spaceRun(s, i)
+}
+
+// spaceRun matches the whitespace alternatives both patterns end with, \s*[\r\n]+ then
+// \s+(?!\S) then \s+, at i, where s holds a whitespace rune. The three always match.
+func spaceRun(s string, i int) int {
 	// Scan the whitespace run, remembering the last CR/LF and the start of the last rune.
 	j, lastCRLF, lastStart := i, -1, i
 	for j < len(s) {
@@ -170,18 +176,18 @@ func nextPiece(s string, i int) int {
 		lastStart = j
 		j += w
 	}
-	// 6: \s*[\r\n]+ — \s* backs off until [\r\n]+ can start; ends after the last CR/LF.
+	// \s*[\r\n]+ — \s* backs off until [\r\n]+ can start; ends after the last CR/LF.
 	if lastCRLF > 0 {
 		return lastCRLF
 	}
-	// 7: \s+(?!\S) — the whole run at the end of text, else the run minus its last rune.
+	// \s+(?!\S) — the whole run at the end of text, else the run minus its last rune.
 	if j == len(s) {
 		return j
 	}
 	if lastStart > i {
 		return lastStart
 	}
-	// 8: \s+ (a single whitespace rune before a non-space rune)
+	// \s+ (a single whitespace rune before a non-space rune)
 	return j
 }
 

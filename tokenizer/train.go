@@ -5,17 +5,27 @@ import (
 	"fmt"
 )
 
-// TrainBPE learns a deterministic byte-level BPE vocabulary of nRanks tokens from text and
+// TrainBPE learns a byte-level BPE vocabulary with Kimi's pre-tokenizer; it is
+// TrainBPEFor(PreKimi, text, nRanks).
+func TrainBPE(text []byte, nRanks int) ([][]byte, error) {
+	return TrainBPEFor(PreKimi, text, nRanks)
+}
+
+// TrainBPEFor learns a deterministic byte-level BPE vocabulary of nRanks tokens from text and
 // returns it indexed by rank: ranks 0..255 are the single bytes 0x00..0xFF, and every later
-// rank is the concatenation of two earlier ones. Text is first cut into pre-tokens with Split,
-// so merges never cross a pre-token boundary. Each step merges the most frequent adjacent
+// rank is the concatenation of two earlier ones. Text is first cut into pre-tokens with the
+// pre-tokenizer named pre (PreKimi or PreQwen2), so merges never cross a pre-token boundary. Each step merges the most frequent adjacent
 // pair (ties: the pair with the smaller left rank, then the smaller right rank); a pair whose
 // bytes already form a token is merged into that token without adding a rank. If the text
 // runs out of pairs before nRanks tokens exist, TrainBPE fails and asks for more text.
 //
 // Pair counts are updated incrementally and the best pair comes from a lazily refreshed
 // max-heap, so each merge costs time proportional to the pre-tokens it touches.
-func TrainBPE(text []byte, nRanks int) ([][]byte, error) {
+func TrainBPEFor(pre string, text []byte, nRanks int) ([][]byte, error) {
+	next, err := preTokenizer(pre)
+	if err != nil {
+		return nil, err
+	}
 	if nRanks < 256 {
 		return nil, fmt.Errorf("tokenizer: TrainBPE needs nRanks >= 256 (the single bytes), got %d", nRanks)
 	}
@@ -31,7 +41,7 @@ func TrainBPE(text []byte, nRanks int) ([][]byte, error) {
 	if nRanks == 256 {
 		return tokens, nil
 	}
-	t := newTrainer(string(text))
+	t := newTrainer(string(text), next)
 	for len(tokens) < nRanks {
 		p, ok := t.best()
 		if !ok {
@@ -72,7 +82,7 @@ type trainer struct {
 	touched map[uint64]struct{} // pairs whose count rose during the current merge
 }
 
-func newTrainer(text string) *trainer {
+func newTrainer(text string, nextPiece func(string, int) int) *trainer {
 	index := make(map[string]int32)
 	t := &trainer{count: make(map[uint64]int64), where: make(map[uint64][]int32), touched: make(map[uint64]struct{})}
 	for i := 0; i < len(text); {

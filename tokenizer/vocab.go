@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"strconv"
 	"sync"
 )
 
@@ -21,8 +20,8 @@ const (
 // tokenizer.ggml.token_type and tokenizer.ggml.merges arrays, plus the special tokens.
 type Vocab struct {
 	Tokens   []string       // per id: GPT-2 byte-to-unicode text, a special's raw text, or [PAD{id}]
-	Types    []int32        // per id: TypeNormal, TypeControl or TypeUnused
-	Merges   []string       // "left right" in rank order of the token they form
+	Types    []int32        // per id: TypeNormal, TypeControl, TypeUserDefined or TypeUnused
+	Merges   []string       // "left right" in rank order
 	Specials map[int]string // the control tokens, id -> raw text
 	// Unmerged lists the ranks of multi-byte tokens for which no merge could be emitted
 	// because BPE over their bytes with the lower ranks did not end in exactly two parts.
@@ -84,7 +83,7 @@ func GGUFVocab(ranks [][]byte, specials map[int]string, vocabSize int) (*Vocab, 
 			v.Tokens[id], v.Types[id] = specials[id], TypeControl
 			v.Specials[id] = specials[id]
 		default:
-			v.Tokens[id], v.Types[id] = "[PAD"+strconv.Itoa(id)+"]", TypeUnused
+			v.Tokens[id], v.Types[id] = padToken(id), TypeUnused
 		}
 	}
 	v.Merges, v.Unmerged = rebuildMerges(ranks, rankOf)

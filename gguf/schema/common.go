@@ -34,7 +34,7 @@ const noScores = "gpt2 byte-level BPE has no scores"
 // are written.
 var tokenizerKeys = []Key{
 	{Name: TokModel, Global: true, Type: str, Required: true, When: "has(tokenizer.ggml.tokens)", Doc: `tokenizer kind ("gpt2": byte-level BPE)`},
-	{Name: TokPre, Global: true, Type: str, Doc: `pre-tokenizer ("kimi-k2")`, NotRead: "the runtime's only pre-tokenizer is Kimi's"},
+	{Name: TokPre, Global: true, Type: str, Doc: `pre-tokenizer ("kimi-k2" or "qwen2")`},
 	{Name: TokTokens, Global: true, Type: arr, Elem: str, Doc: "every token's text (GPT-2 byte-to-unicode mapped)"},
 	{Name: TokTypes, Global: true, Type: arr, Elem: i32, Min: "0", Max: "6",
 		Why: "llama.cpp knows 0..6 (undefined, normal, unknown, control, user-defined, unused, byte)", Doc: "every token's type"},

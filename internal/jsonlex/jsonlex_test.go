@@ -1,4 +1,4 @@
-package safetensors
+package jsonlex
 
 import (
 	"encoding/json"
@@ -9,11 +9,11 @@ import (
 
 // lexValid runs the tokenizer over one whole JSON value.
 func lexValid(b []byte) error {
-	j := newJSONReader("x", b, 0)
-	if err := j.skipValue(plain("x")); err != nil {
+	j := NewReader(b)
+	if err := j.Skip(); err != nil {
 		return err
 	}
-	return j.end(plain("x"))
+	return j.End()
 }
 
 // agreesWithStdlib reports whether the tokenizer and encoding/json agree on b's validity.

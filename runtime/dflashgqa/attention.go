@@ -137,14 +137,9 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 			s := sc[:end-lo]
 			mx := float32(math.Inf(-1))
 			for t := lo; t < end; t++ {
-				kr := keys[t*kw+kh*D : t*kw+(kh+1)*D]
-				var dot float32
-				for j, x := range qh {
-					dot += x * kr[j]
-				}
-				dot *= scale
-				s[t-lo] = dot
-				mx = max(mx, dot)
+				sc := dot(qh, keys[t*kw+kh*D:t*kw+(kh+1)*D]) * scale
+				s[t-lo] = sc
+				mx = max(mx, sc)
 			}
 			var sum float64
 			for i, x := range s {
@@ -155,16 +150,38 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 			o := out[k*qw+hd*D : k*qw+(hd+1)*D]
 			clear(o)
 			for t := lo; t < end; t++ {
-				w := s[t-lo]
-				vr := vals[t*kw+kh*D : t*kw+(kh+1)*D]
-				for j, x := range vr {
-					o[j] += w * x
-				}
+				axpy(o, s[t-lo], vals[t*kw+kh*D:t*kw+(kh+1)*D])
 			}
 			inv := float32(1 / sum)
 			for j := range o {
 				o[j] *= inv
 			}
 		}
+	}
+}
+
+// dot is sum a[j] b[j] over four interleaved float32 partial sums (a fixed order: the result
+// depends only on the two vectors).
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(a); j += 4 {
+		s0 += a[j] * b[j]
+		s1 += a[j+1] * b[j+1]
+		s2 += a[j+2] * b[j+2]
+		s3 += a[j+3] * b[j+3]
+	}
+	for ; j < len(a); j++ {
+		s0 += a[j] * b[j]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds w x to y.
+func axpy(y []float32, w float32, x []float32) {
+	x = x[:len(y)]
+	for j := range y {
+		y[j] += w * x[j]
 	}
 }

@@ -155,9 +155,9 @@ func readDFlashGQA(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 	if confidence && !dspark {
 		r.fail("enable_confidence_head = true, but a %s has no confidence head", hf)
 	}
-	d["conf_in"] = d["hidden"]
-	if confidence && rank > 0 && r.OptBool(true, "confidence_head_with_markov") {
-		d["conf_in"] += rank
+	d["conf_in"] = d["hidden"] + rank
+	if confidence && rank > 0 && !r.OptBool(true, "confidence_head_with_markov") {
+		r.fail("confidence_head_with_markov = false is not supported (upstream's conf_proj reads [h ; W1[x]], hidden_size + markov_rank wide)")
 	}
 	causal := readCausal(r)
 	ids := readTaps(r)

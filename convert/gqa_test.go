@@ -346,6 +346,8 @@ func TestGQABadInput(t *testing.T) {
 			[]string{"markov_rank is 8, but a DFlashDraftModel has no Markov head"}},
 		{"kv heads", gqaDraft, false, func(c map[string]any) { c["num_key_value_heads"] = 3 },
 			[]string{"num_key_value_heads 3 does not divide num_attention_heads 4"}},
+		{"confidence without markov", gqaDraft, false, func(c map[string]any) { c["confidence_head_with_markov"] = false },
+			[]string{"confidence_head_with_markov = false is not supported (upstream's conf_proj reads [h ; W1[x]]"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

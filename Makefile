@@ -5,7 +5,7 @@ FUZZTIME  ?= 3s
 LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
-.PHONY: all build demo test vet race test-purego test-demo fuzz-short fuzz lint bench \
+.PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
 	bench-convert bench-synth bench-run bench-demo bench-llamacpp k3-full demo-assets clean
 
 all: build
@@ -18,9 +18,9 @@ build:
 demo: build
 	./$(BIN) run
 
-## test: vet, the race-enabled test suite, the portable kernel path, the demo-asset rebuild,
-## and a short run of every fuzz target.
-test: vet race test-purego test-demo fuzz-short
+## test: vet, the race-enabled test suite, the portable kernel path, which kernel paths this
+## machine tested, the demo-asset rebuild, and a short run of every fuzz target.
+test: vet race test-purego test-paths test-demo fuzz-short
 
 vet:
 	$(GO) vet $(PKGS)
@@ -32,6 +32,14 @@ race:
 # The portable (non-assembly) kernels, forced by the purego build tag.
 test-purego:
 	$(GO) test -count=1 -tags purego ./runtime/... ./mla/...
+
+# One line per kernel path: tested here, or not (and why). go test hides the output of
+# passing tests, so the report test runs verbose and only its lines are shown.
+test-paths:
+	@for tags in "" purego; do \
+		out=$$($(GO) test -count=1 -tags "$$tags" -run '^TestKernelPaths$$' -v ./runtime/kernels) || { echo "$$out"; exit 1; }; \
+		printf '%s\n' "$$out" | grep '^kernels:' | sed "s/^/[tags=$${tags:-default}] /"; \
+	done
 
 # Rebuilding the embedded demo pair and building the English pair's test recipe are too slow
 # under -race; they run here without it.

@@ -114,8 +114,9 @@ func (a *Attention) Forward(out, h []float32, n int, pos []int, cache *LatentCac
 		return nil
 	}
 	base := cache.Len()
-	a.storeKV(h, n, pos, cache, layer, base)
-	a.queries(h, n)
+	c, cStride, q, qStride := a.project(h, n)
+	a.storeKV(c, cStride, n, pos, cache, layer, base)
+	a.queries(q, qStride, n)
 	s := a.s
 	for i := range n {
 		if mask == Causal {
@@ -140,22 +141,50 @@ func (a *Attention) InjectKV(x []float32, n int, pos []int, cache *LatentCache, 
 	if n == 0 {
 		return nil
 	}
-	a.storeKV(x, n, pos, cache, layer, cache.Len())
+	width := a.cfg.KVLoraRank + a.cfg.DRope
+	c := a.s.c[:n*width]
+	a.w.KVA.MatMul(c, x, n)
+	a.storeKV(c, width, n, pos, cache, layer, cache.Len())
 	return nil
 }
 
-// storeKV computes the n rows' cache entries and writes them at base.. of layer. It also
-// leaves each row's cos/sin table in s.cs for queries.
-func (a *Attention) storeKV(x []float32, n int, pos []int, cache *LatentCache, layer, base int) {
+// project computes the two projections of the n rows of h: c, their KVA outputs (row i at
+// c[i*cStride:], KVLoraRank+DRope values), and q, their QA outputs (QLoraRank values) or, without
+// q-LoRA, their Q outputs (NHead*(DNope+DRope) values), row i at q[i*qStride:]. With KVAQ both
+// come from one pass, side by side in one buffer.
+func (a *Attention) project(h []float32, n int) (c []float32, cStride int, q []float32, qStride int) {
+	cfg, s := &a.cfg, a.s
+	width := cfg.KVLoraRank + cfg.DRope
+	qw := qProj(cfg)
+	if a.w.KVAQ != nil {
+		st := width + qw
+		buf := s.cq[:n*st]
+		a.w.KVAQ.MatMul(buf, h, n)
+		return buf, st, buf[width:], st
+	}
+	c = s.c[:n*width]
+	a.w.KVA.MatMul(c, h, n)
+	if cfg.QLoraRank > 0 {
+		q = s.qa[:n*qw]
+		a.w.QA.MatMul(q, h, n)
+	} else {
+		q = s.q[:n*qw]
+		a.w.Q.MatMul(q, h, n)
+	}
+	return c, width, q, qw
+}
+
+// storeKV turns the n rows' KVA outputs (row i at c[i*stride:]) into cache entries, in place,
+// and writes them at base.. of layer. It also leaves each row's cos/sin table in s.cs for
+// queries.
+func (a *Attention) storeKV(c []float32, stride, n int, pos []int, cache *LatentCache, layer, base int) {
 	cfg, s := &a.cfg, a.s
 	kvl, dr := cfg.KVLoraRank, cfg.DRope
 	width := kvl + dr
-	c := s.c[:n*width]
-	a.w.KVA.MatMul(c, x, n)
 	for i := range n {
 		cs := s.cs[i*dr : (i+1)*dr]
 		a.rope.CosSin(cs, pos[i])
-		row := c[i*width : (i+1)*width]
+		row := c[i*stride : i*stride+width]
 		RMSNorm(row[:kvl], row[:kvl], a.w.KVANorm, cfg.Eps)
 		RotateCS(row[kvl:], cs)
 		copy(cache.Row(layer, base+i), row)
@@ -163,38 +192,44 @@ func (a *Attention) storeKV(x []float32, n int, pos []int, cache *LatentCache, l
 }
 
 // queries computes, for every head and row, the scores' query [q_abs | q_pe] into s.qfull:
-// q_abs = KB[h]·q_nope (the absorbed W_UK[h]^T q_nope), q_pe rotated. storeKV must have filled
-// s.cs for the same rows.
-func (a *Attention) queries(h []float32, n int) {
+// q_abs = KB[h]·q_nope (the absorbed W_UK[h]^T q_nope), q_pe rotated. in holds the rows' QA
+// outputs (or Q outputs without q-LoRA), row i at in[i*stride:]. storeKV must have filled s.cs
+// for the same rows.
+func (a *Attention) queries(in []float32, stride, n int) {
 	cfg, s := &a.cfg, a.s
 	kvl, dn, dr := cfg.KVLoraRank, cfg.DNope, cfg.DRope
 	qd := dn + dr
 	qRow := cfg.NHead * qd
 	width := kvl + dr
-	q := s.q[:n*qRow]
+	q, qStride := in, stride
 	if cfg.QLoraRank > 0 {
 		r := cfg.QLoraRank
 		qa := s.qa[:n*r]
-		a.w.QA.MatMul(qa, h, n)
 		for i := range n {
-			row := qa[i*r : (i+1)*r]
-			RMSNorm(row, row, a.w.QANorm, cfg.Eps)
+			RMSNorm(qa[i*r:(i+1)*r], in[i*stride:i*stride+r], a.w.QANorm, cfg.Eps)
 		}
+		q, qStride = s.q[:n*qRow], qRow
 		a.w.QB.MatMul(q, qa, n)
-	} else {
-		a.w.Q.MatMul(q, h, n)
 	}
-	qn, qabs := s.qn[:n*dn], s.qabs[:n*kvl]
+	if a.w.KBAll != nil {
+		// Group h reads head h's q_nope of every row and writes q_abs into qfull[h][row].
+		a.w.KBAll.MatMulGroups(s.qfull, width, s.mb*width, q, qStride, qd, n)
+	} else {
+		qn, qabs := s.qn[:n*dn], s.qabs[:n*kvl]
+		for hd := range cfg.NHead {
+			for i := range n {
+				copy(qn[i*dn:(i+1)*dn], q[i*qStride+hd*qd:])
+			}
+			a.w.KB[hd].MatMul(qabs, qn, n)
+			for i := range n {
+				copy(s.qfull[(hd*s.mb+i)*width:], qabs[i*kvl:(i+1)*kvl])
+			}
+		}
+	}
 	for hd := range cfg.NHead {
 		for i := range n {
-			copy(qn[i*dn:(i+1)*dn], q[i*qRow+hd*qd:])
-		}
-		a.w.KB[hd].MatMul(qabs, qn, n)
-		for i := range n {
-			dst := s.qfull[(hd*s.mb+i)*width : (hd*s.mb+i+1)*width]
-			copy(dst, qabs[i*kvl:(i+1)*kvl])
-			pe := dst[kvl:]
-			copy(pe, q[i*qRow+hd*qd+dn:i*qRow+(hd+1)*qd])
+			pe := s.qfull[(hd*s.mb+i)*width+kvl : (hd*s.mb+i+1)*width]
+			copy(pe, q[i*qStride+hd*qd+dn:i*qStride+(hd+1)*qd])
 			RotateCS(pe, s.cs[i*dr:(i+1)*dr])
 		}
 	}
@@ -205,11 +240,16 @@ func (a *Attention) output(out []float32, n int) {
 	cfg, s := &a.cfg, a.s
 	kvl, dv := cfg.KVLoraRank, cfg.DV
 	cat := s.concat[:n*cfg.NHead*dv]
-	ov := s.ov[:n*dv]
-	for hd := range cfg.NHead {
-		a.w.VB[hd].MatMul(ov, s.acc[hd*s.mb*kvl:(hd*s.mb+n)*kvl], n)
-		for i := range n {
-			copy(cat[(i*cfg.NHead+hd)*dv:(i*cfg.NHead+hd+1)*dv], ov[i*dv:(i+1)*dv])
+	if a.w.VBAll != nil {
+		// Group h reads o_lat[h][row] and writes row's head-h slot of cat.
+		a.w.VBAll.MatMulGroups(cat, cfg.NHead*dv, dv, s.acc, kvl, s.mb*kvl, n)
+	} else {
+		ov := s.ov[:n*dv]
+		for hd := range cfg.NHead {
+			a.w.VB[hd].MatMul(ov, s.acc[hd*s.mb*kvl:(hd*s.mb+n)*kvl], n)
+			for i := range n {
+				copy(cat[(i*cfg.NHead+hd)*dv:(i*cfg.NHead+hd+1)*dv], ov[i*dv:(i+1)*dv])
+			}
 		}
 	}
 	a.w.O.MatMul(out[:n*cfg.NEmbd], cat, n)

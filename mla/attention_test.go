@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // scenario is a two-layer cache with nCtx injected context rows, and a batch of new rows.
@@ -560,5 +562,97 @@ func TestLatentCacheSizeChecked(t *testing.T) {
 	c, err := AllocLatentCache(2, 10, 6, 2)
 	if err != nil || c.Cap() != 10 || c.Width() != 8 {
 		t.Fatalf("AllocLatentCache(2, 10, 6, 2): %v", err)
+	}
+}
+
+// TestForwardPathsAgree checks that a layer's output and cache rows are the same bits on
+// every kernel path (portable, avx2, avx512): attention has one numerical contract, in
+// purego builds too (the portable vector kernels define the bits the assembly repeats).
+func TestForwardPathsAgree(t *testing.T) {
+	defer kernels.SelectPath(kernels.Implementation())
+	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}} {
+		cfg := smallConfig(20, true)
+		cfg.NHead = tc.nHead
+		const n = 6
+		var want, wantCache []float32
+		for _, p := range []string{"portable", "avx2", "avx512"} {
+			if kernels.SelectPath(p) != nil {
+				continue
+			}
+			s := newScenario(t, 13, cfg, tc.nCtx, n, tc.nCtx+n+1, 8)
+			out := make([]float32, n*cfg.NEmbd)
+			if err := s.att[1].Forward(out, s.h, n, s.pos, s.cache, 1, Causal); err != nil {
+				t.Fatal(err)
+			}
+			var rows []float32
+			for i := range n {
+				rows = append(rows, s.cache.Row(1, tc.nCtx+i)...)
+			}
+			if want == nil {
+				want, wantCache = out, rows
+				continue
+			}
+			for k := range out {
+				if math.Float32bits(out[k]) != math.Float32bits(want[k]) {
+					t.Fatalf("ctx %d path %s: output %d = %v, portable %v", tc.nCtx, p, k, out[k], want[k])
+				}
+			}
+			for k := range rows {
+				if math.Float32bits(rows[k]) != math.Float32bits(wantCache[k]) {
+					t.Fatalf("ctx %d path %s: cache value %d differs", tc.nCtx, p, k)
+				}
+			}
+		}
+	}
+}
+
+// TestFusedWeightsSameBits checks that the optional fused weights (q_a with kv_a_mqa in one
+// matrix, grouped k_b and v_b) give the same bits as the separate ones, with and without
+// q-LoRA, and that their shapes are validated.
+func TestFusedWeightsSameBits(t *testing.T) {
+	for _, qLora := range []int{20, 0} {
+		cfg := smallConfig(qLora, true)
+		const n = 5
+		var outs [2][]float32
+		var rows [2][]float32
+		for v := range 2 {
+			s := newScenario(t, 17, cfg, 9, n, 9+n+1, 8)
+			at := s.att[1]
+			if v == 1 {
+				var err error
+				if at, err = at.WithWeights(fused(at.w)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			outs[v] = make([]float32, n*cfg.NEmbd)
+			if err := at.Forward(outs[v], s.h, n, s.pos, s.cache, 1, Causal); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				rows[v] = append(rows[v], s.cache.Row(1, 9+i)...)
+			}
+		}
+		for k := range outs[0] {
+			if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
+				t.Fatalf("q_lora %d: output %d: separate %v, fused %v", qLora, k, outs[0][k], outs[1][k])
+			}
+		}
+		for k := range rows[0] {
+			if math.Float32bits(rows[0][k]) != math.Float32bits(rows[1][k]) {
+				t.Fatalf("q_lora %d: cache value %d differs", qLora, k)
+			}
+		}
+	}
+	cfg := smallConfig(20, false)
+	f := newLayerFixture(t, rand.New(rand.NewPCG(1, 1)), cfg)
+	bad := fused(f.w)
+	bad.KVAQ = stacked(f.w.KVA)
+	if _, err := NewAttention(cfg, bad, 4); err == nil || !strings.Contains(err.Error(), "stacked") {
+		t.Errorf("short KVAQ accepted: %v", err)
+	}
+	bad = fused(f.w)
+	bad.KBAll = &groupedDense{f.w.KB[:2]}
+	if _, err := NewAttention(cfg, bad, 4); err == nil || !strings.Contains(err.Error(), "grouped") {
+		t.Errorf("KBAll with 2 heads accepted: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // benchAttend prepares an attention layer of the given head widths over a cache of ctx rows,
@@ -75,8 +77,8 @@ func BenchmarkAttendCore(b *testing.B) {
 			limit := func() time.Duration {
 				t0 := threadCPU()
 				for range s.nHead / 3 * ctx / tileRows {
-					score3Rows(q(0), q(1), q(2), tile, width, buf[:tileRows], buf[tileRows:2*tileRows], buf[2*tileRows:3*tileRows])
-					axpy3Rows(s.acc, kvl, s.mb*kvl, buf, tileRows, tileRows, tile, width)
+					kernels.Dot3Rows(q(0), q(1), q(2), tile, width, buf[:tileRows], buf[tileRows:2*tileRows], buf[2*tileRows:3*tileRows])
+					kernels.Axpy3Rows(s.acc, kvl, s.mb*kvl, buf, tileRows, tileRows, tile, width)
 				}
 				return threadCPU() - t0
 			}

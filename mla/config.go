@@ -31,10 +31,36 @@ type Config struct {
 //
 // Each head's query is laid out q_nope (DNope) then q_pe (DRope); the KVA output is the latent
 // (KVLoraRank) then k_pe (DRope); O's input is head 0's DV values, then head 1's, and so on.
+//
+// Optional fused forms of the same weights, used by Forward when set (the unfused ones must
+// still be given: InjectKV, ForwardNaive and the validation use them). They change no bit of
+// the result, given Linears whose rows are computed independently (as the runtime's kernels
+// do), and save passes over the weights and per-call overhead:
+//
+//   - KVAQ: KVA and then QA (or Q without q-LoRA) stacked into one matrix of
+//     (KVLoraRank+DRope+QLoraRank) (or +NHead*(DNope+DRope)) rows x NEmbd: both projections of
+//     a row in one pass, side by side.
+//   - KBAll, VBAll: KB[0..NHead-1] and VB[0..NHead-1] as Grouped matrices (group h = head h):
+//     the absorbed queries and the value projections of every head in one call each.
 type Weights struct {
 	QA, QB, Q, KVA, O Linear
 	QANorm, KVANorm   []float32
 	KB, VB            []Linear
+	KVAQ              Linear
+	KBAll, VBAll      Grouped
+}
+
+// Grouped is a set of equally shaped matrices, each applied to its own input rows in one
+// call (the runtime's kernels.Mat made by kernels.Group). Rows is the total over the groups.
+//
+// MatMulGroups sets dst[j*dRow + g*dGroup + r] = sum_c M_g[r][c] x[j*xRow + g*xGroup + c] for
+// batch rows j < n, groups g < Groups() and rows r < Rows()/Groups(); each output must be
+// bit-identical to MatVec of M_g alone on that input.
+type Grouped interface {
+	Rows() int
+	Cols() int
+	Groups() int
+	MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int)
 }
 
 // Mask selects which cache rows a new row attends to.
@@ -138,6 +164,29 @@ func (w *Weights) validate(c *Config) error {
 		if err := checkLinear(fmt.Sprintf("attn_v_b[head %d]", h), w.VB[h], c.DV, c.KVLoraRank); err != nil {
 			return err
 		}
+	}
+	if w.KVAQ != nil {
+		q := qRows
+		if c.QLoraRank > 0 {
+			q = c.QLoraRank
+		}
+		if err := checkLinear("attn_kv_a_mqa+attn_q_a (stacked)", w.KVAQ, c.KVLoraRank+c.DRope+q, c.NEmbd); err != nil {
+			return err
+		}
+	}
+	if err := checkGrouped("attn_k_b (grouped)", w.KBAll, c.NHead, c.KVLoraRank, c.DNope); err != nil {
+		return err
+	}
+	return checkGrouped("attn_v_b (grouped)", w.VBAll, c.NHead, c.DV, c.KVLoraRank)
+}
+
+// checkGrouped reports an optional grouped matrix whose shape is not groups x (rows x cols).
+func checkGrouped(name string, g Grouped, groups, rows, cols int) error {
+	if g == nil {
+		return nil
+	}
+	if g.Groups() != groups || g.Rows() != groups*rows || g.Cols() != cols {
+		return fmt.Errorf("mla: weight %s is %d groups of %d x %d, want %d of %d x %d", name, g.Groups(), g.Rows()/max(1, g.Groups()), g.Cols(), groups, rows, cols)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package mla
 import (
 	"math"
 	"sync"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // tileRows is the number of cache rows scored together: one tile (tileRows x (kv_lora+rope)
@@ -18,6 +20,7 @@ type scratch struct {
 	nHead, kvl, width, mb int
 
 	qa, q, c, cs []float32   // projections of the batch
+	cq           []float32   // KVAQ's outputs: [c | qa or q] per row
 	qn, qabs     []float32   // one head's q_nope rows and absorbed queries
 	qfull        []float32   // [head][row] x width: [q_abs | roped q_pe]
 	acc          []float32   // [head][row] x kv_lora: running sum, then o_lat
@@ -40,6 +43,15 @@ type attendJob struct {
 	maxEnd   int
 }
 
+// qProj is the width of a row's query projection: QLoraRank, or NHead*(DNope+DRope) without
+// q-LoRA.
+func qProj(cfg *Config) int {
+	if cfg.QLoraRank > 0 {
+		return cfg.QLoraRank
+	}
+	return cfg.NHead * (cfg.DNope + cfg.DRope)
+}
+
 func newScratch(cfg *Config, mb, procs int) *scratch {
 	dr := cfg.DRope
 	width := cfg.KVLoraRank + dr
@@ -48,6 +60,7 @@ func newScratch(cfg *Config, mb, procs int) *scratch {
 		qa:     make([]float32, mb*cfg.QLoraRank),
 		q:      make([]float32, mb*cfg.NHead*(cfg.DNope+dr)),
 		c:      make([]float32, mb*width),
+		cq:     make([]float32, mb*(width+qProj(cfg))),
 		cs:     make([]float32, mb*dr),
 		qn:     make([]float32, mb*cfg.DNope),
 		qabs:   make([]float32, mb*cfg.KVLoraRank),
@@ -163,9 +176,9 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 // (online softmax: rescale the sum and accumulator when the maximum grows).
 func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
 	kvl, width := s.kvl, s.width
-	scoreRows(s.qfull[k*width:(k+1)*width], rows, width, sc)
+	kernels.DotRows(s.qfull[k*width:(k+1)*width], rows, width, sc)
 	s.softmaxStep(k, sc, scale)
-	axpyRows(s.acc[k*kvl:(k+1)*kvl], sc, rows, width)
+	kernels.AxpyRows(s.acc[k*kvl:(k+1)*kvl], sc, rows, width)
 }
 
 // attendTile3 is attendTile for heads hd, hd+1, hd+2 of batch row i at once. buf holds at
@@ -176,11 +189,11 @@ func (s *scratch) attendTile3(hd, i int, rows, buf []float32, scale float32) {
 	k0 := hd*mb + i
 	q := func(a int) []float32 { k := k0 + a*mb; return s.qfull[k*width : (k+1)*width] }
 	sc0, sc1, sc2 := buf[:nt], buf[tileRows:tileRows+nt], buf[2*tileRows:2*tileRows+nt]
-	score3Rows(q(0), q(1), q(2), rows, width, sc0, sc1, sc2)
+	kernels.Dot3Rows(q(0), q(1), q(2), rows, width, sc0, sc1, sc2)
 	s.softmaxStep(k0, sc0, scale)
 	s.softmaxStep(k0+mb, sc1, scale)
 	s.softmaxStep(k0+2*mb, sc2, scale)
-	axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, buf, tileRows, nt, rows, width)
+	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, buf, tileRows, nt, rows, width)
 }
 
 // softmaxStep scales the scores sc of pair k, updates its running maximum (rescaling its sum
@@ -205,5 +218,12 @@ func (s *scratch) softmaxStep(k int, sc []float32, scale float32) {
 		m = mt
 		s.mx[k] = m
 	}
-	s.sum[k] += expShift(sc, m)
+	s.sum[k] += kernels.ExpShift(sc, m)
+}
+
+// scaleVec sets y[i] *= alpha.
+func scaleVec(y []float32, alpha float32) {
+	for i := range y {
+		y[i] *= alpha
+	}
 }

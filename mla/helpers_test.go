@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // dense is a plain row-major float32 matrix implementing Linear for tests. Each output is a
@@ -332,4 +334,54 @@ func rangeTol(vals []float64, tol float64) float64 {
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	return tol * (hi - lo)
+}
+
+// forPaths runs f once per kernel path of this build and CPU ("portable", "avx2", "avx512";
+// the vector kernels of attention give the same bits on all of them), each in a subtest.
+func forPaths(t *testing.T, f func(t *testing.T)) {
+	defer kernels.SelectPath(kernels.Implementation())
+	for _, p := range []string{"avx512", "avx2", "portable"} {
+		if kernels.SelectPath(p) != nil {
+			continue
+		}
+		t.Run(p, f)
+	}
+}
+
+// stacked returns the matrices' rows stacked into one dense matrix (a test KVAQ).
+func stacked(ms ...Linear) *dense {
+	d := &dense{cols: ms[0].Cols()}
+	for _, m := range ms {
+		dm := m.(*dense)
+		d.rows += dm.rows
+		d.w = append(d.w, dm.w...)
+	}
+	return d
+}
+
+// groupedDense is a Grouped made of dense matrices, each computed alone.
+type groupedDense struct{ ms []Linear }
+
+func (g *groupedDense) Rows() int   { return len(g.ms) * g.ms[0].Rows() }
+func (g *groupedDense) Cols() int   { return g.ms[0].Cols() }
+func (g *groupedDense) Groups() int { return len(g.ms) }
+
+func (g *groupedDense) MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int) {
+	r := g.ms[0].Rows()
+	for gi, m := range g.ms {
+		for j := range n {
+			m.MatVec(dst[j*dRow+gi*dGroup:j*dRow+gi*dGroup+r], x[j*xRow+gi*xGroup:])
+		}
+	}
+}
+
+// fused returns w with the optional fused forms set (KVAQ, KBAll, VBAll).
+func fused(w Weights) Weights {
+	if w.QA != nil {
+		w.KVAQ = stacked(w.KVA, w.QA)
+	} else {
+		w.KVAQ = stacked(w.KVA, w.Q)
+	}
+	w.KBAll, w.VBAll = &groupedDense{w.KB}, &groupedDense{w.VB}
+	return w
 }

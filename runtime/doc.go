@@ -11,8 +11,11 @@
 // into); the runtime never copies them into the Go heap. Every forward computes each row by
 // the same sequence of operations whatever the batch size, so a row's logits are
 // bit-identical alone or inside a verify batch and greedy speculative decoding reproduces
-// plain greedy decoding token for token.
+// plain greedy decoding token for token. With float32 activations (Options.Activations, the
+// default) the bits are also the same on every kernel path and whether the weights are packed
+// (and fused) or not; bfloat16 activations, for BF16 weights where the CPU has AVX512_BF16,
+// follow their own reference contract (runtime/kernels). A model's Numerics says which ran.
 //
-// It is a reference, not a serving engine: one sequence at a time, no quantized activations,
-// no GPU.
+// It is a reference, not a serving engine: one sequence at a time, no quantized activations
+// beyond bfloat16, no GPU.
 package runtime

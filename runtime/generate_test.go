@@ -32,7 +32,13 @@ func openTarget(t testing.TB, m *testmodel.Model, opt runtime.Options) *deepseek
 // openDraft writes m to a temp dir and loads it against tg.
 func openDraft(t testing.TB, m *testmodel.Model, tg runtime.Target) (*dflashmla.Draft, error) {
 	t.Helper()
-	return dflashmla.Load(openFile(t, m), tg, runtime.Options{})
+	return openDraftOpt(t, m, tg, runtime.Options{})
+}
+
+// openDraftOpt writes m to a temp dir and loads it against tg with opt.
+func openDraftOpt(t testing.TB, m *testmodel.Model, tg runtime.Target, opt runtime.Options) (*dflashmla.Draft, error) {
+	t.Helper()
+	return dflashmla.Load(openFile(t, m), tg, opt)
 }
 
 func openFile(t testing.TB, m *testmodel.Model) *gguf.File {
@@ -47,15 +53,35 @@ func openFile(t testing.TB, m *testmodel.Model) *gguf.File {
 	return f
 }
 
+// parityOptions are the ways a pair is loaded for the parity tests: unpacked (portable
+// kernels), packed (fused matrices, the fastest f32 path), and BF16 weights packed with bf16
+// activations (the VDPBF16PS kernels where the CPU has them; elsewhere f32).
+var parityOptions = map[string]struct {
+	opt  runtime.Options
+	bf16 bool // BF16 weights
+}{
+	"unpacked":         {runtime.Options{Context: 128}, false},
+	"packed":           {runtime.Options{Context: 128, Pack: true}, false},
+	"bf16-packed-bf16": {runtime.Options{Context: 128, Pack: true, Activations: kernels.BF16Activations}, true},
+}
+
 // TestGreedyParity: at T = 0, speculative decoding must equal plain greedy decoding token for
-// token, over many prompts, block sizes and both anchor conventions.
+// token, over many prompts, block sizes and both anchor conventions, for every way of
+// loading the pair (parityOptions).
 func TestGreedyParity(t *testing.T) {
+	for name, po := range parityOptions {
+		t.Run(name, func(t *testing.T) { testGreedyParity(t, po.opt, po.bf16) })
+	}
+}
+
+func testGreedyParity(t *testing.T, opt runtime.Options, bf16 bool) {
 	ts := testmodel.DefaultTarget()
-	tg := openTarget(t, testmodel.BuildTarget(ts, 21), runtime.Options{Context: 128})
+	ts.BF16 = bf16
+	tg := openTarget(t, testmodel.BuildTarget(ts, 21), opt)
 	for _, anchor := range []bool{true, false} {
 		ds := testmodel.DefaultDraft(ts)
 		ds.Anchor = anchor
-		d, err := openDraft(t, testmodel.BuildDraft(ts, ds, 4), tg)
+		d, err := openDraftOpt(t, testmodel.BuildDraft(ts, ds, 4), tg, runtime.Options{Pack: opt.Pack, Activations: opt.Activations})
 		if err != nil {
 			t.Fatal(err)
 		}

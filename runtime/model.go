@@ -1,6 +1,9 @@
 package runtime
 
-import "github.com/dspark-dev/dspark/mla"
+import (
+	"github.com/dspark-dev/dspark/mla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
 
 // Dims are a target's sizes a draft and the decode loop depend on.
 type Dims struct {
@@ -119,6 +122,14 @@ type Options struct {
 	// MaxBatch is the largest number of rows one forward accepts (0: the kernels' limit).
 	MaxBatch int
 	// Pack repacks the weight matrices into the kernels' fast layout at load time, in
-	// huge-page memory outside the Go heap (freed by Close).
+	// huge-page memory outside the Go heap (freed by Close), and fuses the matrices that share
+	// an input (kv_a_mqa with q_a, gate with up) and the per-head k_b / v_b blocks.
 	Pack bool
+	// Activations is the precision of the activations in the products of BF16 weight
+	// matrices: kernels.F32Activations (the default: the reference, identical on every
+	// machine and kernel path) or kernels.BF16Activations (activations rounded to bfloat16,
+	// as llama.cpp does for BF16 weights; faster where VDPBF16PS is fast, and less accurate).
+	// BF16 activations are only used where the kernels run them on hardware
+	// (kernels.FastBF16); elsewhere the model keeps F32Activations and its Numerics says why.
+	Activations kernels.Precision
 }

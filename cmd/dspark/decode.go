@@ -36,6 +36,7 @@ type runReport struct {
 	Stats        *speculative.Stats         `json:"stats,omitempty"`
 	MatchesPlain *bool                      `json:"matches_plain,omitempty"`
 	LogProbs     []runtime.PositionLogProbs `json:"logprobs,omitempty"`
+	Numerics     runtime.Numerics           `json:"numerics"` // the target's kernel path and activation precision
 }
 
 // speculate runs speculative decoding; a variable so that a test can break the greedy parity
@@ -61,7 +62,7 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	}
 	g := c.generator(m)
 	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
-		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt}
+		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics()}
 	var plain *runtime.Result
 	if c.mode == modeTarget || !c.noPlain {
 		g.RNG = c.rng()
@@ -132,6 +133,7 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 		fmt.Fprintf(w, "draft:  %s\n", r.Draft)
 	}
 	fmt.Fprintf(w, "prompt: %d tokens\n", len(r.Prompt))
+	fmt.Fprintln(w, numericsLine(r.Numerics))
 	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
 	if r.Text != nil {
 		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
@@ -153,6 +155,19 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 	if r.LogProbs != nil {
 		printLogProbs(w, r.LogProbs, tok)
 	}
+}
+
+// numericsLine describes the kernel path and activation precision of a run, for the text
+// reports.
+func numericsLine(n runtime.Numerics) string {
+	s := fmt.Sprintf("kernels: %s, activations %s", n.Kernels, n.Activations)
+	if n.Requested != "" {
+		s += fmt.Sprintf(" (%s requested)", n.Requested)
+	}
+	if n.Note != "" {
+		s += "; " + n.Note
+	}
+	return s
 }
 
 // printStatsTables prints the acceptance statistics and the per-position table.

@@ -54,7 +54,8 @@ func demoModes(c *runConfig) []demoMode {
 // demoReport is the JSON schema of `dspark run --json` with no model.
 type demoReport struct {
 	Pair      demoPair         `json:"pair"`
-	Kernels   string           `json:"kernels"` // the kernel path that multiplied the packed weights
+	Kernels   string           `json:"kernels"`  // the kernel path that multiplied the packed weights
+	Numerics  runtime.Numerics `json:"numerics"` // the target's kernel path and activation precision
 	N         int              `json:"n"`
 	Context   int              `json:"context"`
 	Threads   int              `json:"threads"`
@@ -175,7 +176,7 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	}
 	tc, dc := m.target.Config, m.dcfg
 	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
-		Kernels: kernels.Implementation(),
+		Kernels: m.target.Numerics().Kernels, Numerics: m.target.Numerics(),
 		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
 			TargetLayers: tc.NLayer, Hidden: tc.NEmbd, Vocab: tc.NVocab, DraftLayers: dc.layers,
 			BlockSize: dc.blockSize, MarkovRank: dc.markovRank, TargetStepBytes: targetStepBytes(m.tf),
@@ -289,7 +290,7 @@ func printDemo(w io.Writer, r *demoReport) {
 	} else {
 		fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
 	}
-	fmt.Fprintf(w, "kernels: %s, %d thread(s)\n", r.Kernels, r.Threads)
+	fmt.Fprintf(w, "%s; %d thread(s)\n", numericsLine(r.Numerics), r.Threads)
 	for _, mr := range r.Modes {
 		if mr.Seed != nil {
 			fmt.Fprintf(w, "\n%s decoding: temperature %g, top-k %d, top-p %g, seed %d\n", mr.Mode, mr.Temperature, mr.TopK, mr.TopP, *mr.Seed)
@@ -330,6 +331,12 @@ func printDemo(w io.Writer, r *demoReport) {
 // megabytes formats n bytes as MB (10^6).
 func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
+// timedDraft is a draft --draft-only times.
+type timedDraft interface {
+	drafttime.Draft
+	Close()
+}
+
 // runDraftOnly loads a draft without its target (a seeded stand-in embedding/lm_head of the
 // draft's vocabulary takes the target's place), injects synthetic context features, drafts
 // one block several times and reports the time against streaming the same weights once.
@@ -341,23 +348,23 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 	defer df.Close()
 	var (
 		vocab, embd, tapWidth, layers, block int
-		load                                 func(head *kernels.Mat) (loadedDraft, error)
+		load                                 func(head *kernels.Mat) (timedDraft, error)
 	)
-	opt := runtime.Options{Context: 64, Pack: true}
+	opt := runtime.Options{Context: 64, Pack: true, Activations: c.activations}
 	if schema.For(schema.FileSource(df)) == schema.DFlashGQA {
 		cfg, err := dflashgqa.ReadConfig(df)
 		if err != nil {
 			return err
 		}
 		vocab, embd, tapWidth, layers, block = cfg.NVocab, cfg.NEmbd, cfg.NEmbd, cfg.NLayer, cfg.BlockSize
-		load = func(h *kernels.Mat) (loadedDraft, error) { return dflashgqa.LoadStandalone(df, h, opt) }
+		load = func(h *kernels.Mat) (timedDraft, error) { return dflashgqa.LoadStandalone(df, h, opt) }
 	} else {
 		cfg, err := dflashmla.ReadConfig(df)
 		if err != nil {
 			return err
 		}
 		vocab, embd, tapWidth, layers, block = cfg.NVocab, cfg.NEmbd, cfg.TargetHidden, cfg.NLayer, cfg.BlockSize
-		load = func(h *kernels.Mat) (loadedDraft, error) { return dflashmla.LoadStandalone(df, h, opt) }
+		load = func(h *kernels.Mat) (timedDraft, error) { return dflashmla.LoadStandalone(df, h, opt) }
 	}
 	head, headBytes, release, err := drafttime.StandInHead(vocab, embd, c.seed)
 	if err != nil {
@@ -378,6 +385,7 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 	}
 	fmt.Fprintf(w, "draft: %s (%d tensors, %d layers, block size %d, vocab %d, hidden %d)\n",
 		c.draft, len(df.Tensors), layers, block, vocab, embd)
+	fmt.Fprintln(w, numericsLine(tm.Numerics))
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)
 	fmt.Fprintf(w, "one block (median of %d): %v; streaming its %.2f GB of weights once (read after each block): %v\n",

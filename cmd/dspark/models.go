@@ -114,7 +114,7 @@ func (m *models) load(c *runConfig, longest int) error {
 		return err
 	}
 	m.ctx = ctx
-	opt := runtime.Options{Context: ctx, Pack: true}
+	opt := runtime.Options{Context: ctx, Pack: true, Activations: c.activations}
 	var err error
 	if m.target, err = deepseek2.Load(m.tf, opt); err != nil {
 		return err

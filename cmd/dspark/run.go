@@ -13,12 +13,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
 // runFlags holds the raw flag values of `dspark run`; newRunConfig validates them.
 type runFlags struct {
 	target, draft, prompt, tokens, cacheDir    string
+	activations                                string
 	n, topK, maxDrafts, ctx, threads, logprobs int
 	temp, topP, threshold                      float64
 	seed                                       uint64
@@ -68,6 +70,7 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.noPlain, "no-plain", false, "speculative mode: skip the plain run (no speedup, no parity check)")
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
+	fl.StringVar(&f.activations, "activations", "f32", "activation precision of BF16 matrix products: f32 (exact reference, the same bits on every path) or bf16 (faster where the CPU has fast AVX512_BF16, less accurate)")
 	fl.BoolVar(&f.quick, "quick", false, "demo: run the small embedded pair instead of the English pair (no build, no cache)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "demo: where the English pair is built and kept (default: $XDG_CACHE_HOME/dspark or ~/.cache/dspark)")
 	return cmd
@@ -125,6 +128,7 @@ type runConfig struct {
 	ctx           int     // 0: the longest prompt plus n - 1
 	threads       int     // 0: GOMAXPROCS
 	logprobs      int     // 0: off
+	activations   kernels.Precision
 	json, noPlain bool
 	quick         bool   // demo: the embedded pair
 	cacheDir      string // demo: the English pair's cache ("" = the user cache)
@@ -166,6 +170,9 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 	}
 	if n := goruntime.NumCPU(); set("threads") && (c.threads < 1 || c.threads > n) {
 		return nil, usagef("--threads %d: must be in [1, %d] (this machine's CPUs; default: all)", c.threads, n)
+	}
+	if c.activations, err = kernels.ParsePrecision(f.activations); err != nil {
+		return nil, usagef("--activations %q: must be f32 or bf16", f.activations)
 	}
 	if c.mode == modeDraftOnly {
 		return c, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/synth"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -124,6 +125,9 @@ func TestRunSpeculativeJSON(t *testing.T) {
 		rep.Mode != "speculative" || rep.Context != 3+24-1 {
 		t.Fatalf("incomplete report: %+v", rep)
 	}
+	if rep.Numerics.Kernels != kernels.Path(kernels.F32Activations) || rep.Numerics.Activations != "f32" {
+		t.Fatalf("numerics %+v, want kernels %s and f32 activations", rep.Numerics, kernels.Path(kernels.F32Activations))
+	}
 
 	// Text prompt through the target's tokenizer, table output.
 	out, code = runCLI(t, "run", "--target", target, "--draft", draft, "--prompt", "Hello 世界, 42!", "-n", "8")
@@ -173,6 +177,38 @@ func TestRunTargetOnlyAndDraftOnly(t *testing.T) {
 	decodeJSON(t, out, &tm)
 	if code != 0 || len(tm.Drafts) == 0 {
 		t.Fatalf("draft-only --json: exit %d %+v", code, tm)
+	}
+}
+
+// TestRunActivations checks that --activations bf16 runs (with greedy parity) and is
+// reported in the table and the JSON: as bf16 where the kernels have fast bf16 products, as
+// f32 with the request noted elsewhere.
+func TestRunActivations(t *testing.T) {
+	target, draft := convertedPair(t)
+	out, errOut, code := runRoot(t, "run", "--target", target, "--draft", draft, "--tokens", "5,6,7", "-n", "12", "--json", "--activations", "bf16")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	var rep runReport
+	decodeJSON(t, out, &rep)
+	want, requested := "bf16", ""
+	if !kernels.FastBF16() {
+		want, requested = "f32", "bf16"
+	}
+	if rep.Numerics.Activations != want || rep.Numerics.Requested != requested || rep.Numerics.Note == "" || rep.MatchesPlain == nil || !*rep.MatchesPlain {
+		t.Fatalf("report %+v", rep)
+	}
+	out, code = runCLI(t, "run", "--target", target, "--tokens", "3", "-n", "2", "--activations", "bf16")
+	if code != 0 || !strings.Contains(out, "kernels: ") || !strings.Contains(out, "activations "+want) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, _, code = runRoot(t, "run", "--draft", draft, "--draft-only", "--json", "--activations", "bf16")
+	if code != 0 || !strings.Contains(out, `"activations": "`+want+`"`) {
+		t.Fatalf("draft-only: exit %d:\n%s", code, out)
+	}
+	out, code = runCLI(t, "run", "--draft", draft, "--draft-only")
+	if code != 0 || !strings.Contains(out, "kernels: "+kernels.Implementation()+", activations f32") {
+		t.Fatalf("draft-only table: exit %d:\n%s", code, out)
 	}
 }
 
@@ -380,6 +416,9 @@ func TestRunFlagsPerMode(t *testing.T) {
 		{with(tgt, "--threads", "0"), "--threads"},
 		{with(tgt, "--threads", fmt.Sprint(goruntime.NumCPU()+1)), "--threads"},
 		{with(donly, "--threads", "-1"), "--threads"},
+		{with(tgt, "--activations", "fp8"), "--activations"},
+		{with(donly, "--activations", "F32"), "--activations"},
+		{[]string{"run", "--activations", ""}, "--activations"},
 		{with(tgt, "--logprobs", "0"), "--logprobs"},
 		{with(tgt, "--logprobs", fmt.Sprint(runtime.MaxTopLogProbs+1)), "--logprobs"},
 		{[]string{"run", "--target", target, "--tokens", "1,x"}, "--tokens"},

@@ -101,8 +101,16 @@ func convertTo(t *testing.T, dir, out string, opt convert.Options) *gguf.File {
 // runtime, and checks that each key and tensor of each declaration
 // is written by convert exactly when it is not marked NotProduced, and read or bound by the
 // runtime exactly when it is not marked NotRead / NotRun. Keys shared by every declaration
-// (general.*, tokenizer.*) count over all of them.
+// (general.*, tokenizer.*) count over all of them. It runs for both ways of loading: views
+// of the file, and packed with the fused forms (stacked gate/up and kv_a_mqa/q_a, grouped
+// k_b/v_b), whose bindings must go through the declarations too.
 func TestDeclarationsCovered(t *testing.T) {
+	for _, pack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pack=%v", pack), func(t *testing.T) { testDeclarationsCovered(t, pack) })
+	}
+}
+
+func testDeclarationsCovered(t *testing.T, pack bool) {
 	root := t.TempDir()
 	c := &census{keys: map[*schema.Key]*use{}, tensors: map[*schema.Tensor]*use{}}
 	targets := map[string]synth.TargetOptions{
@@ -128,10 +136,11 @@ func TestDeclarationsCovered(t *testing.T) {
 		}
 		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), convert.Options{})
 		c.written(t, f)
-		tg, err := deepseek2.Load(f, runtime.Options{Context: 64})
+		tg, err := deepseek2.Load(f, runtime.Options{Context: 64, Pack: pack})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		t.Cleanup(tg.Close)
 		if _, err := runtime.TokenizerOf(f.Path, tg.Values()); err != nil {
 			t.Fatal(err)
 		}
@@ -161,10 +170,11 @@ func TestDeclarationsCovered(t *testing.T) {
 		}
 		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), d.conv)
 		c.written(t, f)
-		dr, err := dflashmla.Load(f, base, runtime.Options{})
+		dr, err := dflashmla.Load(f, base, runtime.Options{Pack: pack})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		t.Cleanup(dr.Close)
 		c.loaded(dr.Values())
 	}
 	gqaDrafts := map[string]struct {
@@ -185,10 +195,11 @@ func TestDeclarationsCovered(t *testing.T) {
 		d.conv.Target = baseDir
 		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), d.conv)
 		c.written(t, f)
-		dr, err := dflashgqa.Load(f, base, runtime.Options{})
+		dr, err := dflashgqa.Load(f, base, runtime.Options{Pack: pack})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		t.Cleanup(dr.Close)
 		c.loaded(dr.Values())
 	}
 	// A GQA draft with sliding-window layers: declared and run, never converted.
@@ -210,14 +221,16 @@ func TestDeclarationsCovered(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer gtf.Close()
-		gt, err := deepseek2.Load(gtf, runtime.Options{Context: 32})
+		gt, err := deepseek2.Load(gtf, runtime.Options{Context: 32, Pack: pack})
 		if err != nil {
 			t.Fatal(err)
 		}
-		gd, err := dflashgqa.Load(gf, gt, runtime.Options{})
+		t.Cleanup(gt.Close)
+		gd, err := dflashgqa.Load(gf, gt, runtime.Options{Pack: pack})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(gd.Close)
 		c.loaded(gd.Values())
 	}
 	// A draft with a full attn_q (no q-LoRA): declared and run, never converted.
@@ -239,14 +252,16 @@ func TestDeclarationsCovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer df.Close()
-	htg, err := deepseek2.Load(tf, runtime.Options{Context: 32})
+	htg, err := deepseek2.Load(tf, runtime.Options{Context: 32, Pack: pack})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hdr, err := dflashmla.Load(df, htg, runtime.Options{})
+	t.Cleanup(htg.Close)
+	hdr, err := dflashmla.Load(df, htg, runtime.Options{Pack: pack})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(hdr.Close)
 	c.loaded(hdr.Values())
 
 	for _, s := range schema.All() {

@@ -13,10 +13,21 @@ import (
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/safetensors"
 	"github.com/dspark-dev/dspark/synth"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
+
+// fitOptions returns opt packed with float32 activations, the options every model the
+// builders run is loaded with: the pairs are functions of their recipes, so their fits must
+// compute the same bits on every machine and kernel path, which is the f32 contract
+// (kernels.F32Activations) and not the bf16 one, whatever runtime.Options defaults to.
+func fitOptions(opt runtime.Options) runtime.Options {
+	opt.Pack = true
+	opt.Activations = kernels.F32Activations
+	return opt
+}
 
 // Recipe fixes every choice of the demo pair; Build is a pure function of it.
 type Recipe struct {
@@ -81,7 +92,7 @@ func Build(dir string, r Recipe) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := deepseek2.Load(f, runtime.Options{Context: 128, MaxBatch: 64, Pack: true})
+	t, err := deepseek2.Load(f, fitOptions(runtime.Options{Context: 128, MaxBatch: 64}))
 	if err != nil {
 		f.Close()
 		return nil, err

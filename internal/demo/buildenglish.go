@@ -89,7 +89,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 		return nil, err
 	}
 	defer tf.Close()
-	tg, err := deepseek2.Load(tf, runtime.Options{Context: r.ProbeChunk + 128, Pack: true})
+	tg, err := deepseek2.Load(tf, fitOptions(runtime.Options{Context: r.ProbeChunk + 128}))
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 	if err != nil {
 		return nil, err
 	}
-	d, err := dflashmla.Load(df, tg, runtime.Options{Pack: true})
+	d, err := dflashmla.Load(df, tg, fitOptions(runtime.Options{}))
 	if err != nil {
 		df.Close()
 		return nil, err

@@ -7,7 +7,7 @@ package drafttime
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +16,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/internal/mmap"
-	dsrt "github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
@@ -32,7 +32,7 @@ func StandInHead(vocab, embd int, seed uint64) (head *kernels.Mat, data []byte, 
 		return nil, nil, nil, err
 	}
 	var wg sync.WaitGroup
-	workers := runtime.GOMAXPROCS(0)
+	workers := goruntime.GOMAXPROCS(0)
 	rowsPer := (vocab + workers - 1) / workers
 	scale := float32(1 / math.Sqrt(float64(embd)))
 	for w := 0; w < workers; w++ {
@@ -65,22 +65,29 @@ func StandInHead(vocab, embd int, seed uint64) (head *kernels.Mat, data []byte, 
 
 // Timing is the result of Block.
 type Timing struct {
-	ContextPositions int             `json:"context_positions"`
-	InjectTime       time.Duration   `json:"inject_ns"`        // injecting the context features
-	BlockTimes       []time.Duration `json:"block_ns"`         // each timed block (backbone + lm_head + Markov/confidence chain)
-	BlockTime        time.Duration   `json:"block_median_ns"`  // their median
-	BlockBytes       int64           `json:"block_bytes"`      // weight bytes one block reads at least once
-	StreamTimes      []time.Duration `json:"stream_ns"`        // the stream read run right after each block
-	StreamTime       time.Duration   `json:"stream_median_ns"` // their median
-	Ratios           []float64       `json:"ratios"`           // each block's time over its paired stream read's
-	Ratio            float64         `json:"ratio"`            // median of Ratios
-	Drafts           []int           `json:"drafts"`
+	ContextPositions int              `json:"context_positions"`
+	InjectTime       time.Duration    `json:"inject_ns"`        // injecting the context features
+	BlockTimes       []time.Duration  `json:"block_ns"`         // each timed block (backbone + lm_head + Markov/confidence chain)
+	BlockTime        time.Duration    `json:"block_median_ns"`  // their median
+	BlockBytes       int64            `json:"block_bytes"`      // weight bytes one block reads at least once
+	StreamTimes      []time.Duration  `json:"stream_ns"`        // the stream read run right after each block
+	StreamTime       time.Duration    `json:"stream_median_ns"` // their median
+	Ratios           []float64        `json:"ratios"`           // each block's time over its paired stream read's
+	Ratio            float64          `json:"ratio"`            // median of Ratios
+	Drafts           []int            `json:"drafts"`
+	Numerics         runtime.Numerics `json:"numerics"` // the draft's kernel path and activation precision
+}
+
+// Draft is a loaded draft that says which kernels and activation precision it runs with.
+type Draft interface {
+	runtime.Draft
+	Numerics() runtime.Numerics
 }
 
 // Subject is a loaded draft to time: the draft, its file (whose weights a block streams), its
 // vocabulary and the width of one tapped hidden state (its target's hidden size).
 type Subject struct {
-	Draft    dsrt.Draft
+	Draft    Draft
 	File     *gguf.File
 	Vocab    int
 	TapWidth int
@@ -109,7 +116,7 @@ func Block(s Subject, head []byte, ctx, reps int, seed uint64) (*Timing, error) 
 	if err := d.AddContext(hidden, 0, ctx); err != nil {
 		return nil, err
 	}
-	res := &Timing{ContextPositions: ctx, InjectTime: time.Since(t0)}
+	res := &Timing{ContextPositions: ctx, InjectTime: time.Since(t0), Numerics: d.Numerics()}
 	dr := speculative.Drafter{Bias: d.MarkovBias}
 	first := 0
 	if !info.SampleFromAnchor {
@@ -174,7 +181,7 @@ var streamSink uint64
 // streamRead reads every byte of regions once, split across GOMAXPROCS goroutines like the
 // kernels' work, and returns nothing but the time it takes (the floor a block can reach).
 func streamRead(regions [][]byte) {
-	workers := runtime.GOMAXPROCS(0)
+	workers := goruntime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
 	sums := make([]uint64, workers)
 	for w := 0; w < workers; w++ {

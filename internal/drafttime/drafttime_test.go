@@ -20,18 +20,18 @@ func TestDraftStandalone(t *testing.T) {
 		name   string
 		m      *testmodel.Model
 		drafts int
-		load   func(f *gguf.File, head EmbeddingHead) (runtime.Draft, error)
+		load   func(f *gguf.File, head EmbeddingHead) (Draft, error)
 	}{
 		{"mla", testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 2), testmodel.DefaultDraft(ts).Block,
-			func(f *gguf.File, h EmbeddingHead) (runtime.Draft, error) {
+			func(f *gguf.File, h EmbeddingHead) (Draft, error) {
 				return dflashmla.LoadStandalone(f, h, runtime.Options{Context: 16})
 			}},
 		{"gqa-dspark", testmodel.BuildGQA(ts, testmodel.DefaultGQA(ts), 2), testmodel.DefaultGQA(ts).Block,
-			func(f *gguf.File, h EmbeddingHead) (runtime.Draft, error) {
+			func(f *gguf.File, h EmbeddingHead) (Draft, error) {
 				return dflashgqa.LoadStandalone(f, h, runtime.Options{Context: 16})
 			}},
 		{"gqa-dflash", testmodel.BuildGQA(ts, testmodel.DefaultDFlashGQA(ts), 2), testmodel.DefaultDFlashGQA(ts).Block - 1,
-			func(f *gguf.File, h EmbeddingHead) (runtime.Draft, error) {
+			func(f *gguf.File, h EmbeddingHead) (Draft, error) {
 				return dflashgqa.LoadStandalone(f, h, runtime.Options{Context: 16})
 			}},
 	}

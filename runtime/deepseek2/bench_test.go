@@ -52,6 +52,11 @@ import (
 const (
 	envBenchTarget = "DSPARK_BENCH_TARGET"
 	envBenchDraft  = "DSPARK_BENCH_DRAFT"
+	// envBenchKernels selects the kernel path (kernels.SelectPath: avx512, avx2, portable) and
+	// envBenchActivations the activation precision (f32, bf16) of the models; unset: the
+	// defaults (the fastest path, f32).
+	envBenchKernels     = "DSPARK_BENCH_KERNELS"
+	envBenchActivations = "DSPARK_BENCH_ACTIVATIONS"
 
 	benchPromptLen = 64  // context before the timed steps
 	benchGenTokens = 32  // tokens generated per Speculative iteration
@@ -65,6 +70,26 @@ var benchModels struct {
 	sync.Mutex
 	target *Target
 	draft  *dflashmla.Draft
+}
+
+// benchOptions returns the load options of the benchmark models, after selecting the kernel
+// path named by DSPARK_BENCH_KERNELS.
+func benchOptions(b *testing.B, opt runtime.Options) runtime.Options {
+	b.Helper()
+	opt.Pack = true
+	if p := os.Getenv(envBenchKernels); p != "" {
+		if err := kernels.SelectPath(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if a := os.Getenv(envBenchActivations); a != "" {
+		p, err := kernels.ParsePrecision(a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt.Activations = p
+	}
+	return opt
 }
 
 // benchTarget loads the target named by DSPARK_BENCH_TARGET, or skips.
@@ -81,7 +106,7 @@ func benchTarget(b *testing.B) *Target {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t, err := Load(f, runtime.Options{Context: benchContext, Pack: true})
+		t, err := Load(f, benchOptions(b, runtime.Options{Context: benchContext}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -106,7 +131,7 @@ func benchDraft(b *testing.B) (*Target, *dflashmla.Draft) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := dflashmla.Load(f, t, runtime.Options{Pack: true})
+		d, err := dflashmla.Load(f, t, benchOptions(b, runtime.Options{}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -389,6 +414,48 @@ func BenchmarkTargetDecode(b *testing.B) {
 			b.ReportMetric(wb/read.Seconds()/1e9, "read-GB/s")
 			b.ReportMetric(ratio, "ratio-to-read")
 			b.ReportMetric(wb/1e6, "weight-MB/tok")
+		})
+	}
+}
+
+// BenchmarkThreads compares, on the wall clock and interleaved step by step, a forward on
+// one thread (GOMAXPROCS 1, kernels on one goroutine) with the same forward on every thread,
+// for a one-row decode step and an 8-row verify step: speedup = time(1 thread) / time(all);
+// two threads must never be slower than one (speedup >= 1).
+func BenchmarkThreads(b *testing.B) {
+	n := goruntime.GOMAXPROCS(0)
+	if n < 2 {
+		b.Skip("one CPU")
+	}
+	for _, rowsN := range []int{1, benchVerifyLen} {
+		b.Run(fmt.Sprintf("rows=%d/threads=1-vs-%d", rowsN, n), func(b *testing.B) {
+			t := benchTarget(b)
+			var st runtime.Step
+			tok := benchPrefill(b, t, &st)
+			L := t.Len()
+			rows := append([]int{tok}, benchTokens(rowsN-1, t.Config.NVocab, 2)...)
+			forward := func(threads int) func() {
+				return func() {
+					goruntime.GOMAXPROCS(threads)
+					kernels.SetParallelism(threads)
+					if err := t.Truncate(L); err != nil {
+						b.Fatal(err)
+					}
+					if err := t.Forward(rows, 0, nil, &st); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			defer func() {
+				goruntime.GOMAXPROCS(n)
+				kernels.SetParallelism(0)
+			}()
+			start := time.Now()
+			wall := func() time.Duration { return time.Since(start) }
+			kern, one, speedup, _ := interleave(b, wall, forward(1), forward(n))
+			b.ReportMetric(one.Seconds()*1e3, "ms/1-thread")
+			b.ReportMetric(kern.Seconds()*1e3, "ms/all-threads")
+			b.ReportMetric(speedup, "speedup")
 		})
 	}
 }

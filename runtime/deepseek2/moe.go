@@ -4,9 +4,9 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dspark-dev/dspark/runtime/internal/model"
-	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // moeParallelWork is the number of multiply-adds (an upper bound over the layer's experts)
@@ -22,17 +22,16 @@ type moeScratch struct {
 	shared               []float32 // n x NEmbd
 	groupScore           []float32
 	groupKeep            []bool
-	first, count         []int // per expert: its assignments in byExpert
-	byExpert             []int // (row*K + slot) indices grouped by expert (a counting sort)
-	tasks                []int // experts with rows, then -1 for the shared experts
+	first, count         []int         // per expert: its assignments in byExpert
+	byExpert             []int         // (row*K + slot) indices grouped by expert (a counting sort)
+	tasks                []int         // experts with rows and -1 for the shared experts, largest first
+	next                 *atomic.Int64 // next task to take
 	workers              []moeWorker
-	loads                []int // rows dealt to each worker
 }
 
 // moeWorker is the private scratch of one goroutine running experts.
 type moeWorker struct {
 	in, out, a, b []float32
-	tasks         []int
 }
 
 func newMoEScratch(n int, c Config) moeScratch {
@@ -43,12 +42,12 @@ func newMoEScratch(n int, c Config) moeScratch {
 		sel: make([]int, n*K), w: make([]float32, n*K), slotOut: make([]float32, n*K*E),
 		shared: make([]float32, n*E), groupScore: make([]float32, c.NGroup), groupKeep: make([]bool, c.NGroup),
 		first: make([]int, X+1), count: make([]int, X), byExpert: make([]int, n*K), tasks: make([]int, 0, X+1),
+		next: new(atomic.Int64),
 	}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		s.workers = append(s.workers, moeWorker{in: make([]float32, n*E), out: make([]float32, n*E),
-			a: make([]float32, n*ff), b: make([]float32, n*ff), tasks: make([]int, 0, X+1)})
+			a: make([]float32, n*ff), b: make([]float32, 2*n*ff)})
 	}
-	s.loads = make([]int, len(s.workers))
 	return s
 }
 
@@ -80,14 +79,15 @@ func (t *Target) moe(l *layer, dst, h []float32, n int) {
 		s.byExpert[s.first[e]+s.count[e]] = j
 		s.count[e]++
 	}
-	// Deal the experts (and the shared experts, task -1) to the workers, largest first.
+	// The experts with rows (and the shared experts, task -1), largest first, go to whichever
+	// goroutine is free first: if a worker is not scheduled, the caller runs its tasks.
 	s.tasks = s.tasks[:0]
 	for e := 0; e < X; e++ {
 		if s.count[e] > 0 {
 			s.tasks = append(s.tasks, e)
 		}
 	}
-	if l.gateShexp != nil {
+	if l.shared != nil {
 		s.tasks = append(s.tasks, -1)
 	}
 	load := func(e int) int {
@@ -96,25 +96,16 @@ func (t *Target) moe(l *layer, dst, h []float32, n int) {
 		}
 		return s.count[e]
 	}
+	for i := 1; i < len(s.tasks); i++ { // tasks are few: insertion sort by load, stable
+		for j := i; j > 0 && load(s.tasks[j]) > load(s.tasks[j-1]); j-- {
+			s.tasks[j], s.tasks[j-1] = s.tasks[j-1], s.tasks[j]
+		}
+	}
 	nw := min(len(s.workers), len(s.tasks))
 	if rows := n * (K + max(1, c.NShared)); rows*3*c.NFFExp*E < moeParallelWork {
 		nw = 1 // waking another goroutine would cost more than its share of the work
 	}
-	for w := range s.workers {
-		s.workers[w].tasks = s.workers[w].tasks[:0]
-	}
-	loads := s.loads[:nw]
-	clear(loads)
-	for _, e := range s.tasks { // tasks are few; a linear scan for the least-loaded worker
-		best := 0
-		for w := 1; w < nw; w++ {
-			if loads[w] < loads[best] {
-				best = w
-			}
-		}
-		s.workers[best].tasks = append(s.workers[best].tasks, e)
-		loads[best] += load(e)
-	}
+	s.next.Store(0)
 	if nw <= 1 {
 		t.runExperts(l, &s.workers[0], h, n)
 	} else {
@@ -139,22 +130,27 @@ func (t *Target) moe(l *layer, dst, h []float32, n int) {
 				d[j] += w * y[j]
 			}
 		}
-		if l.gateShexp != nil {
+		if l.shared != nil {
 			model.AddTo(d, s.shared[i*E:(i+1)*E])
 		}
 	}
 }
 
-// runExperts computes the worker's experts: each expert over the rows that chose it, the
-// shared experts (task -1) over all n rows; outputs go to disjoint parts of the scratch.
+// runExperts takes tasks until none is left, with w's scratch: each expert over the rows that
+// chose it, the shared experts (task -1) over all n rows; outputs go to disjoint parts of the
+// scratch, so which goroutine runs a task changes no bit.
 func (t *Target) runExperts(l *layer, w *moeWorker, h []float32, n int) {
 	c := &t.Config
 	s := &t.s.moe
-	E, K, ff := c.NEmbd, c.NExpertUsed, c.NFFExp
-	for _, e := range w.tasks {
+	E, K := c.NEmbd, c.NExpertUsed
+	for {
+		k := int(s.next.Add(1) - 1)
+		if k >= len(s.tasks) {
+			return
+		}
+		e := s.tasks[k]
 		if e < 0 {
-			sh := l.gateShexp.Rows()
-			expert(s.shared[:n*E], h, n, l.gateShexp, l.upShexp, l.downShex, w.a[:n*sh], w.b[:n*sh])
+			l.shared.Forward(s.shared[:n*E], h, n, w.a, w.b)
 			continue
 		}
 		js := s.byExpert[s.first[e]:s.first[e+1]]
@@ -163,16 +159,11 @@ func (t *Target) runExperts(l *layer, w *moeWorker, h []float32, n int) {
 			r := j / K
 			copy(w.in[q*E:(q+1)*E], h[r*E:(r+1)*E])
 		}
-		expert(w.out[:m*E], w.in[:m*E], m, l.gateExp[e], l.upExp[e], l.downExp[e], w.a[:m*ff], w.b[:m*ff])
+		l.experts[e].Forward(w.out[:m*E], w.in[:m*E], m, w.a, w.b)
 		for q, j := range js {
 			copy(s.slotOut[j*E:(j+1)*E], w.out[q*E:(q+1)*E])
 		}
 	}
-}
-
-// expert computes down(silu(gate x) * up x) for n rows.
-func expert(dst, x []float32, n int, gate, up, down *kernels.Mat, a, b []float32) {
-	model.SwiGLU(dst, x, n, gate, up, down, a, b)
 }
 
 // route picks one row's experts and weights.

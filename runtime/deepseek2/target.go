@@ -28,20 +28,23 @@ type Target struct {
 	s        scratch
 	weights  *model.Binder
 	values   *schema.Values
+	numerics runtime.Numerics
 }
 
 var _ runtime.Target = (*Target)(nil)
 
+// Numerics says which kernel path and activation precision the target's products use.
+func (t *Target) Numerics() runtime.Numerics { return t.numerics }
+
 type layer struct {
 	attnNorm, ffnNorm []float32
 	attn              *mla.Attention
-	// dense FFN or shared experts
-	gate, up, down *kernels.Mat
+	dense             model.FFN // the dense FFN (layers < NDense)
 	// MoE
-	router                       *kernels.Mat
-	bias                         []float32
-	gateExp, upExp, downExp      []*kernels.Mat
-	gateShexp, upShexp, downShex *kernels.Mat
+	router  *kernels.Mat
+	bias    []float32
+	experts []model.FFN
+	shared  *model.FFN // nil without shared experts
 }
 
 type scratch struct {
@@ -67,7 +70,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	if opt.Context <= 0 {
 		opt.Context = min(cfg.NCtx, 4096)
 	}
-	b := model.NewBinder(f, v, opt.Pack)
+	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
 	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, values: v, tokens: v.Strs(schema.TokTokens)}
 	t.tokEmbd = b.Mat(schema.TokenEmbd, -1)
 	t.outNorm = b.Vec(schema.OutputNorm, -1)
@@ -83,21 +86,16 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		l.ffnNorm = b.Vec(schema.FFNNorm, i)
 		w := b.Attention(i, a)
 		if v.Dense(i) {
-			l.gate = b.Mat(schema.FFNGate, i)
-			l.up = b.Mat(schema.FFNUp, i)
-			l.down = b.Mat(schema.FFNDown, i)
+			l.dense = b.FFN(schema.FFNGate, schema.FFNUp, schema.FFNDown, i)
 		} else {
 			l.router = b.Mat(schema.FFNGateInp, i)
 			if b.Has(schema.ExpProbsB, i) {
 				l.bias = b.Vec(schema.ExpProbsB, i)
 			}
-			l.gateExp = b.Stack(schema.FFNGateExps, i)
-			l.upExp = b.Stack(schema.FFNUpExps, i)
-			l.downExp = b.Stack(schema.FFNDownExps, i)
+			l.experts = b.Experts(i)
 			if cfg.NShared > 0 {
-				l.gateShexp = b.Mat(schema.FFNGateShexp, i)
-				l.upShexp = b.Mat(schema.FFNUpShexp, i)
-				l.downShex = b.Mat(schema.FFNDownShexp, i)
+				sh := b.FFN(schema.FFNGateShexp, schema.FFNUpShexp, schema.FFNDownShexp, i)
+				l.shared = &sh
 			}
 		}
 		if b.Err() != nil {
@@ -117,6 +115,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		return nil, err
 	}
 	t.weights = b
+	t.numerics = runtime.NumericsFor(opt, b.BF16())
 	if t.cache, err = mla.AllocLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope); err != nil {
 		b.Release()
 		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
@@ -130,7 +129,7 @@ func (t *Target) allocScratch() {
 	ff := max(t.Config.NFF, t.Config.NFFExp*max(1, t.Config.NShared))
 	t.s = scratch{
 		x: make([]float32, n*E), h: make([]float32, n*E), attnOut: make([]float32, n*E),
-		ffA: make([]float32, n*ff), ffB: make([]float32, n*ff), ffOut: make([]float32, n*E),
+		ffA: make([]float32, n*ff), ffB: make([]float32, 2*n*ff), ffOut: make([]float32, n*E),
 		pos: make([]int, n),
 	}
 	if t.Config.NExpert > 0 {
@@ -217,8 +216,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		model.AddTo(x, t.s.attnOut[:n*E])
 		model.RMSRows(h, x, l.ffnNorm, n, E, c.Eps)
 		if li < c.NDense {
-			ff := l.gate.Rows()
-			model.SwiGLU(t.s.ffOut[:n*E], h, n, l.gate, l.up, l.down, t.s.ffA[:n*ff], t.s.ffB[:n*ff])
+			l.dense.Forward(t.s.ffOut[:n*E], h, n, t.s.ffA, t.s.ffB)
 		} else {
 			t.moe(l, t.s.ffOut[:n*E], h, n)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 func targetVariants() map[string]testmodel.TargetSpec {
@@ -70,15 +71,59 @@ func TestTargetMatchesReference(t *testing.T) {
 	}
 }
 
+// TestTargetBF16Activations measures what bf16 activations cost against the float64
+// reference on the BF16-weight target (the f32 path stays within 1e-4 of the logits' range,
+// see TestTargetMatchesReference). Rounding every activation to 8 significant bits moves
+// this tiny MoE model's logits by up to ~7% of their range (a changed expert choice moves a
+// row a lot): the bound here, a quarter of the range, only catches a broken path (a wrong
+// layout or order gives errors of the order of the range).
+func TestTargetBF16Activations(t *testing.T) {
+	if !kernels.FastBF16() {
+		t.Skip("no fast bf16 kernels on this CPU: bf16 activations fall back to f32")
+	}
+	spec := targetVariants()["bf16"]
+	m := testmodel.BuildTarget(spec, 11)
+	tg := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: kernels.BF16Activations})
+	tokens := []int{3, 14, 15, 9, 26, 5, 35, 8}
+	ref := &testmodel.Ref{S: spec, M: m}
+	want, _ := ref.Forward(tokens)
+	var st runtime.Step
+	if err := tg.Forward(tokens, 0, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	var worst float64
+	for i := range tokens {
+		row := st.Logits[i*spec.Vocab : (i+1)*spec.Vocab]
+		testmodel.CheckClose(t, "bf16 logits", i, row, want[i], 0.25)
+		lo, hi, e := math.Inf(1), math.Inf(-1), 0.0
+		for j, v := range want[i] {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			e = math.Max(e, math.Abs(float64(row[j])-v))
+		}
+		worst = math.Max(worst, e/(hi-lo))
+	}
+	t.Logf("bf16 activations: worst |logit error| / range %.2g", worst)
+}
+
 // TestTargetBatchBitIdentity checks that a row's logits are bit-identical whether it is
 // computed alone or inside a batch of 8 (the premise of greedy parity).
+//
+// With bf16 activations the unpacked target runs the portable reference of that contract and
+// the packed one the VDPBF16PS kernels (where the CPU has them): they must agree too.
 func TestTargetBatchBitIdentity(t *testing.T) {
-	for _, name := range []string{"moe", "bf16"} {
+	for _, name := range []string{"moe", "bf16", "bf16-act"} {
+		act := kernels.F32Activations
+		if name == "bf16-act" {
+			name, act = "bf16", kernels.BF16Activations
+		}
 		spec := targetVariants()[name]
-		t.Run(name, func(t *testing.T) {
+		t.Run(name+"/"+act.String(), func(t *testing.T) {
 			m := testmodel.BuildTarget(spec, 5)
-			a := openTarget(t, m, runtime.Options{Context: 64})
-			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true}) // packed vs unpacked too
+			a := openTarget(t, m, runtime.Options{Context: 64, Activations: act})
+			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: act}) // packed (fused) vs unpacked too
+			if act == kernels.BF16Activations && kernels.FastBF16() && b.Numerics().Activations != "bf16" {
+				t.Fatalf("bf16 requested, numerics %+v", b.Numerics())
+			}
 			prompt := []int{1, 5, 9, 2}
 			block := []int{7, 3, 3, 8, 0, 12, 4, 6}
 			var sa, sb runtime.Step

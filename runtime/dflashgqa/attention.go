@@ -4,6 +4,8 @@ import (
 	"math"
 	goruntime "runtime"
 	"sync"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // kvCache holds every layer's keys (normed and rotated) and values, one row of
@@ -135,53 +137,21 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 			}
 			qh := q[k*qw+hd*D : k*qw+(hd+1)*D]
 			s := sc[:end-lo]
+			kernels.DotRows(qh, keys[lo*kw+kh*D:], kw, s)
 			mx := float32(math.Inf(-1))
-			for t := lo; t < end; t++ {
-				sc := dot(qh, keys[t*kw+kh*D:t*kw+(kh+1)*D]) * scale
-				s[t-lo] = sc
-				mx = max(mx, sc)
-			}
-			var sum float64
 			for i, x := range s {
-				e := math.Exp(float64(x - mx))
-				s[i] = float32(e)
-				sum += e
+				x *= scale
+				s[i] = x
+				mx = max(mx, x)
 			}
+			sum := kernels.ExpShift(s, mx)
 			o := out[k*qw+hd*D : k*qw+(hd+1)*D]
 			clear(o)
-			for t := lo; t < end; t++ {
-				axpy(o, s[t-lo], vals[t*kw+kh*D:t*kw+(kh+1)*D])
-			}
+			kernels.AxpyRows(o, s, vals[lo*kw+kh*D:], kw)
 			inv := float32(1 / sum)
 			for j := range o {
 				o[j] *= inv
 			}
 		}
-	}
-}
-
-// dot is sum a[j] b[j] over four interleaved float32 partial sums (a fixed order: the result
-// depends only on the two vectors).
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	j := 0
-	for ; j+4 <= len(a); j += 4 {
-		s0 += a[j] * b[j]
-		s1 += a[j+1] * b[j+1]
-		s2 += a[j+2] * b[j+2]
-		s3 += a[j+3] * b[j+3]
-	}
-	for ; j < len(a); j++ {
-		s0 += a[j] * b[j]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// axpy adds w x to y.
-func axpy(y []float32, w float32, x []float32) {
-	x = x[:len(y)]
-	for j := range y {
-		y[j] += w * x[j]
 	}
 }

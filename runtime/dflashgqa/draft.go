@@ -155,16 +155,22 @@ type Draft struct {
 	weights *model.Binder
 	values  *schema.Values
 
-	s scratch
+	numerics runtime.Numerics
+	s        scratch
 }
 
 var _ runtime.Draft = (*Draft)(nil)
+
+// Numerics says which kernel path and activation precision the draft's products use (its
+// head is the target's, or the stand-in head of LoadStandalone, with theirs, unless the draft
+// keeps its own).
+func (d *Draft) Numerics() runtime.Numerics { return d.numerics }
 
 type layer struct {
 	attnNorm, ffnNorm []float32
 	qNorm, kNorm      []float32
 	q, k, v, o        *kernels.Mat
-	gate, up, down    *kernels.Mat
+	ffn               model.FFN
 	sliding           bool
 }
 
@@ -219,6 +225,9 @@ func LoadStandalone(f *gguf.File, head EmbeddingHead, opt runtime.Options) (*Dra
 	if opt.Context <= 0 {
 		opt.Context = 256
 	}
+	if m, ok := head.(*kernels.Mat); ok {
+		head = m.WithPrecision(opt.Precision())
+	}
 	return load(f, c, v, head.Row, head, opt)
 }
 
@@ -232,7 +241,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 	if c.BlockSize > kernels.MaxBatch {
 		return nil, fmt.Errorf("%s: block size %d exceeds the kernels' batch of %d rows", f.Path, c.BlockSize, kernels.MaxBatch)
 	}
-	b := model.NewBinder(f, v, opt.Pack)
+	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
 	d := &Draft{Config: c, File: f, embed: embed, head: head, values: v}
 	fail := func(err error) (*Draft, error) {
 		b.Release()
@@ -269,7 +278,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 			attnNorm: b.Vec(schema.AttnNorm, i), ffnNorm: b.Vec(schema.FFNNorm, i),
 			q: b.Mat(schema.AttnQ, i), k: b.Mat(schema.AttnK, i), v: b.Mat(schema.AttnV, i), o: b.Mat(schema.AttnOutput, i),
 			qNorm: b.Vec(schema.AttnQNorm, i), kNorm: b.Vec(schema.AttnKNorm, i),
-			gate: b.Mat(schema.FFNGate, i), up: b.Mat(schema.FFNUp, i), down: b.Mat(schema.FFNDown, i),
+			ffn:     b.FFN(schema.FFNGate, schema.FFNUp, schema.FFNDown, i),
 			sliding: c.Sliding != nil && c.Sliding[i],
 		}
 		d.layers = append(d.layers, l)
@@ -287,6 +296,8 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		return fail(fmt.Errorf("%s: mask token %d outside the vocabulary of %d", f.Path, c.MaskToken, V))
 	}
 	d.weights = b
+	hm, ok := d.head.(*kernels.Mat)
+	d.numerics = runtime.NumericsFor(opt, b.BF16() || ok && hm.DType() == kernels.BF16)
 	rows, err := c.cacheRows(opt.Context)
 	if err != nil {
 		return fail(fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err))
@@ -303,7 +314,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		feat: make([]float32, n*len(c.TargetLayers)*E), ctx: make([]float32, n*E), maxRows: n,
 		x: make([]float32, g*E), h: make([]float32, g*E), q: make([]float32, g*qw),
 		attnOut: make([]float32, g*qw), ao: make([]float32, g*E),
-		a: make([]float32, g*c.NFF), b: make([]float32, g*c.NFF), ffo: make([]float32, g*E),
+		a: make([]float32, g*c.NFF), b: make([]float32, 2*g*c.NFF), ffo: make([]float32, g*E),
 		logits: make([]float32, g*V), hidden: make([]float32, g*E),
 		w1row: make([]float32, max(r, 1)), bias: make([]float32, V), confIn: make([]float32, E+r), confOut: make([]float32, 1),
 	}
@@ -471,7 +482,7 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 		l.o.MatMul(d.s.ao[:g*E], d.s.attnOut[:g*qw], g)
 		model.AddTo(x, d.s.ao[:g*E])
 		model.RMSRows(h, x, l.ffnNorm, g, E, c.Eps)
-		model.SwiGLU(d.s.ffo[:g*E], h, g, l.gate, l.up, l.down, d.s.a[:g*c.NFF], d.s.b[:g*c.NFF])
+		l.ffn.Forward(d.s.ffo[:g*E], h, g, d.s.a, d.s.b)
 		model.AddTo(x, d.s.ffo[:g*E])
 	}
 	hid := d.s.hidden[:g*E]

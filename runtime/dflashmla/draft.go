@@ -113,15 +113,20 @@ type Draft struct {
 	weights *model.Binder
 	values  *schema.Values
 
-	s scratch
+	numerics runtime.Numerics
+	s        scratch
 }
 
 var _ runtime.Draft = (*Draft)(nil)
 
+// Numerics says which kernel path and activation precision the draft's products use (its
+// lm_head is the target's, or the stand-in head of LoadStandalone, with theirs).
+func (d *Draft) Numerics() runtime.Numerics { return d.numerics }
+
 type layer struct {
 	attnNorm, ffnNorm []float32
 	attn              *mla.Attention
-	gate, up, down    *kernels.Mat
+	ffn               model.FFN
 }
 
 type scratch struct {
@@ -178,6 +183,9 @@ func LoadStandalone(f *gguf.File, head EmbeddingHead, opt runtime.Options) (*Dra
 	if opt.Context <= 0 {
 		opt.Context = 256
 	}
+	if m, ok := head.(*kernels.Mat); ok {
+		head = m.WithPrecision(opt.Precision())
+	}
 	return load(f, c, v, head.Row, head, opt)
 }
 
@@ -190,7 +198,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		opt.Context = 4096
 	}
 	E, V, r := c.NEmbd, c.NVocab, c.MarkovRank
-	b := model.NewBinder(f, v, opt.Pack)
+	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
 	d := &Draft{Config: c, File: f, embed: embed, head: head, values: v, mask: mla.Block}
 	if c.Causal {
 		d.mask = mla.Causal
@@ -219,9 +227,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		l.attnNorm = b.Vec(schema.AttnNorm, i)
 		l.ffnNorm = b.Vec(schema.FFNNorm, i)
 		w := b.Attention(i, a)
-		l.gate = b.Mat(schema.FFNGate, i)
-		l.up = b.Mat(schema.FFNUp, i)
-		l.down = b.Mat(schema.FFNDown, i)
+		l.ffn = b.FFN(schema.FFNGate, schema.FFNUp, schema.FFNDown, i)
 		if b.Err() != nil {
 			b.Release()
 			return nil, b.Err()
@@ -243,6 +249,8 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		return nil, fmt.Errorf("%s: token_embd has %d rows, the head %d", f.Path, d.tokEmbd.Rows(), V)
 	}
 	d.weights = b
+	hm, ok := head.(*kernels.Mat)
+	d.numerics = runtime.NumericsFor(opt, b.BF16() || ok && hm.DType() == kernels.BF16)
 	rows, err := c.cacheRows(opt.Context)
 	if err == nil {
 		d.cache, err = mla.AllocLatentCache(c.NLayer, rows, a.KVLoraRank, a.DRope)
@@ -256,7 +264,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 	d.s = scratch{
 		feat: make([]float32, n*len(c.TargetLayers)*c.TargetHidden), ctx: make([]float32, n*E),
 		x: make([]float32, g*E), h: make([]float32, g*E), attnOut: make([]float32, g*E),
-		a: make([]float32, g*c.NFF), b: make([]float32, g*c.NFF), ffo: make([]float32, g*E),
+		a: make([]float32, g*c.NFF), b: make([]float32, 2*g*c.NFF), ffo: make([]float32, g*E),
 		pos: make([]int, n), logits: make([]float32, g*V), hidden: make([]float32, g*E),
 		w1row: make([]float32, max(r, 1)), bias: make([]float32, V), confIn: make([]float32, E+r), confOut: make([]float32, 1),
 	}
@@ -390,7 +398,7 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 		}
 		model.AddTo(x, d.s.attnOut[:g*E])
 		model.RMSRows(h, x, l.ffnNorm, g, E, c.Eps)
-		model.SwiGLU(d.s.ffo[:g*E], h, g, l.gate, l.up, l.down, d.s.a[:g*c.NFF], d.s.b[:g*c.NFF])
+		l.ffn.Forward(d.s.ffo[:g*E], h, g, d.s.a, d.s.b)
 		model.AddTo(x, d.s.ffo[:g*E])
 	}
 	hid := d.s.hidden[:g*E]

@@ -1,11 +1,14 @@
 package dflashmla
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 func TestDraftPairErrors(t *testing.T) {
@@ -68,5 +71,67 @@ func TestDraftMarkovRankFromShape(t *testing.T) {
 		if a[i] != b[i] || a[i] == 0 {
 			t.Fatalf("bias %d: %v with the key, %v without", i, a[i], b[i])
 		}
+	}
+}
+
+// TestDraftPackedSameBits checks that a packed draft (fused gate/up and kv_a_mqa/q_a,
+// grouped k_b/v_b, the fastest kernel path) drafts the same bits as one bound as views of
+// the file (the portable kernels), for F32 and BF16 weights, causal or not, and with bf16
+// activations (the VDPBF16PS kernels against the portable reference of that contract).
+func TestDraftPackedSameBits(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		bf16   bool
+		causal bool
+		act    kernels.Precision
+	}{
+		{"f32", false, false, kernels.F32Activations},
+		{"bf16", true, false, kernels.F32Activations},
+		{"bf16-causal", true, true, kernels.F32Activations},
+		{"bf16-act", true, false, kernels.BF16Activations},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := testmodel.DefaultTarget()
+			ts.BF16 = c.bf16
+			tm := testmodel.BuildTarget(ts, 41)
+			ds := testmodel.DefaultDraft(ts)
+			ds.Causal = c.causal
+			dm := testmodel.BuildDraft(ts, ds, 42)
+			var logits, hidden [2][]float32
+			for v, pack := range []bool{false, true} {
+				opt := runtime.Options{Context: 64, Pack: pack, Activations: c.act}
+				tg := openTarget(t, tm, opt)
+				d, err := openDraftOpt(t, dm, tg, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pack && c.act == kernels.BF16Activations && kernels.FastBF16() && d.Numerics().Activations != "bf16" {
+					t.Fatalf("bf16 requested, numerics %+v", d.Numerics())
+				}
+				var st runtime.Step
+				prompt := []int{4, 9, 33, 2, 61}
+				if err := tg.Forward(prompt, 0, d.Taps(), &st); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.AddContext(st.Hidden, 0, len(prompt)); err != nil {
+					t.Fatal(err)
+				}
+				lg, hd, err := d.Block(6)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logits[v], hidden[v] = slices.Clone(lg), slices.Clone(hd)
+			}
+			for i := range logits[0] {
+				if math.Float32bits(logits[0][i]) != math.Float32bits(logits[1][i]) {
+					t.Fatalf("logit %d: views %v, packed %v", i, logits[0][i], logits[1][i])
+				}
+			}
+			for i := range hidden[0] {
+				if math.Float32bits(hidden[0][i]) != math.Float32bits(hidden[1][i]) {
+					t.Fatalf("hidden %d: views %v, packed %v", i, hidden[0][i], hidden[1][i])
+				}
+			}
+		})
 	}
 }

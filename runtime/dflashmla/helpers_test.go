@@ -10,7 +10,8 @@ import (
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 )
 
-// openTarget writes m to a temp dir and loads it as a deepseek2 target.
+// openTarget writes m to a temp dir and loads it as a deepseek2 target (released at the end
+// of the test).
 func openTarget(t testing.TB, m *testmodel.Model, opt runtime.Options) *deepseek2.Target {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "target.gguf")
@@ -24,11 +25,19 @@ func openTarget(t testing.TB, m *testmodel.Model, opt runtime.Options) *deepseek
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(tg.Close)
 	return tg
 }
 
 // openDraft writes m to a temp dir and loads it against tg.
 func openDraft(t testing.TB, m *testmodel.Model, tg runtime.Target) (*Draft, error) {
+	t.Helper()
+	return openDraftOpt(t, m, tg, runtime.Options{})
+}
+
+// openDraftOpt writes m to a temp dir and loads it against tg with opt (released at the end
+// of the test).
+func openDraftOpt(t testing.TB, m *testmodel.Model, tg runtime.Target, opt runtime.Options) (*Draft, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "draft.gguf")
 	m.Write(t, path)
@@ -37,5 +46,9 @@ func openDraft(t testing.TB, m *testmodel.Model, tg runtime.Target) (*Draft, err
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return Load(f, tg, runtime.Options{})
+	d, err := Load(f, tg, opt)
+	if err == nil {
+		t.Cleanup(d.Close)
+	}
+	return d, err
 }

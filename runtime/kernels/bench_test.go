@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,6 +123,33 @@ func weightBytes(m *Mat) int {
 	return rb * m.rows
 }
 
+// benchPath is one kernel path of a benchmark: how to select it, its precision, and its own
+// arithmetic peak loop (peak(n) runs n iterations of flops flops on independent chains).
+type benchPath struct {
+	name  string
+	path  path
+	prec  Precision
+	peak  func(n int)
+	flops float64
+}
+
+// forBenchPaths runs f in a sub-benchmark per assembly path this CPU has (the portable code
+// has its own benchmark), for weights of type dt (the BF16 dot path only for BF16).
+func forBenchPaths(b *testing.B, dt DType, f func(b *testing.B, bp benchPath)) {
+	for _, bp := range benchPaths() {
+		if bp.prec == BF16Activations && dt != BF16 {
+			continue
+		}
+		if bp.prec == BF16Activations && strings.HasPrefix(b.Name(), "BenchmarkSmallMatrices/") {
+			continue // the f32 paths' streaming rate; the bf16 one is the same reads
+		}
+		b.Run("path="+bp.name, func(b *testing.B) {
+			defer setPath(bp.path)()
+			f(b, bp)
+		})
+	}
+}
+
 // BenchmarkGEMV measures MatVec on one thread against a plain read of the packed weights
 // (six interleaved streams, like the one-row kernels: on this machine that reads faster
 // than a single stream, so it is the stricter limit).
@@ -129,84 +157,113 @@ func BenchmarkGEMV(b *testing.B) {
 	for _, dt := range allTypes {
 		for _, sh := range benchShapes {
 			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
-				m := benchMat(b, dt, sh[0], sh[1])
-				defer SetParallelism(0)
-				SetParallelism(1)
-				x := randVec(rand.New(rand.NewPCG(1, 1)), m.cols)
-				dst := make([]float32, m.rows)
-				mem := m.pk.mem
-				b.SetBytes(int64(len(mem)))
-				clock, release := threadClock()
-				defer release()
-				stride := len(mem) / 6 &^ 127
-				kern, read, ratio, kBest, rBest := paired(b, clock, func() { readStreams(&mem[0], stride, stride) }, func() { m.MatVec(dst, x) })
-				b.ReportMetric(rBest.Seconds()/kBest.Seconds(), "best-ratio-to-read")
-				b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
-				b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
-				b.ReportMetric(ratio, "ratio-to-read")
+				forBenchPaths(b, dt, func(b *testing.B, bp benchPath) {
+					m := benchMat(b, dt, sh[0], sh[1]).WithPrecision(bp.prec)
+					defer SetParallelism(0)
+					SetParallelism(1)
+					x := randVec(rand.New(rand.NewPCG(1, 1)), m.cols)
+					dst := make([]float32, m.rows)
+					mem := m.pk.mem
+					b.SetBytes(int64(len(mem)))
+					clock, release := threadClock()
+					defer release()
+					stride := len(mem) / 6 &^ 127
+					kern, read, ratio, kBest, rBest := paired(b, clock, func() { readStreams(&mem[0], stride, stride) }, func() { m.MatVec(dst, x) })
+					b.ReportMetric(rBest.Seconds()/kBest.Seconds(), "best-ratio-to-read")
+					b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
+					b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
+					b.ReportMetric(ratio, "ratio-to-read")
+				})
 			})
 		}
 	}
 }
 
-// fmaIters is the length of the FMA reference loop per iteration (192 flops each).
-const fmaIters = 1 << 19
+// peakIters is the length of a peak loop per benchmark iteration.
+const peakIters = 1 << 19
 
-// BenchmarkGEMM8 measures an 8-row MatMul on one thread against an FMA loop on the same
-// core, on a K3-like shape and on a shape that stays in L2 (arithmetic efficiency alone).
+// BenchmarkGEMM8 measures an 8-row MatMul on one thread against the path's own arithmetic
+// peak on the same core (an FMA loop, or a VDPBF16PS loop for the BF16 dot path), on a
+// K3-like shape and on a shape that stays in L2 (arithmetic efficiency alone).
 func BenchmarkGEMM8(b *testing.B) {
 	for _, dt := range allTypes {
 		for _, sh := range [][2]int{benchShapes[0], cacheShape} {
 			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
-				m := benchMat(b, dt, sh[0], sh[1])
-				defer SetParallelism(0)
-				SetParallelism(1)
-				const n = 8
-				x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
-				dst := make([]float32, n*m.rows)
-				b.SetBytes(int64(len(m.pk.mem)))
-				clock, release := threadClock()
-				defer release()
-				kern, fma, ratio, kBest, rBest := paired(b, clock, func() { fmaLoop(fmaIters) }, func() { m.MatMul(dst, x, n) })
-				flops := 2 * float64(m.rows) * float64(m.cols) * n
-				peakFlops := 192 * float64(fmaIters)
-				b.ReportMetric(flops/kBest.Seconds()/(peakFlops/rBest.Seconds()), "best-ratio-to-peak")
-				b.ReportMetric(flops/kern.Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(peakFlops/fma.Seconds()/1e9, "peak-GFLOP/s")
-				b.ReportMetric(ratio*flops/peakFlops, "ratio-to-peak")
+				forBenchPaths(b, dt, func(b *testing.B, bp benchPath) {
+					m := benchMat(b, dt, sh[0], sh[1]).WithPrecision(bp.prec)
+					defer SetParallelism(0)
+					SetParallelism(1)
+					const n = 8
+					x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
+					dst := make([]float32, n*m.rows)
+					b.SetBytes(int64(len(m.pk.mem)))
+					clock, release := threadClock()
+					defer release()
+					// Small shapes repeat the product so that a timed block lasts ~1 ms: the thread
+					// clock itself costs microseconds under KVM.
+					reps := max(1, int(5e8/(2*float64(m.rows)*float64(m.cols)*n)))
+					kern, peak, ratio, kBest, rBest := paired(b, clock, func() { bp.peak(peakIters) }, func() {
+						for range reps {
+							m.MatMul(dst, x, n)
+						}
+					})
+					flops := 2 * float64(m.rows) * float64(m.cols) * n * float64(reps)
+					peakFlops := bp.flops * float64(peakIters)
+					b.ReportMetric(flops/kBest.Seconds()/(peakFlops/rBest.Seconds()), "best-ratio-to-peak")
+					b.ReportMetric(flops/kern.Seconds()/1e9, "GFLOP/s")
+					b.ReportMetric(peakFlops/peak.Seconds()/1e9, "peak-GFLOP/s")
+					b.ReportMetric(ratio*flops/peakFlops, "ratio-to-peak")
+				})
 			})
 		}
 	}
+}
+
+// BenchmarkPeak reports each path's arithmetic peak loop alone (GFLOP/s on one core).
+func BenchmarkPeak(b *testing.B) {
+	forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+		clock, release := threadClock()
+		defer release()
+		bp.peak(1000)
+		b.ResetTimer()
+		t0 := clock()
+		for i := 0; i < b.N; i++ {
+			bp.peak(peakIters)
+		}
+		b.ReportMetric(bp.flops*peakIters*float64(b.N)/(clock()-t0).Seconds()/1e9, "GFLOP/s")
+	})
 }
 
 // cacheShape is small enough (256 KiB of BF16) to stay in L2.
 var cacheShape = [2]int{128, 1024}
 
-// BenchmarkBatchCost measures the time of an n-row MatMul relative to a 1-row MatVec, on one
-// thread and on every thread.
+// BenchmarkBatchCost measures the time of an n-row MatMul relative to a 1-row MatVec of the
+// same path, on one thread and on every thread.
 func BenchmarkBatchCost(b *testing.B) {
 	sh := benchShapes[0]
-	for _, par := range []int{1, 0} {
-		for _, n := range []int{2, 4, 8, 16} {
-			b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
-				m := benchMat(b, BF16, sh[0], sh[1])
-				defer SetParallelism(0)
-				SetParallelism(par)
-				x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
-				dst := make([]float32, n*m.rows)
-				b.SetBytes(int64(len(m.pk.mem)))
-				var clock func() time.Duration
-				if par == 1 {
-					c, release := threadClock()
-					defer release()
-					clock = c
-				}
-				_, _, ratio, kBest, rBest := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
-				b.ReportMetric(1/ratio, "cost-vs-1-row")
-				b.ReportMetric(kBest.Seconds()/rBest.Seconds(), "best-cost-vs-1-row")
-			})
+	forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+		for _, par := range []int{1, 0} {
+			for _, n := range []int{2, 4, 8, 16} {
+				b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
+					m := benchMat(b, BF16, sh[0], sh[1]).WithPrecision(bp.prec)
+					defer SetParallelism(0)
+					SetParallelism(par)
+					x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
+					dst := make([]float32, n*m.rows)
+					b.SetBytes(int64(len(m.pk.mem)))
+					var clock func() time.Duration
+					if par == 1 {
+						c, release := threadClock()
+						defer release()
+						clock = c
+					}
+					_, _, ratio, kBest, rBest := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
+					b.ReportMetric(1/ratio, "cost-vs-1-row")
+					b.ReportMetric(kBest.Seconds()/rBest.Seconds(), "best-cost-vs-1-row")
+				})
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkPack measures the load-time repack (bytes of source weights per second).
@@ -250,9 +307,7 @@ func BenchmarkPortable(b *testing.B) {
 	for _, packed := range []bool{false, true} {
 		for _, n := range []int{1, 8} {
 			b.Run(fmt.Sprintf("bf16/1024x1024/packed=%v/n=%d", packed, n), func(b *testing.B) {
-				saved := useAsm
-				defer func() { useAsm = saved }()
-				useAsm = false
+				defer setPath(pathPortable)()
 				defer SetParallelism(0)
 				SetParallelism(1)
 				m := benchMat(b, BF16, 1024, 1024)
@@ -281,5 +336,67 @@ func BenchmarkPortable(b *testing.B) {
 				b.ReportMetric(2*1024*1024*float64(n)*float64(b.N)/(clock()-t0).Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// BenchmarkSmallMatrices measures one-row products over many small packed matrices called
+// one after another (the experts and attention projections of a decode step), cold in
+// cache, against a plain read of the same bytes, on one thread: the rate at which small
+// matrices stream, to compare with BenchmarkGEMV's large-matrix rate.
+func BenchmarkSmallMatrices(b *testing.B) {
+	for _, sh := range [][2]int{{1024, 150}, {300, 1024}, {272, 1024}, {2048, 256}} {
+		b.Run(fmt.Sprintf("bf16/%dx%d", sh[0], sh[1]), func(b *testing.B) {
+			forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+				if bp.prec != F32Activations {
+					return
+				}
+				per := sh[0] * sh[1] * 2
+				count := max(1, (128<<20)/per) // 128 MB in all: far beyond the caches
+				rb := sh[1] * 2
+				data := make([]byte, rb*sh[0])
+				r := rand.New(rand.NewPCG(5, 6))
+				for i := 0; i+2 <= len(data); i += 2 {
+					binary.LittleEndian.PutUint16(data[i:], uint16(r.Uint32())&0x807f|uint16(119+r.IntN(14))<<7)
+				}
+				view, _ := NewMat(BF16, sh[0], sh[1], data)
+				ms := make([]*Mat, count)
+				var total int
+				for i := range ms {
+					p, err := view.Pack()
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer p.Release()
+					ms[i] = p
+					total += len(p.pk.mem)
+				}
+				defer SetParallelism(0)
+				SetParallelism(1)
+				x := randVec(rand.New(rand.NewPCG(1, 1)), sh[1])
+				dst := make([]float32, sh[0])
+				clock, release := threadClock()
+				defer release()
+				read := func() {
+					for _, m := range ms {
+						mem := m.pk.mem
+						stride := len(mem) / 6 &^ 127
+						readStreams(&mem[0], stride, stride)
+						if rest := (len(mem) - 6*stride) &^ 127; rest > 0 {
+							readBytes(&mem[6*stride], rest)
+						}
+					}
+				}
+				kern, rd, ratio, _, _ := paired(b, clock, read, func() {
+					for _, m := range ms {
+						m.MatVec(dst, x)
+					}
+				})
+				b.SetBytes(int64(total))
+				b.ReportMetric(float64(total)/kern.Seconds()/1e9, "GB/s")
+				b.ReportMetric(float64(total)/rd.Seconds()/1e9, "read-GB/s")
+				b.ReportMetric(ratio, "ratio-to-read")
+				b.ReportMetric(float64(count), "matrices")
+			})
+		})
 	}
 }

@@ -14,8 +14,8 @@ func sameFloat(a, b float32) bool {
 
 // FuzzMatMul builds a small matrix and batch from arbitrary bytes (any bit patterns,
 // including NaN, Inf and subnormals) and checks that NewMat validates the length exactly and
-// that every way of computing the product agrees: unpacked and packed, portable and assembly,
-// MatVec row by row and MatMul, with guard bands around the output.
+// that every way of computing the product agrees: unpacked and packed, every path of each
+// precision, MatVec row by row and MatMul, with guard bands around the output.
 func FuzzMatMul(f *testing.F) {
 	f.Add(uint8(BF16), uint8(17), uint8(33), uint8(3), []byte{0x3f, 0x80, 0x40, 0x00, 0xbf, 0xc0})
 	f.Add(uint8(Q8_0), uint8(5), uint8(32), uint8(8), []byte{0x00, 0x3c, 1, 2, 3, 0x80, 0x7f})
@@ -64,31 +64,33 @@ func FuzzMatMul(f *testing.F) {
 			}
 			x[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[:]))
 		}
-		saved := useAsm
-		defer func() { useAsm = saved }()
-		useAsm = false
 		want := make([]float32, n*rows)
-		for j := 0; j < n; j++ {
-			m.MatVec(want[j*rows:(j+1)*rows], x[j*cols:(j+1)*cols])
-		}
-		paths := []bool{false}
-		if hasAsm() {
-			paths = append(paths, true)
-		}
-		for _, asm := range paths {
-			useAsm = asm
+		wantBF := make([]float32, n*rows)
+		func() {
+			defer setPath(pathPortable)()
+			for j := 0; j < n; j++ {
+				m.MatVec(want[j*rows:(j+1)*rows], x[j*cols:(j+1)*cols])
+				m.WithPrecision(BF16Activations).MatVec(wantBF[j*rows:(j+1)*rows], x[j*cols:(j+1)*cols])
+			}
+		}()
+		allPaths(func(name string, prec Precision) {
+			ref := want
+			if prec == BF16Activations {
+				ref = wantBF
+			}
 			for _, mm := range []*Mat{m, p} {
+				mm = mm.WithPrecision(prec)
 				dst, check := guarded(t, n*rows)
 				mm.MatMul(dst, x, n)
 				check()
 				for o := range dst {
-					if !sameFloat(dst[o], want[o]) {
-						t.Fatalf("%v %dx%d n=%d packed=%v asm=%v: out %d = %v (%#x), want %v (%#x)",
-							dt, rows, cols, n, mm.Packed(), asm, o, dst[o], math.Float32bits(dst[o]), want[o], math.Float32bits(want[o]))
+					if !sameFloat(dst[o], ref[o]) {
+						t.Fatalf("%v %dx%d n=%d packed=%v %s: out %d = %v (%#x), want %v (%#x)",
+							dt, rows, cols, n, mm.Packed(), name, o, dst[o], math.Float32bits(dst[o]), ref[o], math.Float32bits(ref[o]))
 					}
 				}
 			}
-		}
+		})
 		row := make([]float32, cols)
 		prow := make([]float32, cols)
 		for i := 0; i < rows; i++ {

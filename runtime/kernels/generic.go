@@ -5,17 +5,21 @@ import (
 	"math"
 )
 
-// The portable kernels. They are the reference for the assembly: same decoded weights, same
-// fma32 chain per output, so both paths give the same bits.
+// The portable kernels. They define the bits of both contracts: the f32 kernels compute the
+// fma32 chain of every output (the assembly f32 kernels give the same bits), and the dot
+// kernels the BF16-activation recipe of precision.go (the AVX512_BF16 kernels give the same
+// bits).
 
 // maxChunk is the number of batch rows the portable kernels accumulate at once.
 const maxChunk = 8
 
-// rawRows computes dst[j*rows+i] for i in [i0, i1) and every batch row j < n, from the
-// row-major bytes of m: blocks of 16 rows are decoded 32 columns at a time into a
-// column-major tile, then handled like a packed panel.
-func (m *Mat) rawRows(dst, x []float32, n, i0, i1 int) {
+// rawRows computes rows [i0, i1) of s for every batch row j < n, from the row-major bytes of
+// m: blocks of 16 rows are decoded 32 columns at a time into a column-major tile, then
+// handled like a packed panel.
+func (m *Mat) rawRows(s *seg, n, i0, i1 int) {
 	rb, _ := m.t.rowBytes(m.cols)
+	dot := s.xb != nil
+	pairs := (m.cols + 1) / 2
 	var tile [q8Block][panelRows]float64
 	var w [q8Block]float32
 	var acc [maxChunk][panelRows]float64
@@ -26,14 +30,24 @@ func (m *Mat) rawRows(dst, x []float32, n, i0, i1 int) {
 			acc = [maxChunk][panelRows]float64{}
 			for k0 := 0; k0 < m.cols; k0 += q8Block {
 				kn := min(q8Block, m.cols-k0)
+				if dot && kn%2 == 1 {
+					tile[kn] = [panelRows]float64{} // the zero pad of the last pair
+				}
 				for r := 0; r < nr; r++ {
-					decodeSpan(m.t, w[:kn], m.data[(r0+r)*rb:(r0+r+1)*rb], k0)
+					decodeSpan(m.t, w[:kn], m.data[(r0+r)*rb:(r0+r+1)*rb], k0, dot)
 					for k := 0; k < kn; k++ {
 						tile[k][r] = float64(w[k])
 					}
 				}
 				for j := 0; j < c; j++ {
-					xs := x[(j0+j)*m.cols+k0 : (j0+j)*m.cols+k0+kn]
+					if dot {
+						xb := s.xb[(j0+j)*pairs+k0/2:]
+						for q := 0; q < (kn+1)/2; q++ {
+							dotLanes(&acc[j], &tile[2*q+1], &tile[2*q], xb[q])
+						}
+						continue
+					}
+					xs := s.x[(j0+j)*s.xRow+k0 : (j0+j)*s.xRow+k0+kn]
 					for k, xv := range xs {
 						fmaLanes(&acc[j], &tile[k], float64(xv))
 					}
@@ -41,7 +55,7 @@ func (m *Mat) rawRows(dst, x []float32, n, i0, i1 int) {
 			}
 			for j := 0; j < c; j++ {
 				for r, v := range acc[j][:nr] {
-					dst[(j0+j)*m.rows+r0+r] = float32(v) // exact
+					s.dst[(j0+j)*s.dRow+r0+r] = float32(v) // exact
 				}
 			}
 		}
@@ -49,8 +63,9 @@ func (m *Mat) rawRows(dst, x []float32, n, i0, i1 int) {
 }
 
 // decodeSpan decodes len(w) weights of a row-major row starting at column k0 (for Q8_0, k0
-// is a multiple of 32 and len(w) is 32).
-func decodeSpan(t DType, w []float32, row []byte, k0 int) {
+// is a multiple of 32 and len(w) is 32); daz flushes subnormal BF16 weights (the dot
+// contract).
+func decodeSpan(t DType, w []float32, row []byte, k0 int, daz bool) {
 	switch t {
 	case F32:
 		for k := range w {
@@ -62,7 +77,12 @@ func decodeSpan(t DType, w []float32, row []byte, k0 int) {
 		}
 	case BF16:
 		for k := range w {
-			w[k] = bf16(binary.LittleEndian.Uint16(row[2*(k0+k):]))
+			h := binary.LittleEndian.Uint16(row[2*(k0+k):])
+			if daz {
+				w[k] = dazBF16(h)
+			} else {
+				w[k] = bf16(h)
+			}
 		}
 	case Q8_0:
 		blk := row[k0/q8Block*q8BlockBytes:]
@@ -73,7 +93,7 @@ func decodeSpan(t DType, w []float32, row []byte, k0 int) {
 	}
 }
 
-// column decodes the 16 weights of column k of panel p.
+// column decodes the 16 weights of column k of panel pn.
 func (p *packed) column(pn, k int, w *[panelRows]float32) {
 	mem := p.mem[pn*p.panelBytes : (pn+1)*p.panelBytes]
 	switch p.t {
@@ -88,9 +108,8 @@ func (p *packed) column(pn, k int, w *[panelRows]float32) {
 			w[r] = f16(binary.LittleEndian.Uint16(c[2*r:]))
 		}
 	case BF16:
-		c := mem[k*32 : k*32+32]
 		for r := range w {
-			w[r] = bf16(binary.LittleEndian.Uint16(c[bf16Offset(r):]))
+			w[r] = bf16(binary.LittleEndian.Uint16(mem[bf16At(r, k):]))
 		}
 	case Q8_0:
 		b := mem[k/q8Block*q8PanelBlockBytes : (k/q8Block+1)*q8PanelBlockBytes]
@@ -104,8 +123,7 @@ func (p *packed) column(pn, k int, w *[panelRows]float32) {
 
 // row decodes row i from the panels.
 func (p *packed) row(i int, dst []float32) {
-	mem := p.mem[i/panelRows*p.panelBytes : (i/panelRows+1)*p.panelBytes]
-	r := i % panelRows
+	mem, r := p.rowBase(i)
 	switch p.t {
 	case F32:
 		for k := range dst {
@@ -116,9 +134,8 @@ func (p *packed) row(i int, dst []float32) {
 			dst[k] = f16(binary.LittleEndian.Uint16(mem[k*32+2*r:]))
 		}
 	case BF16:
-		off := bf16Offset(r)
 		for k := range dst {
-			dst[k] = bf16(binary.LittleEndian.Uint16(mem[k*32+off:]))
+			dst[k] = bf16(binary.LittleEndian.Uint16(mem[bf16At(r, k):]))
 		}
 	case Q8_0:
 		for b := 0; b < len(dst)/q8Block; b++ {
@@ -131,36 +148,84 @@ func (p *packed) row(i int, dst []float32) {
 	}
 }
 
-// panelsGeneric computes panels [p0, p1) for all n batch rows with the portable code.
-func (m *Mat) panelsGeneric(dst, x []float32, n, p0, p1 int) {
+// panelsGeneric computes the group's local panels [p0, p1) for all n batch rows with the
+// portable f32 code.
+func (m *Mat) panelsGeneric(s *seg, n, p0, p1 int) {
 	var w [panelRows]float32
 	var w64 [panelRows]float64
 	var acc [maxChunk][panelRows]float64
+	var out [maxChunk * panelRows]float32
 	for pn := p0; pn < p1; pn++ {
 		for j0 := 0; j0 < n; j0 += maxChunk {
 			c := min(maxChunk, n-j0)
 			acc = [maxChunk][panelRows]float64{}
 			for k := 0; k < m.cols; k++ {
-				m.pk.column(pn, k, &w)
+				m.pk.column(s.base+pn, k, &w)
 				for r, v := range w {
 					w64[r] = float64(v)
 				}
 				for j := 0; j < c; j++ {
-					fmaLanes(&acc[j], &w64, float64(x[(j0+j)*m.cols+k]))
+					fmaLanes(&acc[j], &w64, float64(s.x[(j0+j)*s.xRow+k]))
 				}
 			}
-			m.storePanel(dst, acc[:c], j0, pn)
+			storeLanes(s, out[:], acc[:c], j0, pn)
 		}
 	}
 }
 
-// storePanel copies the valid rows of panel pn's accumulators for batch rows j0.. into dst.
-func (m *Mat) storePanel(dst []float32, acc [][panelRows]float64, j0, pn int) {
-	r0 := pn * panelRows
-	nr := min(panelRows, m.rows-r0)
-	for j := range acc {
-		for r, v := range acc[j][:nr] {
-			dst[(j0+j)*m.rows+r0+r] = float32(v) // exact
+// panelsDotGeneric computes the group's local panels [p0, p1) for all n batch rows by the
+// BF16-activation recipe (the reference of the AVX512_BF16 kernels).
+func (m *Mat) panelsDotGeneric(s *seg, n, p0, p1 int) {
+	pairs := (m.cols + 1) / 2
+	var even, odd [panelRows]float64
+	var acc [maxChunk][panelRows]float64
+	var out [maxChunk * panelRows]float32
+	for pn := p0; pn < p1; pn++ {
+		mem := m.pk.mem[(s.base+pn)*m.pk.panelBytes:]
+		for j0 := 0; j0 < n; j0 += maxChunk {
+			c := min(maxChunk, n-j0)
+			acc = [maxChunk][panelRows]float64{}
+			for q := 0; q < pairs; q++ {
+				blk := mem[q*64 : q*64+64]
+				for r := range even {
+					v := binary.LittleEndian.Uint32(blk[4*r:])
+					even[r] = float64(dazBF16(uint16(v)))
+					odd[r] = float64(dazBF16(uint16(v >> 16)))
+				}
+				for j := 0; j < c; j++ {
+					dotLanes(&acc[j], &odd, &even, s.xb[(j0+j)*pairs+q])
+				}
+			}
+			storeLanes(s, out[:], acc[:c], j0, pn)
 		}
 	}
+}
+
+// dotLanes adds one pair of columns to 16 lanes by the BF16-activation recipe: the odd
+// column's products first, then the even column's (dotStep each). xp holds the bf16 pair
+// (even element in the low half). fmaLanes does the rounding; the rare lanes whose result is
+// at or below the smallest normal are redone by dotStep, which knows the flush rule.
+func dotLanes(acc, odd, even *[panelRows]float64, xp uint32) {
+	dotHalf(acc, odd, bf16(uint16(xp>>16)))
+	dotHalf(acc, even, bf16(uint16(xp)))
+}
+
+func dotHalf(acc, w *[panelRows]float64, x float32) {
+	old := *acc
+	fmaLanes(acc, w, float64(x))
+	for r, v := range acc {
+		if math.Abs(v) <= 0x1p-126 {
+			acc[r] = float64(dotStep(float32(w[r]), x, float32(old[r])))
+		}
+	}
+}
+
+// storeLanes copies the valid rows of panel pn's accumulators for batch rows j0.. to s.
+func storeLanes(s *seg, out []float32, acc [][panelRows]float64, j0, pn int) {
+	for j := range acc {
+		for r, v := range acc[j] {
+			out[j*panelRows+r] = float32(v) // exact
+		}
+	}
+	s.store(out, j0, len(acc), 1, pn)
 }

@@ -139,22 +139,45 @@ func guarded(t *testing.T, n int) ([]float32, func()) {
 	}
 }
 
-// withPath runs f once per kernel path available in this build (assembly, then portable).
+// withPath runs f once per path of the f32 contract that this build and CPU have
+// (portable, avx2, avx512), each in a subtest named after it.
 func withPath(t *testing.T, f func(t *testing.T)) {
-	paths := []bool{false}
-	if hasAsm() {
-		paths = []bool{true, false}
-	}
-	for _, asm := range paths {
-		name := "portable"
-		if asm {
-			name = "asm"
-		}
-		t.Run(name, func(t *testing.T) {
-			saved := useAsm
-			useAsm = asm
-			defer func() { useAsm = saved }()
+	for _, p := range cpuPaths() {
+		t.Run(p.String(), func(t *testing.T) {
+			defer setPath(p)()
 			f(t)
 		})
+	}
+}
+
+// withDotPath runs f once per path of the BF16-activation contract this build and CPU have:
+// the portable reference, and the AVX512_BF16 kernels when present.
+func withDotPath(t *testing.T, f func(t *testing.T)) {
+	t.Run("portable", func(t *testing.T) {
+		defer setPath(pathPortable)()
+		f(t)
+	})
+	if cpuDot {
+		t.Run("avx512bf16", func(t *testing.T) {
+			defer setPath(pathAVX512)()
+			f(t)
+		})
+	}
+}
+
+// allPaths runs f for every (path, precision) this build and CPU have, naming them.
+func allPaths(f func(name string, p Precision)) {
+	for _, p := range cpuPaths() {
+		restore := setPath(p)
+		f(p.String(), F32Activations)
+		restore()
+	}
+	restore := setPath(pathPortable)
+	f("portable-bf16", BF16Activations)
+	restore()
+	if cpuDot {
+		restore := setPath(pathAVX512)
+		f("avx512bf16", BF16Activations)
+		restore()
 	}
 }

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -10,88 +11,187 @@ import (
 
 //go:generate go run ./_generate
 
-// useAsm selects the assembly kernels; tests turn it off to run the portable path.
-var useAsm = hasAsm()
+// What the CPU can run: the AVX2 kernels need AVX2, FMA and F16C; the AVX-512 kernels
+// AVX-512F as well (x/sys/cpu also checks that the OS saves the ZMM state); the dot-product
+// kernels AVX512_BF16, and an instruction that computes what the contract's reference does
+// (dotAgrees): a CPU whose VDPBF16PS differs keeps the portable reference for BF16
+// activations, so the bits of that contract are the same on every machine.
+var (
+	cpuAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+	cpuAVX512 = cpuAVX2 && cpu.X86.HasAVX512F
+	cpuBF16   = cpuAVX512 && cpu.X86.HasAVX512BF16
+	cpuDot    = cpuBF16 && dotAgrees()
+)
 
-// hasAsm reports whether the CPU can run the assembly kernels (AVX2, FMA, F16C).
-func hasAsm() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C }
-
-// implementation names the path MatVec and MatMul take for packed matrices.
-func implementation() string {
-	if useAsm {
-		return "avx2+fma"
+// dotAgrees runs VDPBF16PS on cases that separate the plausible accumulation orders,
+// roundings and flush rules, plus pseudo-random lanes, and reports whether every result is
+// the reference's (dotPairRef). TestDotInstruction is the thorough version.
+func dotAgrees() bool {
+	cases := [][3]uint32{
+		{0x3f800000, 0x33803380, 0x3f803f80}, // two roundings
+		{0, 0x1f803f80, 0x1f800080},          // flush after the first step
+		{0x00400000, 0x3f800000, 0x00800000}, // subnormal accumulator taken as zero
+		{0x3f800000, 0x45804580, 0x4580c580}, // odd element first
+		{0x80800003, 0x34803f80, 0x00d00000}, // tininess after rounding: kept
+		{0x80800003, 0x34803f80, 0x00d10000}, // and flushed
 	}
-	return "portable"
+	var acc, got [16]float32
+	var a, b [16]uint32
+	s := uint64(0x9e3779b97f4a7c15)
+	next := func() uint32 { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return uint32(s) }
+	for round := 0; round < 64; round++ {
+		for l := range acc {
+			if c := round*16 + l; c < len(cases) {
+				acc[l], a[l], b[l] = math.Float32frombits(cases[c][0]), cases[c][1], cases[c][2]
+				continue
+			}
+			// random bf16 pairs with exponents near 1 and accumulators that cancel them
+			r := next()
+			a[l], b[l] = r&0x807f807f|0x3c003c00, next()&0x807f807f|0x3c003c00
+			acc[l] = math.Float32frombits(next())
+			if l%2 == 0 {
+				acc[l] = -float32(float64(bf16(uint16(a[l]>>16))) * float64(bf16(uint16(b[l]>>16))))
+			}
+		}
+		got = acc
+		dpbf16(&got[0], &a[0], &b[0])
+		for l := range acc {
+			want := dotPairRef(acc[l], a[l], b[l])
+			if math.Float32bits(got[l]) != math.Float32bits(want) && (got[l] == got[l] || want == want) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
-// maxAsmRows is the largest batch chunk of the assembly kernels (register limit).
-const maxAsmRows = 6
+// cpuPaths lists the paths this build and CPU can run, slowest first.
+func cpuPaths() []path { return availablePaths }
 
-// maxPanels is, per chunk size M (index), the largest number of panels one kernel call
-// covers (the same table as in _generate): always 2*M*P <= 12 accumulators.
-var maxPanels = [maxAsmRows + 1]int{0, 6, 3, 2, 1, 1, 1}
+var availablePaths = func() []path {
+	switch {
+	case cpuAVX512:
+		return []path{pathPortable, pathAVX2, pathAVX512}
+	case cpuAVX2:
+		return []path{pathPortable, pathAVX2}
+	}
+	return []path{pathPortable}
+}()
 
-// asmChunk returns the size of the next batch chunk when rem rows remain (rem > maxAsmRows):
-// chunks of at most maxAsmRows rows, as even as possible (4 to 6 rows from 8 rows on).
-func asmChunk(rem int) int {
-	k := (rem + maxAsmRows - 1) / maxAsmRows
+// maxAVX2Rows and max512Rows are the largest batch chunks of the assembly kernels.
+const (
+	maxAVX2Rows = 6
+	max512Rows  = 8
+)
+
+// chunkOf returns the size of the next batch chunk when rem rows remain and chunks hold at
+// most max rows: as even as possible (rem > max: 4 to 6 rows of 8 with AVX2).
+func chunkOf(rem, max int) int {
+	k := (rem + max - 1) / max
 	return (rem + k - 1) / k
-}
-
-// panelsAsm computes panels [p0, p1) for all n batch rows with the assembly kernels.
-//
-// Up to maxAsmRows batch rows go in one pass over the weights, through kernels that stream
-// several panels at once (6 for one row, 3 for two, 2 for three: 12 independent FMA chains
-// and several memory streams). A larger batch goes panel by panel: the first chunk of rows
-// reads the panel from memory and the following chunks find it in cache.
-func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) {
-	var out [maxAsmRows * panelRows]float32 // M*P <= 6
-	pk := m.pk
-	cols := m.cols
-	base := uintptr(unsafe.Pointer(&pk.mem[0]))
-	// groupBytes is the average number of weight bytes per 4 columns.
-	groupBytes := pk.panelBytes / max(1, cols/4)
-	if n <= maxAsmRows {
-		for p := p0; p < p1; {
-			np := min(maxPanels[n], p1-p)
-			own := base + uintptr(p*pk.panelBytes)
-			callKernel(m.t, n, np, &pk.mem[p*pk.panelBytes], pk.panelBytes, &x[0], 4*cols, cols, &out[0], own+prefetchAhead, groupBytes)
-			m.storeAsm(dst, out[:], 0, n, np, p)
-			p += np
-		}
-		return
-	}
-	chunks := (n + maxAsmRows - 1) / maxAsmRows
-	for p := p0; p < p1; p++ {
-		// While chunk c rereads panel p from cache, it prefetches slice c of panel p+1, so
-		// that the next panel streams in during all the chunks, not just the first.
-		next := base + uintptr((p+1)*pk.panelBytes)
-		for j0, c := 0, 0; j0 < n; c++ {
-			mr := min(asmChunk(n-j0), n-j0)
-			pf := next + uintptr(c*pk.panelBytes/chunks)
-			callKernel(m.t, mr, 1, &pk.mem[p*pk.panelBytes], pk.panelBytes, &x[j0*cols], 4*cols, cols, &out[0], pf, (groupBytes+chunks-1)/chunks)
-			m.storeAsm(dst, out[:], j0, mr, 1, p)
-			j0 += mr
-		}
-	}
 }
 
 // prefetchAhead is how far ahead of its reads a one-panel kernel prefetches its own panel
 // when it is the only stream.
 const prefetchAhead = 4096
 
-// storeAsm copies the valid rows of a kernel's output (c batch rows, np panels from pn) to
-// dst rows j0.. .
-func (m *Mat) storeAsm(dst, out []float32, j0, c, np, pn int) {
-	for p := 0; p < np; p++ {
-		r0 := (pn + p) * panelRows
-		nr := min(panelRows, m.rows-r0)
-		if nr <= 0 {
-			return
+// Kernel families of panelsAsm.
+const (
+	famAVX2 = iota
+	famAVX512
+	famDot
+)
+
+func (m *Mat) panelsAVX2(s *seg, n, p0, p1 int) {
+	m.panelsAsm(s, n, p0, p1, famAVX2, maxPanelsAVX2, maxAVX2Rows, unsafe.Pointer(&s.x[0]), 4*s.xRow, m.cols)
+}
+
+func (m *Mat) panels512(s *seg, n, p0, p1 int) {
+	m.panelsAsm(s, n, p0, p1, famAVX512, maxPanels512, max512Rows, unsafe.Pointer(&s.x[0]), 4*s.xRow, m.cols)
+}
+
+func (m *Mat) panelsDot(s *seg, n, p0, p1 int) {
+	pairs := (m.cols + 1) / 2
+	m.panelsAsm(s, n, p0, p1, famDot, maxPanelsDot, max512Rows, unsafe.Pointer(&s.xb[0]), 4*pairs, pairs)
+}
+
+// callFamily runs the kernel of family fam (a switch rather than a function value, so that
+// the output buffer stays on the caller's stack).
+func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer, xs, cols int, out *float32, pf uintptr, step int) {
+	switch fam {
+	case famAVX2:
+		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step)
+	case famAVX512:
+		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step)
+	default:
+		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step)
+	}
+}
+
+// panelsAsm computes the group's local panels [p0, p1) for all n batch rows with the
+// assembly kernels of one family: x is the group's row 0, xStride bytes per batch row, and
+// cols the kernels' column count (pairs for the dot kernels).
+//
+// Up to maxRows batch rows go in one pass over the weights, through kernels that stream
+// several panels at once (6 for one row: several FMA chains and memory streams). A larger
+// batch goes panel by panel: the first chunk of rows reads the panel from memory and the
+// following chunks find it in cache.
+func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows int, x unsafe.Pointer, xStride, cols int) {
+	var out [max512Rows * 6 * panelRows]float32
+	pk := m.pk
+	mem := pk.mem[s.base*pk.panelBytes:]
+	base := uintptr(unsafe.Pointer(&mem[0]))
+	// groupBytes is the average number of weight bytes per 4 columns.
+	groupBytes := pk.panelBytes / max(1, m.cols/4)
+	if n <= maxRows {
+		// One pass: np panels per call, np = the widest kernel. The panels of a call are
+		// lanes apart (panel i, i+lane, i+2*lane, ...), so that each of the kernel's np
+		// streams reads one long contiguous run of the weights across the calls, as a plain
+		// read with np streams does; the panels left over go in one narrower call.
+		np := min(maxPanels[n], p1-p0)
+		lane := (p1 - p0) / np
+		for i := 0; i < lane; i++ {
+			p := p0 + i
+			own := base + uintptr(p*pk.panelBytes)
+			callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
+			s.storeLanes(out[:], 0, n, np, p, lane)
 		}
-		for j := 0; j < c; j++ {
-			o := out[(j*np+p)*panelRows:]
-			copy(dst[(j0+j)*m.rows+r0:(j0+j)*m.rows+r0+nr], o[:nr])
+		if p := p0 + lane*np; p < p1 {
+			own := base + uintptr(p*pk.panelBytes)
+			callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
+			s.store(out[:], 0, n, p1-p, p)
 		}
+		return
+	}
+	chunks := (n + maxRows - 1) / maxRows
+	for p := p0; p < p1; p++ {
+		// While chunk c rereads panel p from cache, it prefetches slice c of panel p+1, so
+		// that the next panel streams in during all the chunks, not just the first.
+		next := base + uintptr((p+1)*pk.panelBytes)
+		for j0, c := 0, 0; j0 < n; c++ {
+			mr := min(chunkOf(n-j0, maxRows), n-j0)
+			pf := next + uintptr(c*pk.panelBytes/chunks)
+			callFamily(fam, m.t, mr, 1, &mem[p*pk.panelBytes], pk.panelBytes, unsafe.Add(x, j0*xStride), xStride, cols, &out[0], pf, (groupBytes+chunks-1)/chunks)
+			s.store(out[:], j0, mr, 1, p)
+			j0 += mr
+		}
+	}
+}
+
+// pathNotes says, per path of either contract, whether this process can run it and, if
+// not, why (the lines TestKernelPaths prints).
+func pathNotes() []string {
+	yes := func(ok bool, name, why string) string {
+		if ok {
+			return name + ": present (tested)"
+		}
+		return name + ": NOT TESTED: this CPU lacks " + why
+	}
+	return []string{
+		"portable: present (tested)",
+		yes(cpuAVX2, "avx2", "AVX2, FMA or F16C"),
+		yes(cpuAVX512, "avx512", "AVX-512F"),
+		yes(cpuDot, "avx512bf16", map[bool]string{false: "AVX512_BF16",
+			true: "a VDPBF16PS that matches the reference (dotAgrees failed: see TestDotInstruction)"}[cpuBF16]),
 	}
 }

@@ -4,45 +4,143 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 	"unsafe"
 )
 
+// benchPaths lists the assembly paths this CPU has, with their peak loops.
+func benchPaths() []benchPath {
+	var ps []benchPath
+	if cpuAVX2 {
+		ps = append(ps, benchPath{"avx2", pathAVX2, F32Activations, fmaLoop, 192})
+	}
+	if cpuAVX512 {
+		ps = append(ps, benchPath{"avx512", pathAVX512, F32Activations, fmaLoop512, 512})
+	}
+	if cpuDot {
+		ps = append(ps, benchPath{"avx512bf16", pathAVX512, BF16Activations, dotLoop, 1024})
+	}
+	return ps
+}
+
 // BenchmarkKernel measures each assembly kernel shape alone (M batch rows x P panels, the
-// widest P per M) on weights that stay in L2, against the FMA loop on the same core: the
-// arithmetic efficiency of the inner loops without the memory system. It reports the best
-// of 50*b.N rounds of the thread's CPU time for both.
+// widest P per M) on weights that stay in L2, against its path's peak loop on the same core:
+// the arithmetic efficiency of the inner loops without the memory system. It reports the
+// best of 50*b.N rounds of the thread's CPU time for both.
 func BenchmarkKernel(b *testing.B) {
-	for _, dt := range allTypes {
-		m := benchMat(b, dt, 96, 1024)
-		x := randVec(rand.New(rand.NewPCG(1, 2)), maxAsmRows*m.cols)
-		var out [maxAsmRows * panelRows]float32
-		pf := uintptr(unsafe.Pointer(&m.pk.mem[0])) + prefetchAhead
-		for mr := 1; mr <= maxAsmRows; mr++ {
-			np := maxPanels[mr]
-			b.Run(fmt.Sprintf("%v/M=%d/P=%d", dt, mr, np), func(b *testing.B) {
-				clock, release := threadClock()
-				defer release()
-				best, bestFMA := time.Duration(1<<62), time.Duration(1<<62)
-				const reps = 8
-				for i := 0; i < b.N*50; i++ { // 50 short rounds per iteration: best of many
-					t0 := clock()
-					for j := 0; j < reps; j++ {
-						callKernel(dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, &x[0], 4*m.cols, m.cols, &out[0], pf, 128)
+	for _, bp := range benchPaths() {
+		fam, maxP := famAVX2, maxPanelsAVX2
+		switch {
+		case bp.prec == BF16Activations:
+			fam, maxP = famDot, maxPanelsDot
+		case bp.path == pathAVX512:
+			fam, maxP = famAVX512, maxPanels512
+		}
+		for _, dt := range allTypes {
+			if fam == famDot && dt != BF16 {
+				continue
+			}
+			m := benchMat(b, dt, 96, 1024)
+			xf := randVec(rand.New(rand.NewPCG(1, 2)), max512Rows*m.cols)
+			xb := make([]uint32, max512Rows*m.cols/2)
+			roundPairs(xb, xf, max512Rows, m.cols, m.cols, m.cols/2)
+			x, xs, cols := unsafe.Pointer(&xf[0]), 4*m.cols, m.cols
+			if fam == famDot {
+				x, xs, cols = unsafe.Pointer(&xb[0]), 2*m.cols, m.cols/2
+			}
+			var out [max512Rows * 6 * panelRows]float32
+			pf := uintptr(unsafe.Pointer(&m.pk.mem[0])) + prefetchAhead
+			for mr := 1; mr < len(maxP); mr++ {
+				np := maxP[mr]
+				b.Run(fmt.Sprintf("%s/%v/M=%d/P=%d", bp.name, dt, mr, np), func(b *testing.B) {
+					clock, release := threadClock()
+					defer release()
+					best, bestPeak := time.Duration(1<<62), time.Duration(1<<62)
+					const reps = 8
+					for i := 0; i < b.N*50; i++ { // 50 short rounds per iteration: best of many
+						t0 := clock()
+						for j := 0; j < reps; j++ {
+							callFamily(fam, dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, x, xs, cols, &out[0], pf, 128)
+						}
+						t1 := clock()
+						bp.peak(1 << 11)
+						t2 := clock()
+						best, bestPeak = min(best, t1-t0), min(bestPeak, t2-t1)
 					}
-					t1 := clock()
-					fmaLoop(1 << 12)
-					t2 := clock()
-					best, bestFMA = min(best, t1-t0), min(bestFMA, t2-t1)
-				}
-				flops := reps * 2 * panelRows * float64(mr*np*m.cols)
-				peak := 192 * float64(1<<12) / bestFMA.Seconds()
-				b.ReportMetric(flops/best.Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(peak/1e9, "peak-GFLOP/s")
-				b.ReportMetric(flops/best.Seconds()/peak, "ratio-to-peak")
-			})
+					flops := reps * 2 * panelRows * float64(mr*np*m.cols)
+					peak := bp.flops * float64(1<<11) / bestPeak.Seconds()
+					b.ReportMetric(flops/best.Seconds()/1e9, "GFLOP/s")
+					b.ReportMetric(peak/1e9, "peak-GFLOP/s")
+					b.ReportMetric(flops/best.Seconds()/peak, "ratio-to-peak")
+				})
+			}
+		}
+	}
+}
+
+// TestDotInstruction establishes what VDPBF16PS computes on this CPU, lane by lane, against
+// dotPairRef, the model the BF16-activation contract is defined by: random BF16 pairs of wide
+// range, accumulators that cancel the first or both products, subnormal and tiny
+// accumulators and operands, and specials (NaN results only need to be NaN). It also checks
+// that the instruction ignores the rounding mode and the flush-to-zero bits of MXCSR. On a
+// CPU without AVX512_BF16 it says so (TestKernelPaths prints the line in `make test`).
+func TestDotInstruction(t *testing.T) {
+	if !cpuBF16 {
+		t.Skip("this CPU has no AVX512_BF16: VDPBF16PS not tested")
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	var acc, got [16]float32
+	var a, b [16]uint32
+	for i := 0; i < 2_000_000/16; i++ {
+		for l := range acc {
+			acc[l], a[l], b[l] = dotOperands(r, i*16+l)
+		}
+		got = acc
+		dpbf16(&got[0], &a[0], &b[0])
+		for l := range acc {
+			if want := dotPairRef(acc[l], a[l], b[l]); !sameFloat(got[l], want) {
+				t.Fatalf("VDPBF16PS(acc %v (%#08x), %#08x, %#08x) = %v (%#08x), model %v (%#08x)",
+					acc[l], math.Float32bits(acc[l]), a[l], b[l], got[l], math.Float32bits(got[l]), want, math.Float32bits(want))
+			}
+		}
+	}
+	// Cases that separate the plausible orders and roundings, each checked on its own:
+	// odd element first (not even first), two roundings (not one), an intermediate flush.
+	for _, c := range []struct {
+		name   string
+		acc    float32
+		a, b   uint32
+		expect uint32
+	}{
+		// 1 + 2^-24 (odd) then + 2^-24 (even): each step ties to even and stays 1.
+		{"two roundings", 1, 0x33803380, 0x3f803f80, 0x3f800000},
+		// odd 2^-128 (flushed to 0) then even 2^-126: 2^-126, not 1.25 x 2^-126.
+		{"intermediate flush", 0, 0x1f803f80, 0x1f800080, 0x00800000},
+		// subnormal accumulator 2^-127 plus 1 x 2^-126 (odd): 2^-126 if the accumulator is
+		// taken as zero, 1.5 x 2^-126 if not.
+		{"accumulator daz", math.Float32frombits(0x00400000), 0x3f800000, 0x00800000, 0x00800000},
+		// 1 + 2^24 (odd: 2^12 x 2^12) rounds to 2^24, then - 2^24 (even): 0; even first
+		// would give 1 - 2^24 (exact), then 1.
+		{"odd first", 1, 0x45804580, 0x4580c580, 0x00000000},
+		// Tininess after rounding with an unbounded exponent: -(2^-126 + 3u) + 2^-22 x
+		// 2^-126 x (1+m/128), u = 2^-149. m = 80: exact -(2^-126 - u/4), which rounds to the
+		// smallest normal at 24 bits: kept. m = 81: -(2^-126 - 0.266u), which rounds to
+		// 2^-126 as a float32 but to 2^-126 - u/2 (tiny) at 24 bits: flushed, then + 1 x 0.
+		{"tiny boundary kept", math.Float32frombits(0x80800003), 0x34803f80, 0x00d00000, 0x80800000},
+		{"tiny boundary flushed", math.Float32frombits(0x80800003), 0x34803f80, 0x00d10000, 0x00000000},
+	} {
+		var accv, out [16]float32
+		var av, bv [16]uint32
+		for l := range accv {
+			accv[l], av[l], bv[l] = c.acc, c.a, c.b
+		}
+		out = accv
+		dpbf16(&out[0], &av[0], &bv[0])
+		if math.Float32bits(out[0]) != c.expect || math.Float32bits(dotPairRef(c.acc, c.a, c.b)) != c.expect {
+			t.Errorf("%s: VDPBF16PS gives %#08x, model %#08x, expected %#08x", c.name, math.Float32bits(out[0]), math.Float32bits(dotPairRef(c.acc, c.a, c.b)), c.expect)
 		}
 	}
 }

@@ -7,17 +7,16 @@ import (
 	"unsafe"
 )
 
-// useAsm is false: this build has no assembly kernels.
-var useAsm = false
+// cpuDot is false: this build has no AVX512_BF16 kernels.
+const cpuDot = false
 
-// hasAsm reports whether this build and CPU can run the assembly kernels.
-func hasAsm() bool { return false }
+// cpuPaths lists the paths of this build: the portable code only.
+func cpuPaths() []path { return []path{pathPortable} }
 
-// panelsAsm is never called without assembly.
-func (m *Mat) panelsAsm(dst, x []float32, n, p0, p1 int) { m.panelsGeneric(dst, x, n, p0, p1) }
-
-// implementation names the path MatVec and MatMul take for packed matrices.
-func implementation() string { return "portable" }
+// The assembly paths are never selected without assembly.
+func (m *Mat) panelsAVX2(s *seg, n, p0, p1 int) { m.panelsGeneric(s, n, p0, p1) }
+func (m *Mat) panels512(s *seg, n, p0, p1 int)  { m.panelsGeneric(s, n, p0, p1) }
+func (m *Mat) panelsDot(s *seg, n, p0, p1 int)  { m.panelsDotGeneric(s, n, p0, p1) }
 
 // readBytes sums n bytes of p as 64-bit words (the benchmarks' bandwidth reference).
 func readBytes(p *byte, n int) uint64 {
@@ -58,3 +57,38 @@ func fmaLoop(n int) {
 
 // fmaSink keeps fmaLoop's result alive.
 var fmaSink float32
+
+// pathNotes says, per path, whether this process can run it (the lines TestKernelPaths
+// prints): only the portable code is built here.
+func pathNotes() []string {
+	return []string{
+		"portable: present (tested)",
+		"avx2, avx512, avx512bf16: NOT TESTED: not built (purego, noasm or not amd64)",
+	}
+}
+
+// The vector kernels' assembly entry points are never called without assembly (vecAsm is
+// false); these keep the portable build compiling.
+func dotAsm(a, b []float32) float32                   { return dotGeneric(a, b) }
+func axpyAsm(y []float32, alpha float32, x []float32) { axpyGeneric(y, alpha, x) }
+func dot4Asm(q, rows []float32, stride int, out []float32) {
+	for k := range 4 {
+		out[k] = dotGeneric(q, rows[k*stride:])
+	}
+}
+func axpyRowsAsm(acc, p, rows []float32, stride int) {
+	for t, pt := range p {
+		axpyGeneric(acc, pt, rows[t*stride:])
+	}
+}
+func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32) {
+	for a, q := range [3][]float32{q0, q1, q2} {
+		for r := range 4 {
+			out[a*4+r] = dotGeneric(q, rows[r*stride:])
+		}
+	}
+}
+func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
+	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
+}
+func expShiftAsm(x []float32, m float32) { expShiftGeneric(x, m) }

@@ -125,12 +125,16 @@ func TestBatchBitIdentity(t *testing.T) {
 	defer SetParallelism(0)
 	defer func(w int) { minPartWork = w }(minPartWork)
 	minPartWork = 1 // split even the smallest calls
-	withPath(t, func(t *testing.T) {
+	allPaths(func(path string, prec Precision) {
 		r := rand.New(rand.NewPCG(3, 4))
 		for _, dt := range allTypes {
-			tm := randMat(r, dt, 16*13+5, 32) // 14 panels: shares of 4 or 5 panels on 3 goroutines
+			tm := randMat(r, dt, 16*13+5, 33) // 14 panels: shares of 4 or 5 panels on 3 goroutines
+			if dt == Q8_0 {
+				tm = randMat(r, dt, 16*13+5, 32)
+			}
 			x := randVec(r, MaxBatch*tm.cols)
 			for name, m := range matsOf(t, tm) {
+				m = m.WithPrecision(prec)
 				SetParallelism(1)
 				single := make([]float32, MaxBatch*tm.rows)
 				for j := 0; j < MaxBatch; j++ {
@@ -138,13 +142,13 @@ func TestBatchBitIdentity(t *testing.T) {
 				}
 				for _, par := range []int{3} { // singles ran on one goroutine
 					SetParallelism(par)
-					for _, n := range []int{1, 2, 3, 4, 6, 8, 13, 64} {
+					for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17, 64} {
 						dst, check := guarded(t, n*tm.rows)
 						m.MatMul(dst, x, n)
 						check()
 						for o := range dst {
 							if math.Float32bits(dst[o]) != math.Float32bits(single[o]) {
-								t.Fatalf("%v %s parallelism %d n=%d: output %d is %v, alone %v", dt, name, par, n, o, dst[o], single[o])
+								t.Fatalf("%v %s %s parallelism %d n=%d: output %d is %v, alone %v", dt, name, path, par, n, o, dst[o], single[o])
 							}
 						}
 					}
@@ -283,31 +287,33 @@ func TestDTypeString(t *testing.T) {
 	}
 }
 
-// TestPathsAgree checks that the assembly and portable paths give the same bits on larger,
-// odd shapes (a no-op comparison when the build has no assembly).
+// TestPathsAgree checks that every path gives the bits of the portable code of its precision
+// on larger, odd shapes and every kind of batch (single pass, chunked, remainders).
 func TestPathsAgree(t *testing.T) {
-	if !hasAsm() {
-		t.Log("no assembly kernels in this build; only the portable path exists")
-		return
-	}
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, dt := range allTypes {
 		tm := randMat(r, dt, 16*7+3, colsFor(dt, 300+r.IntN(50)))
 		m := matsOf(t, tm)["packed"]
-		for _, n := range []int{1, 2, 3, 8} {
+		for _, n := range []int{1, 2, 3, 5, 7, 8, 9, 13, 17, 64} {
 			x := randVec(r, n*tm.cols)
-			got := make([]float32, n*tm.rows)
-			want := make([]float32, n*tm.rows)
-			saved := useAsm
-			useAsm = true
-			m.MatMul(got, x, n)
-			useAsm = false
-			m.MatMul(want, x, n)
-			useAsm = saved
-			for o := range got {
-				if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
-					t.Fatalf("%v %dx%d n=%d out %d: asm %v, portable %v", dt, tm.rows, tm.cols, n, o, got[o], want[o])
-				}
+			for _, prec := range []Precision{F32Activations, BF16Activations} {
+				mp := m.WithPrecision(prec)
+				want := make([]float32, n*tm.rows)
+				restore := setPath(pathPortable)
+				mp.MatMul(want, x, n)
+				restore()
+				allPaths(func(name string, p Precision) {
+					if p != prec {
+						return
+					}
+					got := make([]float32, n*tm.rows)
+					mp.MatMul(got, x, n)
+					for o := range got {
+						if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
+							t.Fatalf("%v %dx%d n=%d %s: out %d = %v, portable %v", dt, tm.rows, tm.cols, n, name, o, got[o], want[o])
+						}
+					}
+				})
 			}
 		}
 	}
@@ -320,15 +326,16 @@ func TestNoAllocs(t *testing.T) {
 	SetParallelism(2)
 	defer func(w int) { minPartWork = w }(minPartWork)
 	minPartWork = 1
-	withPath(t, func(t *testing.T) {
+	allPaths(func(path string, prec Precision) {
 		r := rand.New(rand.NewPCG(11, 12))
 		tm := randMat(r, BF16, 200, 40) // 13 panels, split in two
 		x := randVec(r, 8*tm.cols)
 		dst := make([]float32, 8*tm.rows)
 		for name, m := range matsOf(t, tm) {
+			m = m.WithPrecision(prec)
 			for _, n := range []int{1, 2, 8} {
 				if a := testing.AllocsPerRun(3, func() { m.MatMul(dst, x, n) }); a != 0 {
-					t.Errorf("%s n=%d: %v allocations per call", name, n, a)
+					t.Errorf("%s %s n=%d: %v allocations per call", path, name, n, a)
 				}
 			}
 		}

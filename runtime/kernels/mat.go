@@ -9,13 +9,16 @@ import (
 )
 
 // Mat is a read-only row-major weight matrix of Rows x Cols weights (ggml dims {Cols, Rows}).
-// A Mat from NewMat views the caller's bytes; a Mat from Pack owns a repacked copy outside
-// the Go heap until Release. A Mat may be used by several goroutines at once.
+// A Mat from NewMat views the caller's bytes; a Mat from Pack, Stack or Group owns a repacked
+// copy outside the Go heap until Release. WithPrecision and Sub make Mats that share another
+// Mat's weights. A Mat may be used by several goroutines at once.
 type Mat struct {
 	t          DType
 	rows, cols int
 	data       []byte // row-major bytes as in the GGUF (nil once packed)
 	pk         *packed
+	prec       Precision // requested activation precision (effective for BF16 weights only)
+	owner      bool      // Release frees pk
 }
 
 // NewMat returns a zero-copy view of data as a rows x cols matrix of type t. data must hold
@@ -53,9 +56,39 @@ func (m *Mat) DType() DType { return m.t }
 // Packed reports whether the Mat holds the repacked layout made by Pack.
 func (m *Mat) Packed() bool { return m.pk != nil }
 
-// check panics when m was released.
+// Precision returns the activation precision of m's products: BF16Activations only for a
+// BF16 matrix given that precision (WithPrecision), else F32Activations.
+func (m *Mat) Precision() Precision {
+	if m.t == BF16 && m.prec == BF16Activations {
+		return BF16Activations
+	}
+	return F32Activations
+}
+
+// WithPrecision returns a Mat that shares m's weights (no copy) and computes its products
+// with activations of precision p (see Precision; only BF16 weights are affected). Release
+// of the result does nothing; releasing m invalidates both.
+func (m *Mat) WithPrecision(p Precision) *Mat {
+	if p != F32Activations && p != BF16Activations {
+		panic("kernels: unknown precision")
+	}
+	c := *m
+	c.prec = p
+	c.owner = false
+	return &c
+}
+
+// Groups returns the number of groups of a Mat made by Group, 1 for any other.
+func (m *Mat) Groups() int {
+	if m.pk == nil {
+		return 1
+	}
+	return m.pk.groups
+}
+
+// check panics when m (or the Mat whose weights it shares) was released.
 func (m *Mat) check() {
-	if m.data == nil && m.pk == nil {
+	if m.data == nil && (m.pk == nil || m.pk.root.released) {
 		panic("kernels: use of a released Mat")
 	}
 }

@@ -6,11 +6,6 @@ const MaxBatch = 64
 // Work is split across goroutines in units of one panel (16 rows), packed or not; since every
 // output has its own accumulation chain, the split cannot change a bit.
 
-// Implementation names the code that multiplies packed matrices in this process:
-// "avx2+fma" (assembly) or "portable" (Go; always the case for unpacked matrices). Both give
-// the same bits; the name is for logs and benchmark reports.
-func Implementation() string { return implementation() }
-
 // MatVec computes dst[i] = sum_k M[i,k] * x[k] for every row i, accumulating in float32 in
 // the fixed order described in the package documentation. len(x) must be at least Cols and
 // len(dst) at least Rows; only dst[:Rows] is written. It panics on shorter slices.
@@ -31,18 +26,172 @@ func (m *Mat) MatMul(dst, x []float32, n int) {
 	if len(dst) < n*m.rows {
 		panic("kernels: MatMul destination shorter than n*Rows")
 	}
-	m.run(dst[:n*m.rows], x[:n*m.cols], n, (m.rows+panelRows-1)/panelRows)
+	r := m.rows / m.Groups()
+	m.start(geo{dst: dst, dRow: m.rows, dGroup: r, x: x, xRow: m.cols}, n)
 }
 
-// compute fills the rows of units (panels of 16 rows) [u0, u1) for all n batch rows.
-func (m *Mat) compute(dst, x []float32, n, u0, u1 int) {
+// MatMulGroups applies each group g of a Mat made by Group (or the whole Mat, as one group)
+// to its own input, with strided inputs and outputs, in one call:
+//
+//	dst[j*dRow + g*dGroup + r] = sum_k M_g[r,k] * x[j*xRow + g*xGroup + k]
+//
+// for batch rows j < n, groups g < Groups() and rows r < Rows()/Groups(). Each output is
+// bit-identical to MatVec of group g's matrix alone on that input. The outputs must not
+// overlap each other or x: either dGroup >= Rows/Groups and dRow >= (Groups-1)*dGroup +
+// Rows/Groups (row-major, the groups of a row side by side), or dRow >= Rows/Groups and
+// dGroup >= (n-1)*dRow + Rows/Groups (group-major). It panics on a violation or on slices
+// too short for the indices above.
+func (m *Mat) MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int) {
+	m.check()
+	if n < 1 || n > MaxBatch {
+		panic("kernels: MatMulGroups batch size out of range")
+	}
+	g := m.Groups()
+	r := m.rows / g
+	if dRow < 0 || dGroup < 0 || xRow < 0 || xGroup < 0 {
+		panic("kernels: MatMulGroups negative stride")
+	}
+	rowMajor := dGroup >= r && dRow >= (g-1)*dGroup+r
+	groupMajor := dRow >= r && dGroup >= (n-1)*dRow+r
+	if !(rowMajor || groupMajor || (n == 1 && g == 1)) {
+		panic("kernels: MatMulGroups outputs overlap")
+	}
+	if len(x) < (n-1)*xRow+(g-1)*xGroup+m.cols {
+		panic("kernels: MatMulGroups input too short")
+	}
+	if len(dst) < (n-1)*dRow+(g-1)*dGroup+r {
+		panic("kernels: MatMulGroups destination too short")
+	}
+	m.start(geo{dst: dst, dRow: dRow, dGroup: dGroup, x: x, xRow: xRow, xGroup: xGroup}, n)
+}
+
+// geo is where one call reads and writes: group g's batch row j reads
+// x[j*xRow+g*xGroup:][:Cols] and writes dst[j*dRow+g*dGroup:][:rows of a group]. With
+// BF16 activations, xb holds the rounded inputs as pairs: group g's row j at
+// xb[(g*xbGroup+j)*pairs:] (xbGroup is 0 when every group reads the same x, else n).
+type geo struct {
+	dst          []float32
+	dRow, dGroup int
+	x            []float32
+	xRow, xGroup int
+	xb           []uint32
+	xbGroup      int
+}
+
+// start rounds the activations once when the call uses the BF16 dot product, then runs it.
+func (m *Mat) start(c geo, n int) {
+	units := (m.rows + panelRows - 1) / panelRows
+	if m.pk != nil {
+		units = m.pk.panels
+	}
+	if m.Precision() != BF16Activations {
+		m.run(&c, n, units)
+		return
+	}
+	pairs := (m.cols + 1) / 2
+	g := m.Groups()
+	if c.xGroup == 0 {
+		g = 1
+	} else {
+		c.xbGroup = n
+	}
+	buf := getPairs(g * n * pairs)
+	for gi := 0; gi < g; gi++ {
+		roundPairs((*buf)[gi*n*pairs:], c.x[gi*c.xGroup:], n, c.xRow, m.cols, pairs)
+	}
+	c.xb = *buf
+	m.run(&c, n, units)
+	putPairs(buf)
+}
+
+// pairBufs is a free list of bf16 pair buffers (a channel rather than a sync.Pool, which
+// may drop items and allocate again); a buffer only grows.
+var pairBufs = make(chan *[]uint32, 16)
+
+func getPairs(n int) *[]uint32 {
+	var b *[]uint32
+	select {
+	case b = <-pairBufs:
+	default:
+		b = new([]uint32)
+	}
+	if cap(*b) < n {
+		*b = make([]uint32, n)
+	}
+	*b = (*b)[:n]
+	return b
+}
+
+func putPairs(b *[]uint32) {
+	select {
+	case pairBufs <- b:
+	default:
+	}
+}
+
+// seg is one group's part of a call, as the per-path code sees it: its batch row j reads
+// x[j*xRow:][:cols] (or the bf16 pairs xb[j*pairs:]) and writes the group's rows to
+// dst[j*dRow:]; its panels start at panel base of the packed memory.
+type seg struct {
+	dst  []float32
+	dRow int
+	x    []float32
+	xRow int
+	xb   []uint32
+	rows int
+	base int
+}
+
+// compute fills the rows of units (panels) [u0, u1) for all n batch rows.
+func (m *Mat) compute(c *geo, n, u0, u1 int) {
 	if m.pk == nil {
-		m.rawRows(dst, x, n, u0*panelRows, min(u1*panelRows, m.rows))
+		s := seg{dst: c.dst, dRow: c.dRow, x: c.x, xRow: c.xRow, xb: c.xb, rows: m.rows}
+		m.rawRows(&s, n, u0*panelRows, min(u1*panelRows, m.rows))
 		return
 	}
-	if useAsm {
-		m.panelsAsm(dst, x, n, u0, u1)
-		return
+	pk := m.pk
+	pairs := (m.cols + 1) / 2
+	dot := m.Precision() == BF16Activations
+	for g := u0 / pk.groupPanels; g*pk.groupPanels < u1; g++ {
+		base := g * pk.groupPanels
+		a, b := max(u0, base)-base, min(u1, base+pk.groupPanels)-base
+		s := seg{dst: c.dst[g*c.dGroup:], dRow: c.dRow, x: c.x[g*c.xGroup:], xRow: c.xRow, rows: pk.groupRows, base: base}
+		if dot {
+			s.xb = c.xb[g*c.xbGroup*pairs:]
+			if dotActive() {
+				m.panelsDot(&s, n, a, b)
+			} else {
+				m.panelsDotGeneric(&s, n, a, b)
+			}
+			continue
+		}
+		switch curPath {
+		case pathAVX512:
+			m.panels512(&s, n, a, b)
+		case pathAVX2:
+			m.panelsAVX2(&s, n, a, b)
+		default:
+			m.panelsGeneric(&s, n, a, b)
+		}
 	}
-	m.panelsGeneric(dst, x, n, u0, u1)
+}
+
+// store copies the valid rows of a kernel's output (c batch rows, np panels from local panel
+// pn of the group) to the rows j0.. of s.
+func (s *seg) store(out []float32, j0, c, np, pn int) { s.storeLanes(out, j0, c, np, pn, 1) }
+
+// storeLanes is store for a kernel whose np panels are pn, pn+lane, pn+2*lane, ...
+func (s *seg) storeLanes(out []float32, j0, c, np, pn, lane int) {
+	for p := 0; p < np; p++ {
+		r0 := (pn + p*lane) * panelRows
+		nr := min(panelRows, s.rows-r0)
+		if nr <= 0 {
+			continue
+		}
+		for j := 0; j < c; j++ {
+			o := out[(j*np+p)*panelRows:]
+			d := (j0+j)*s.dRow + r0
+			copy(s.dst[d:d+nr], o[:nr])
+		}
+	}
 }

@@ -30,77 +30,130 @@ func Parallelism() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// task is one share of a call: units [u0, u1) of m for all n batch rows.
-type task struct {
-	m      *Mat
-	dst, x []float32
-	n      int
-	u0, u1 int
-	wg     *sync.WaitGroup
+// job is one call split across goroutines. Its units (panels) are cut into chunks that
+// whoever is running takes first, the caller included: if a worker is not scheduled (the
+// machine is shared, or busy with the call's other work), the caller does its share instead
+// of waiting for it, so more goroutines never make a call slower than one goroutine would.
+// A job is reused through a free list once every participant has let go of it.
+type job struct {
+	m        *Mat
+	c        geo
+	n        int
+	units    int
+	chunks   int
+	next     atomic.Int64  // next chunk to take
+	done     atomic.Int64  // chunks finished
+	refs     atomic.Int64  // the caller and the workers queued with the job
+	finished chan struct{} // one token when a worker finishes the last chunk
+}
+
+// work takes and computes chunks until none is left; it reports whether it finished the
+// last one.
+func (j *job) work() (last bool) {
+	for {
+		k := int(j.next.Add(1) - 1)
+		if k >= j.chunks {
+			return last
+		}
+		j.m.compute(&j.c, j.n, j.units*k/j.chunks, j.units*(k+1)/j.chunks)
+		last = j.done.Add(1) == int64(j.chunks)
+	}
+}
+
+// release drops one participant's hold on j and frees it after the last.
+func (j *job) release() {
+	if j.refs.Add(-1) == 0 {
+		j.m, j.c = nil, geo{}
+		select {
+		case jobs <- j:
+		default:
+		}
+	}
+}
+
+// queueLen is the capacity of the workers' queue.
+const queueLen = 64
+
+// jobs is a free list of jobs (a channel rather than a sync.Pool, which may drop items and
+// allocate again). A caller does not wait for the workers it queued a job for: one that is
+// not scheduled keeps its hold on a finished job for a while, so the free list must hold
+// more jobs than calls in flight. ensureWorkers fills it with every job the pool can hold at
+// once (one per queue slot and per worker, and one per caller up to GOMAXPROCS+1), so that
+// calls allocate nothing in steady state however late the workers are.
+var jobs = make(chan *job, 4*queueLen)
+
+func newJob() *job { return &job{finished: make(chan struct{}, 1)} }
+
+func getJob() *job {
+	select {
+	case j := <-jobs:
+		return j
+	default:
+		return newJob() // more concurrent callers than ensureWorkers planned for
+	}
 }
 
 // workers is the persistent pool; it only grows.
 var workers struct {
 	mu      sync.Mutex
 	started int
-	ch      chan task
+	jobs    int // jobs made for the free list
+	ch      chan *job
 }
 
-// waitGroups is a free list of completion counters for concurrent calls (a channel rather
-// than a sync.Pool, which may drop items and allocate again).
-var waitGroups = make(chan *sync.WaitGroup, 64)
-
-func getWaitGroup() *sync.WaitGroup {
-	select {
-	case wg := <-waitGroups:
-		return wg
-	default:
-		return new(sync.WaitGroup)
-	}
-}
-
-func putWaitGroup(wg *sync.WaitGroup) {
-	select {
-	case waitGroups <- wg:
-	default:
-	}
-}
-
-// ensureWorkers starts workers until at least n are running.
+// ensureWorkers starts workers until at least n are running, and fills the free list of
+// jobs to match.
 func ensureWorkers(n int) {
 	workers.mu.Lock()
 	defer workers.mu.Unlock()
 	if workers.ch == nil {
-		workers.ch = make(chan task, 64)
+		workers.ch = make(chan *job, queueLen)
+	}
+	if workers.started >= n {
+		return
+	}
+	for want := min(cap(jobs), queueLen+n+runtime.GOMAXPROCS(0)+1); workers.jobs < want; workers.jobs++ {
+		jobs <- newJob()
 	}
 	for ; workers.started < n; workers.started++ {
-		go func(ch <-chan task) {
-			for t := range ch {
-				t.m.compute(t.dst, t.x, t.n, t.u0, t.u1)
-				t.wg.Done()
+		go func(ch <-chan *job) {
+			for j := range ch {
+				if j.work() {
+					j.finished <- struct{}{}
+				}
+				j.release()
 			}
 		}(workers.ch)
 	}
 }
 
-// run computes units [0, units) of m, split evenly across up to Parallelism goroutines.
-func (m *Mat) run(dst, x []float32, n, units int) {
+// chunksPerPart is how many chunks each participant gets on average: enough that a late
+// worker leaves work the caller can take, few enough that chunks stay long streams.
+const chunksPerPart = 2
+
+// run computes units [0, units) of m on up to Parallelism goroutines (fewer for small calls).
+func (m *Mat) run(c *geo, n, units int) {
 	parts := Parallelism()
 	if w := m.rows * m.cols * n / minPartWork; w < parts {
 		parts = max(w, 1)
 	}
 	parts = min(parts, units)
 	if parts <= 1 {
-		m.compute(dst, x, n, 0, units)
+		m.compute(c, n, 0, units)
 		return
 	}
 	ensureWorkers(parts - 1)
-	wg := getWaitGroup()
-	wg.Add(parts - 1)
+	j := getJob()
+	j.m, j.c, j.n, j.units = m, *c, n, units
+	j.chunks = min(units, parts*chunksPerPart)
+	j.next.Store(0)
+	j.done.Store(0)
+	j.refs.Store(int64(parts))
 	for p := 1; p < parts; p++ {
-		workers.ch <- task{m: m, dst: dst, x: x, n: n, u0: units * p / parts, u1: units * (p + 1) / parts, wg: wg}
+		workers.ch <- j
 	}
-	m.compute(dst, x, n, 0, units/parts)
-	wg.Wait()
-	putWaitGroup(wg)
+	if !j.work() {
+		<-j.finished // a worker finishes the last chunk and says so, exactly once
+	}
+	j.release()
 }

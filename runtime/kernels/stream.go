@@ -11,7 +11,7 @@ func StreamRead(b []byte) uint64 {
 	stride := (len(b) / 6) &^ 63
 	var s uint64
 	if stride > 0 {
-		if useAsm {
+		if curPath != pathPortable {
 			s = readStreams(&b[0], stride, stride)
 		} else {
 			for i := 0; i < 6; i++ {

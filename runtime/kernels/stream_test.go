@@ -21,16 +21,12 @@ func TestStreamRead(t *testing.T) {
 			copy(w[:], b[i:])
 			want += binary.LittleEndian.Uint64(w[:])
 		}
-		for _, asm := range []bool{false, true} {
-			if asm && !hasAsm() {
-				continue
-			}
-			saved := useAsm
-			useAsm = asm
+		for _, p := range cpuPaths() {
+			restore := setPath(p)
 			got := StreamRead(b)
-			useAsm = saved
+			restore()
 			if got != want {
-				t.Fatalf("n=%d asm=%v: sum %x, want %x", n, asm, got, want)
+				t.Fatalf("n=%d path %v: sum %x, want %x", n, p, got, want)
 			}
 		}
 	}

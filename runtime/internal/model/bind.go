@@ -60,20 +60,26 @@ func YaRN(y schema.YaRN, d int) mla.YaRNParams {
 
 // Binder binds the tensors a declaration expects of one file to kernel matrices and float32
 // vectors, taking every name and dims from the declaration; it records the first error with
-// the file and tensor it concerns, so a loader reads like the tensor table.
+// the file and tensor it concerns, so a loader reads like the tensor table. With pack it
+// repacks matrices into the kernels' fast layout, fuses matrices that share an input
+// (kernels.Stack) and groups per-head matrices (kernels.Group); every matrix it returns
+// computes with the activation precision prec.
 type Binder struct {
 	f      *gguf.File
 	v      *schema.Values
 	inst   map[string]schema.Instance
 	err    error
 	used   map[string]bool
-	pack   bool           // repack matrices into the kernels' fast layout
-	packed []*kernels.Mat // matrices to Release on Close
+	pack   bool              // repack matrices into the kernels' fast layout
+	prec   kernels.Precision // activation precision of every matrix
+	packed []*kernels.Mat    // matrices to Release on Close
+	bf16   bool              // some matrix has BF16 weights (the only ones prec affects)
 }
 
-// NewBinder returns a binder of f's tensors as resolved in v.
-func NewBinder(f *gguf.File, v *schema.Values, pack bool) *Binder {
-	b := &Binder{f: f, v: v, inst: map[string]schema.Instance{}, used: map[string]bool{}, pack: pack}
+// NewBinder returns a binder of f's tensors as resolved in v, packing (and fusing) the
+// matrices when pack is set, their products computed with activations of precision prec.
+func NewBinder(f *gguf.File, v *schema.Values, pack bool, prec kernels.Precision) *Binder {
+	b := &Binder{f: f, v: v, inst: map[string]schema.Instance{}, used: map[string]bool{}, pack: pack, prec: prec}
 	for _, in := range v.Instances() {
 		b.inst[in.Name] = in
 	}
@@ -82,6 +88,10 @@ func NewBinder(f *gguf.File, v *schema.Values, pack bool) *Binder {
 
 // Err returns the first error.
 func (b *Binder) Err() error { return b.err }
+
+// BF16 reports whether some matrix bound so far has BF16 weights (the only ones the
+// activation precision affects).
+func (b *Binder) BF16() bool { return b.bf16 }
 
 // Release frees every packed matrix.
 func (b *Binder) Release() {
@@ -158,17 +168,22 @@ func kernelType(t gguf.GGMLType) (kernels.DType, bool) {
 	return 0, false
 }
 
-// Mat binds a declared 2-D tensor {cols, rows} as a rows x cols matrix (nil when absent and
-// optional).
+// Mat binds a declared 2-D tensor {cols, rows} as a rows x cols matrix, packed when the
+// binder packs (nil when absent and optional).
 func (b *Binder) Mat(template string, layer int) *kernels.Mat {
+	return b.own(b.view(template, layer), schema.Name(template, layer))
+}
+
+// view binds a declared 2-D tensor {cols, rows} as a rows x cols zero-copy view of the file.
+func (b *Binder) view(template string, layer int) *kernels.Mat {
 	t, dims, data := b.tensor(template, layer, 2)
 	if t == nil {
 		return nil
 	}
-	return b.newMat(t.Name, t.Type, int(dims[1]), int(dims[0]), data)
+	return b.newView(t.Name, t.Type, int(dims[1]), int(dims[0]), data)
 }
 
-func (b *Binder) newMat(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
+func (b *Binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
 	kt, ok := kernelType(typ)
 	if !ok {
 		b.fail("tensor %s has type %v; the runtime supports F32, F16, BF16 and Q8_0", name, typ)
@@ -179,21 +194,53 @@ func (b *Binder) newMat(name string, typ gguf.GGMLType, rows, cols int, data []b
 		b.fail("tensor %s: %v", name, err)
 		return nil
 	}
-	if b.pack {
-		p, err := m.Pack()
-		if err != nil {
-			b.fail("tensor %s: %v", name, err)
-			return nil
-		}
-		b.packed = append(b.packed, p)
-		return p
-	}
-	return m
+	b.bf16 = b.bf16 || kt == kernels.BF16
+	return m.WithPrecision(b.prec)
 }
 
-// Stack binds a declared 3-D tensor {cols, rows, n} as n matrices of rows x cols (experts,
-// heads).
-func (b *Binder) Stack(template string, layer int) []*kernels.Mat {
+// own packs a view of tensor name when the binder packs (recording the copy for release) and
+// returns the matrix to compute with.
+func (b *Binder) own(m *kernels.Mat, name string) *kernels.Mat {
+	if m == nil || !b.pack {
+		return m
+	}
+	p, err := m.Pack()
+	return b.keep(p, err, "packing tensor "+name)
+}
+
+// keep records a packed matrix made by the binder and returns it with the binder's precision.
+func (b *Binder) keep(p *kernels.Mat, err error, what string) *kernels.Mat {
+	if err != nil {
+		b.fail("%s: %v", what, err)
+		return nil
+	}
+	b.packed = append(b.packed, p)
+	return p.WithPrecision(b.prec)
+}
+
+// stacked fuses views that multiply the same input into one packed matrix (their outputs
+// side by side, bit-identical to the separate products); nil when the binder does not pack.
+func (b *Binder) stacked(what string, ms ...*kernels.Mat) *kernels.Mat {
+	if !b.pack || b.err != nil {
+		return nil
+	}
+	p, err := kernels.Stack(ms...)
+	return b.keep(p, err, what)
+}
+
+// grouped packs equally shaped views as one grouped matrix (kernels.Group); nil when the
+// binder does not pack.
+func (b *Binder) grouped(what string, ms ...*kernels.Mat) *kernels.Mat {
+	if !b.pack || b.err != nil {
+		return nil
+	}
+	p, err := kernels.Group(ms...)
+	return b.keep(p, err, what)
+}
+
+// views binds a declared 3-D tensor {cols, rows, n} as n zero-copy views of rows x cols
+// (experts, heads).
+func (b *Binder) views(template string, layer int) []*kernels.Mat {
 	t, dims, data := b.tensor(template, layer, 3)
 	if t == nil {
 		return nil
@@ -202,9 +249,19 @@ func (b *Binder) Stack(template string, layer int) []*kernels.Mat {
 	per := len(data) / n
 	out := make([]*kernels.Mat, n)
 	for i := range out {
-		out[i] = b.newMat(t.Name, t.Type, int(dims[1]), int(dims[0]), data[i*per:(i+1)*per])
+		out[i] = b.newView(t.Name, t.Type, int(dims[1]), int(dims[0]), data[i*per:(i+1)*per])
 	}
 	return out
+}
+
+// Mats binds a declared 3-D tensor {cols, rows, n} as n matrices of rows x cols, packed
+// when the binder packs.
+func (b *Binder) Mats(template string, layer int) []*kernels.Mat {
+	ms := b.views(template, layer)
+	for i := range ms {
+		ms[i] = b.own(ms[i], schema.Name(template, layer))
+	}
+	return ms
 }
 
 // Vec binds a declared 1-D F32 tensor as a float32 slice aliasing the mapping.
@@ -265,24 +322,52 @@ func Linears(ms []*kernels.Mat) []mla.Linear {
 
 // Attention binds the MLA tensors of block layer (deepseek2 names, shared by the target
 // and the dflash draft): q-LoRA or a full Q, kv_a with its norm, the per-head k_b / v_b
-// halves of kv_b, and the output projection.
+// halves of kv_b, and the output projection. With packing it also fills the fused forms
+// mla uses: kv_a_mqa stacked with q_a (or q), k_b and v_b grouped by head; the separate KVA
+// is then a view of the stack, and the per-head and q_a matrices stay unpacked views (only
+// validation and the float64 reference read them).
 func (b *Binder) Attention(layer int, a mla.Config) mla.Weights {
+	kva := b.view(schema.AttnKVAMQA, layer)
+	kb := b.views(schema.AttnKB, layer)
+	vb := b.views(schema.AttnVB, layer)
 	w := mla.Weights{
-		KVA:     b.Mat(schema.AttnKVAMQA, layer),
 		KVANorm: b.Vec(schema.AttnKVANorm, layer),
-		KB:      Linears(b.Stack(schema.AttnKB, layer)),
-		VB:      Linears(b.Stack(schema.AttnVB, layer)),
+		KB:      Linears(kb),
+		VB:      Linears(vb),
 		O:       b.Mat(schema.AttnOutput, layer),
 	}
-	if b.err == nil && w.KB == nil && b.Has(schema.AttnKVB, layer) {
+	if b.err == nil && kb == nil && b.Has(schema.AttnKVB, layer) {
 		b.fail("tensor %s: %s", schema.Name(schema.AttnKVB, layer), "the joint kv_b form is not run: dspark's runtime needs attn_k_b/attn_v_b (dspark convert writes them)")
 	}
+	var q *kernels.Mat
 	if a.QLoraRank > 0 {
-		w.QA = b.Mat(schema.AttnQA, layer)
+		q = b.view(schema.AttnQA, layer)
+		w.QA = q
 		w.QANorm = b.Vec(schema.AttnQANorm, layer)
 		w.QB = b.Mat(schema.AttnQB, layer)
 	} else {
-		w.Q = b.Mat(schema.AttnQ, layer)
+		q = b.view(schema.AttnQ, layer)
+		w.Q = q
+	}
+	w.KVA = kva
+	if b.err != nil || !b.pack || kva == nil || q == nil {
+		return w
+	}
+	kvaName := schema.Name(schema.AttnKVAMQA, layer)
+	if kvaq := b.stacked("stacking "+kvaName+" with the query projection", kva, q); kvaq != nil {
+		w.KVAQ = kvaq
+		sub, err := kvaq.Sub(0, kva.Rows()) // a prefix starts on a panel
+		if err != nil {
+			b.fail("%s: %v", kvaName, err)
+			return w
+		}
+		w.KVA = sub
+	}
+	if g := b.grouped("grouping "+schema.Name(schema.AttnKB, layer), kb...); g != nil {
+		w.KBAll = g
+	}
+	if g := b.grouped("grouping "+schema.Name(schema.AttnVB, layer), vb...); g != nil {
+		w.VBAll = g
 	}
 	return w
 }

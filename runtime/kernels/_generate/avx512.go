@@ -1,0 +1,123 @@
+package main
+
+import "fmt"
+
+// maxPanels512 is, per batch-row count M (index), the largest panel count P of an AVX-512F
+// kernel. One ZMM register holds the 16 float32 accumulators of a panel, so a kernel needs
+// M*P accumulators, P weight registers (2P for BF16, whose pairs give two columns), M
+// broadcast registers and the BF16 mask: at most 32. Eight rows in one pass is the point of
+// this path (a verify batch of 8 reads each weight once, where AVX2 needs two 4-row passes).
+var maxPanels512 = []int{0, 6, 4, 3, 3, 2, 2, 2, 2}
+
+// avx512 holds the register allocation of one AVX-512F kernel.
+type avx512 struct {
+	d dtype
+	s shape
+}
+
+func (k avx512) acc(m, p int) string { return fmt.Sprintf("Z%d", m*k.s.P+p) }
+
+// wreg is the weight register of panel p: for BF16 the pair as loaded (then the odd column
+// once masked); ereg is the even column of a BF16 pair.
+func (k avx512) wreg(p int) string { return fmt.Sprintf("Z%d", k.s.M*k.s.P+p) }
+func (k avx512) ereg(p int) string { return fmt.Sprintf("Z%d", k.s.M*k.s.P+k.s.P+p) }
+
+func (k avx512) nw() int {
+	if k.d.name == "BF16" {
+		return 2 * k.s.P
+	}
+	return k.s.P
+}
+
+func (k avx512) breg(m int) string { return fmt.Sprintf("Z%d", k.s.M*k.s.P+k.nw()+m) }
+func (k avx512) mask() string      { return fmt.Sprintf("Z%d", k.s.M*k.s.P+k.nw()+k.s.M) }
+
+func (k avx512) check() {
+	n := k.s.M*k.s.P + k.nw() + k.s.M
+	if k.d.name == "BF16" {
+		n++
+	}
+	if n > 32 {
+		panic(fmt.Sprintf("avx512 %s kernel %v needs %d registers", k.d.name, k.s, n))
+	}
+}
+
+// bcast broadcasts x[m][k0+u] for every batch row.
+func (g *gen) bcast512(k avx512, u int) {
+	for m := 0; m < k.s.M; m++ {
+		g.f("\tVBROADCASTSS %s, %s", xat(m, 4*u), k.breg(m))
+	}
+}
+
+func (g *gen) fmas512(k avx512, w func(p int) string) {
+	for m := 0; m < k.s.M; m++ {
+		for p := 0; p < k.s.P; p++ {
+			g.f("\tVFMADD231PS %s, %s, %s", k.breg(m), w(p), k.acc(m, p))
+		}
+	}
+}
+
+// column512 emits the work of column u of the unrolled group. For BF16 an even u loads the
+// pair and does the even column; the odd u that follows masks the loaded pair in place.
+func (g *gen) column512(k avx512, u int) {
+	for p := 0; p < k.s.P; p++ {
+		w := k.wreg(p)
+		switch k.d.name {
+		case "F32":
+			g.f("\tVMOVUPS %s, %s", mem("SI", "R12", p, u*64), w)
+		case "F16":
+			g.f("\tVCVTPH2PS %s, %s", mem("SI", "R12", p, u*32), w)
+		case "BF16":
+			if u%2 == 0 {
+				g.f("\tVMOVDQU32 %s, %s", mem("SI", "R12", p, u/2*64), w)
+				g.f("\tVPSLLD $16, %s, %s", w, k.ereg(p))
+			} else {
+				g.f("\tVPANDD %s, %s, %s", k.mask(), w, w)
+			}
+		case "Q8_0":
+			g.f("\tVPMOVSXBD %s, %s", mem("R11", "R13", p, u*16), w)
+			g.f("\tVCVTDQ2PS %s, %s", w, w)
+			g.f("\tVMULPS %s, %s, %s", mem("SI", "R12", p, 0), w, w)
+		}
+	}
+	g.bcast512(k, u)
+	if k.d.name == "BF16" && u%2 == 0 {
+		g.fmas512(k, k.ereg)
+	} else {
+		g.fmas512(k, k.wreg)
+	}
+}
+
+// avx512Kernel emits one AVX-512F kernel (f32 activations).
+func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
+	k := avx512{d, s}
+	k.check()
+	name := fmt.Sprintf("z%sM%dP%d", d.prefix, s.M, s.P)
+	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
+	g.prologue(name, s, multiPrefetch(s))
+	for m := 0; m < s.M; m++ {
+		for p := 0; p < s.P; p++ {
+			r := k.acc(m, p)
+			g.f("\tVPXORD %s, %s, %s", r, r, r)
+		}
+	}
+	if d.name == "BF16" {
+		g.f("\tVMOVDQU32 bf16hi<>(SB), %s", k.mask())
+	}
+	group := func() {
+		g.prefetch(unroll*d.step, s, multiPrefetch(s))
+		for u := 0; u < unroll; u++ {
+			g.column512(k, u)
+		}
+	}
+	g.panelLoop(name, d, s, group, func(u int) { g.column512(k, u) })
+	for m := 0; m < s.M; m++ {
+		for p := 0; p < s.P; p++ {
+			g.f("\tVMOVUPS %s, %d(DI)", k.acc(m, p), 4*(m*s.P*16+p*16))
+		}
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+	return kernelDecl{"avx512", d.name, name, s}
+}

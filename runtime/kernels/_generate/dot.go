@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/dspark-dev/dspark/runtime/kernels/internal/evex"
+)
+
+// maxPanelsDot is, per batch-row count M (index), the largest panel count P of an
+// AVX512_BF16 kernel: M*P accumulators, P weight registers and M broadcast registers, at most
+// 32 in all.
+var maxPanelsDot = []int{0, 6, 4, 3, 3, 2, 2, 2, 2}
+
+// vdpbf16ps emits VDPBF16PS Zb, Za, Zdst (dst[j] += a.bf16 pair j · b.bf16 pair j) as bytes:
+// the Go assembler does not know the instruction.
+func (g *gen) vdpbf16ps(dst, a, b int) {
+	enc, err := evex.VDPBF16PS(dst, a, b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	g.f("\t%s // VDPBF16PS Z%d, Z%d, Z%d", evex.GoAsm(enc), b, a, dst)
+}
+
+// dotKernel emits one AVX512_BF16 kernel. x holds bf16 pairs (x[2q], x[2q+1]) as 32-bit
+// words, xStride bytes apart per batch row, and cols is the number of pairs; a packed BF16
+// pair of a panel is 64 bytes, word r = row r's (even, odd) weights, which is exactly the
+// operand layout of VDPBF16PS. Per pair: load each panel's pair, broadcast each batch row's
+// x pair, one VDPBF16PS per (row, panel).
+func (g *gen) dotKernel(s shape) kernelDecl {
+	name := fmt.Sprintf("dotM%dP%d", s.M, s.P)
+	acc := func(m, p int) int { return m*s.P + p }
+	wreg := func(p int) int { return s.M*s.P + p }
+	breg := func(m int) int { return s.M*s.P + s.P + m }
+	if breg(s.M) > 32 {
+		log.Fatalf("dot kernel %v needs %d registers", s, breg(s.M))
+	}
+	g.f("// func %s(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
+	g.prologue(name, s, multiPrefetch(s))
+	for m := 0; m < s.M; m++ {
+		for p := 0; p < s.P; p++ {
+			g.f("\tVPXORD Z%d, Z%d, Z%d", acc(m, p), acc(m, p), acc(m, p))
+		}
+	}
+	pair := func(q int) {
+		for p := 0; p < s.P; p++ {
+			g.f("\tVMOVDQU32 %s, Z%d", mem("SI", "R12", p, q*64), wreg(p))
+		}
+		for m := 0; m < s.M; m++ {
+			g.f("\tVPBROADCASTD %s, Z%d", xat(m, 4*q), breg(m))
+		}
+		for m := 0; m < s.M; m++ {
+			for p := 0; p < s.P; p++ {
+				g.vdpbf16ps(acc(m, p), wreg(p), breg(m))
+			}
+		}
+	}
+	g.f("\tMOVQ CX, BX")
+	g.f("\tANDQ $1, BX")
+	g.f("\tSHRQ $1, CX")
+	g.f("\tJZ %s_tail", name)
+	g.f("%s_loop:", name)
+	g.prefetch(128, s, multiPrefetch(s))
+	pair(0)
+	pair(1)
+	g.advance(s, "SI", "R12", 128, 8)
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_loop", name)
+	g.f("%s_tail:", name)
+	g.f("\tTESTQ BX, BX")
+	g.f("\tJZ %s_store", name)
+	pair(0)
+	g.f("%s_store:", name)
+	for m := 0; m < s.M; m++ {
+		for p := 0; p < s.P; p++ {
+			g.f("\tVMOVUPS Z%d, %d(DI)", acc(m, p), 4*(m*s.P*16+p*16))
+		}
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+	return kernelDecl{"dot", "BF16", name, s}
+}

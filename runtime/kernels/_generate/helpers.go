@@ -1,0 +1,161 @@
+package main
+
+// helpers emits the reference loops of the benchmarks.
+func (g *gen) helpers() {
+	g.f("// func readBytes(p *byte, n int) uint64")
+	g.f("TEXT ·readBytes(SB), NOSPLIT, $0-24")
+	g.f("\tMOVQ p+0(FP), SI")
+	g.f("\tMOVQ n+8(FP), CX")
+	g.f("\tSHRQ $7, CX")
+	for i := 0; i < 4; i++ {
+		g.f("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ readBytes_done")
+	g.f("readBytes_loop:")
+	for i := 0; i < 4; i++ {
+		g.f("\tVPADDQ %d(SI), Y%d, Y%d", 32*i, i, i)
+	}
+	g.f("\tADDQ $128, SI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ readBytes_loop")
+	g.f("readBytes_done:")
+	g.f("\tVPADDQ Y1, Y0, Y0")
+	g.f("\tVPADDQ Y3, Y2, Y2")
+	g.f("\tVPADDQ Y2, Y0, Y0")
+	g.hsumQ("ret+16(FP)")
+	g.f("// func readStreams(p *byte, stride int, n int) uint64")
+	g.f("TEXT ·readStreams(SB), NOSPLIT, $0-32")
+	g.f("\tMOVQ p+0(FP), SI")
+	g.f("\tMOVQ stride+8(FP), R8")
+	g.f("\tMOVQ n+16(FP), CX")
+	g.f("\tLEAQ (SI)(R8*2), R9")
+	g.f("\tADDQ R8, R9")
+	g.f("\tSHRQ $6, CX")
+	for i := 0; i < 6; i++ {
+		g.f("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ readStreams_done")
+	g.f("readStreams_loop:")
+	for i := 0; i < 6; i++ {
+		g.f("\tVPADDQ %s, Y%d, Y%d", mem("SI", "R9", i, 0), i, i)
+		g.f("\tVPADDQ %s, Y%d, Y%d", mem("SI", "R9", i, 32), i, i)
+	}
+	g.f("\tADDQ $64, SI")
+	g.f("\tADDQ $64, R9")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ readStreams_loop")
+	g.f("readStreams_done:")
+	for i := 1; i < 6; i++ {
+		g.f("\tVPADDQ Y%d, Y0, Y0", i)
+	}
+	g.hsumQ("ret+24(FP)")
+
+	g.f("// func fmaLoop(n int)")
+	g.f("TEXT ·fmaLoop(SB), NOSPLIT, $0-8")
+	g.f("\tMOVQ n+0(FP), CX")
+	for i := 0; i < 14; i++ {
+		g.f("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.loop("fmaLoop", func() {
+		for i := 0; i < 12; i++ {
+			g.f("\tVFMADD231PS Y12, Y13, Y%d", i)
+		}
+	})
+
+	g.f("// func fmaLoop512(n int)")
+	g.f("TEXT ·fmaLoop512(SB), NOSPLIT, $0-8")
+	g.f("\tMOVQ n+0(FP), CX")
+	for i := 0; i < 18; i++ {
+		g.f("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.loop("fmaLoop512", func() {
+		for i := 0; i < 16; i++ {
+			g.f("\tVFMADD231PS Z16, Z17, Z%d", i)
+		}
+	})
+
+	g.f("// func dotLoop(n int)")
+	g.f("TEXT ·dotLoop(SB), NOSPLIT, $0-8")
+	g.f("\tMOVQ n+0(FP), CX")
+	for i := 0; i < 18; i++ {
+		g.f("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.loop("dotLoop", func() {
+		for i := 0; i < 16; i++ {
+			g.vdpbf16ps(i, 16, 17)
+		}
+	})
+
+	g.f("// func dpbf16(acc *float32, a, b *uint32)")
+	g.f("TEXT ·dpbf16(SB), NOSPLIT, $0-24")
+	g.f("\tMOVQ acc+0(FP), DI")
+	g.f("\tMOVQ a+8(FP), SI")
+	g.f("\tMOVQ b+16(FP), DX")
+	g.f("\tVMOVUPS (DI), Z0")
+	g.f("\tVMOVDQU32 (SI), Z1")
+	g.f("\tVMOVDQU32 (DX), Z2")
+	g.vdpbf16ps(0, 1, 2)
+	g.f("\tVMOVUPS Z0, (DI)")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
+// hsumQ adds the four 64-bit lanes of Y0 and stores the sum at ret.
+func (g *gen) hsumQ(ret string) {
+	g.f("\tVEXTRACTI128 $1, Y0, X1")
+	g.f("\tVPADDQ X1, X0, X0")
+	g.f("\tVPSHUFD $0x4e, X0, X1")
+	g.f("\tVPADDQ X1, X0, X0")
+	g.f("\tVMOVQ X0, AX")
+	g.f("\tMOVQ AX, %s", ret)
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
+// loop emits CX iterations of body, then the function's end.
+func (g *gen) loop(name string, body func()) {
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ %s_done", name)
+	g.f("%s_loop:", name)
+	body()
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_loop", name)
+	g.f("%s_done:", name)
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
+// helperDecls emits the Go declarations of the helpers.
+func (g *gen) helperDecls() {
+	g.f("// readBytes reads n bytes from p (n a multiple of 128) as fast as the core can, and")
+	g.f("// returns their sum as 64-bit words: the bandwidth limit the benchmarks compare with.")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func readBytes(p *byte, n int) uint64\n")
+	g.f("// readStreams reads six streams of n bytes (n a multiple of 64) at p, p+stride, ...,")
+	g.f("// p+5*stride, interleaved, and returns their sum as 64-bit words: a read with as many")
+	g.f("// streams as the one-row kernels, whose memory system may serve it faster than one stream.")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func readStreams(p *byte, stride int, n int) uint64\n")
+	g.f("// fmaLoop runs n iterations of 12 independent 8-wide FMAs (192 flops each): the")
+	g.f("// arithmetic peak of the AVX2 path.")
+	g.f("func fmaLoop(n int)\n")
+	g.f("// fmaLoop512 runs n iterations of 16 independent 16-wide FMAs (512 flops each): the")
+	g.f("// arithmetic peak of the AVX-512F path (needs AVX-512F).")
+	g.f("func fmaLoop512(n int)\n")
+	g.f("// dotLoop runs n iterations of 16 independent VDPBF16PS on ZMM registers (16 x 32")
+	g.f("// multiply-adds, 1024 flops each): the arithmetic peak of the AVX512_BF16 path (needs")
+	g.f("// AVX512_BF16).")
+	g.f("func dotLoop(n int)\n")
+	g.f("// dpbf16 runs one VDPBF16PS on 16 lanes: acc[j] += the products of the bf16 pairs a[j]")
+	g.f("// and b[j] (a test hook that probes the instruction itself; needs AVX512_BF16).")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func dpbf16(acc *float32, a, b *uint32)\n")
+}

@@ -1,0 +1,388 @@
+package main
+
+import "fmt"
+
+// The vector kernels of attention (AVX2+FMA). Every dot product has the same arithmetic,
+// whichever kernel computes it: one eight-lane FMA accumulator per (query, row) pair over the
+// blocks of 8 values, reduced across lanes by hsum8 ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)),
+// then the remaining values added in index order with scalar FMA. So dotAsm (1 x 1), dot4Asm
+// (one query, four rows) and dot3x4Asm (three queries, four rows) agree bit for bit; the wider
+// kernels only share loads. Each axpy element is one FMA per term, terms in order. The
+// portable code of vec.go computes exactly the same operations.
+
+// hsum8 reduces the eight lanes of Y<a> into the low lane of X<a>, using X<t> as scratch.
+func (g *gen) hsum8(a, t int) {
+	g.f("\tVEXTRACTF128 $1, Y%d, X%d", a, t)
+	g.f("\tVADDPS X%d, X%d, X%d", t, a, a)
+	g.f("\tVMOVHLPS X%d, X%d, X%d", a, a, t)
+	g.f("\tVADDPS X%d, X%d, X%d", t, a, a)
+	g.f("\tVMOVSHDUP X%d, X%d", a, t)
+	g.f("\tVADDSS X%d, X%d, X%d", t, a, a)
+}
+
+// blockLoop emits "for AX+step <= CX { body; AX += step }" with label l, exiting to done.
+func (g *gen) blockLoop(l, done string, step int, body func()) {
+	g.f("%s:", l)
+	g.f("\tLEAQ %d(AX), DX", step)
+	g.f("\tCMPQ DX, CX")
+	g.f("\tJGT %s", done)
+	body()
+	g.f("\tMOVQ DX, AX")
+	g.f("\tJMP %s", l)
+}
+
+// tailLoop emits "for AX < CX { body; AX++ }" with label l, exiting to done.
+func (g *gen) tailLoop(l, done string, body func()) {
+	g.f("%s:", l)
+	g.f("\tCMPQ AX, CX")
+	g.f("\tJGE %s", done)
+	body()
+	g.f("\tINCQ AX")
+	g.f("\tJMP %s", l)
+}
+
+func (g *gen) vecKernels() {
+	g.f("// Attention's vector kernels (AVX2+FMA); see the package documentation for their")
+	g.f("// arithmetic, which the portable code of vec.go repeats exactly.\n")
+
+	// dotAsm: one accumulator Y0.
+	g.f("// func dotAsm(a, b []float32) float32")
+	g.f("TEXT ·dotAsm(SB), NOSPLIT, $0-52")
+	g.f("\tMOVQ a_base+0(FP), SI")
+	g.f("\tMOVQ a_len+8(FP), CX")
+	g.f("\tMOVQ b_base+24(FP), DI")
+	g.f("\tVXORPS Y0, Y0, Y0")
+	g.f("\tXORQ AX, AX")
+	g.blockLoop("dot8", "dotreduce", 8, func() {
+		g.f("\tVMOVUPS (SI)(AX*4), Y8")
+		g.f("\tVFMADD231PS (DI)(AX*4), Y8, Y0")
+	})
+	g.f("dotreduce:")
+	g.hsum8(0, 1)
+	g.tailLoop("dottail", "dotdone", func() {
+		g.f("\tVMOVSS (SI)(AX*4), X8")
+		g.f("\tVFMADD231SS (DI)(AX*4), X8, X0")
+	})
+	g.f("dotdone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tMOVSS X0, ret+48(FP)")
+	g.f("\tRET\n")
+
+	// dot4Asm: one query, four rows (R8..R11), accumulators Y0..Y3.
+	rowRegs := []string{"R8", "R9", "R10", "R11"}
+	g.f("// func dot4Asm(q, rows []float32, stride int, out []float32)")
+	g.f("TEXT ·dot4Asm(SB), NOSPLIT, $0-80")
+	g.f("\tMOVQ q_base+0(FP), SI")
+	g.f("\tMOVQ q_len+8(FP), CX")
+	g.f("\tMOVQ rows_base+24(FP), R8")
+	g.f("\tMOVQ stride+48(FP), DX")
+	g.f("\tSHLQ $2, DX")
+	for r := 1; r < 4; r++ {
+		g.f("\tLEAQ (%s)(DX*1), %s", rowRegs[r-1], rowRegs[r])
+	}
+	g.f("\tMOVQ out_base+56(FP), DI")
+	for r := 0; r < 4; r++ {
+		g.f("\tVXORPS Y%d, Y%d, Y%d", r, r, r)
+	}
+	g.f("\tXORQ AX, AX")
+	g.blockLoop("d4loop8", "d4reduce", 8, func() {
+		g.f("\tVMOVUPS (SI)(AX*4), Y8")
+		for r := 0; r < 4; r++ {
+			g.f("\tVFMADD231PS (%s)(AX*4), Y8, Y%d", rowRegs[r], r)
+		}
+	})
+	g.f("d4reduce:")
+	for r := 0; r < 4; r++ {
+		g.hsum8(r, 8)
+	}
+	g.tailLoop("d4tail", "d4done", func() {
+		g.f("\tVMOVSS (SI)(AX*4), X8")
+		for r := 0; r < 4; r++ {
+			g.f("\tVFMADD231SS (%s)(AX*4), X8, X%d", rowRegs[r], r)
+		}
+	})
+	g.f("d4done:")
+	g.f("\tVZEROUPPER")
+	for r := 0; r < 4; r++ {
+		g.f("\tMOVSS X%d, %d(DI)", r, 4*r)
+	}
+	g.f("\tRET\n")
+
+	// dot3x4Asm: queries SI, BX, R12 (Y12..Y14), rows R8..R11 loaded into Y15; the
+	// accumulator of (query a, row r) is Y(a*4+r).
+	qRegs := []string{"SI", "BX", "R12"}
+	g.f("// func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)")
+	g.f("TEXT ·dot3x4Asm(SB), NOSPLIT, $0-128")
+	g.f("\tMOVQ rows_base+72(FP), R8")
+	g.f("\tMOVQ stride+96(FP), DX")
+	g.f("\tSHLQ $2, DX")
+	for r := 1; r < 4; r++ {
+		g.f("\tLEAQ (%s)(DX*1), %s", rowRegs[r-1], rowRegs[r])
+	}
+	g.f("\tMOVQ q0_base+0(FP), SI")
+	g.f("\tMOVQ q0_len+8(FP), CX")
+	g.f("\tMOVQ q1_base+24(FP), BX")
+	g.f("\tMOVQ q2_base+48(FP), R12")
+	g.f("\tMOVQ out_base+104(FP), DI")
+	for i := 0; i < 12; i++ {
+		g.f("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.f("\tXORQ AX, AX")
+	body := func(mov, fma, reg string) {
+		for a := 0; a < 3; a++ {
+			g.f("\t%s (%s)(AX*4), %s%d", mov, qRegs[a], reg, 12+a)
+		}
+		for r := 0; r < 4; r++ {
+			g.f("\t%s (%s)(AX*4), %s15", mov, rowRegs[r], reg)
+			for a := 0; a < 3; a++ {
+				g.f("\t%s %s15, %s%d, %s%d", fma, reg, reg, 12+a, reg, a*4+r)
+			}
+		}
+	}
+	g.blockLoop("d34loop8", "d34reduce", 8, func() { body("VMOVUPS", "VFMADD231PS", "Y") })
+	g.f("d34reduce:")
+	for i := 0; i < 12; i++ {
+		g.hsum8(i, 15)
+	}
+	g.tailLoop("d34tail", "d34done", func() { body("VMOVSS", "VFMADD231SS", "X") })
+	g.f("d34done:")
+	g.f("\tVZEROUPPER")
+	for i := 0; i < 12; i++ {
+		g.f("\tMOVSS X%d, %d(DI)", i, 4*i)
+	}
+	g.f("\tRET\n")
+
+	// axpyAsm: y (DI) += alpha (Y0) * x (SI), 32, then 8, then 1 value at a time.
+	g.f("// func axpyAsm(y []float32, alpha float32, x []float32)")
+	g.f("TEXT ·axpyAsm(SB), NOSPLIT, $0-56")
+	g.f("\tMOVQ y_base+0(FP), DI")
+	g.f("\tMOVQ y_len+8(FP), CX")
+	g.f("\tVBROADCASTSS alpha+24(FP), Y0")
+	g.f("\tMOVQ x_base+32(FP), SI")
+	g.f("\tXORQ AX, AX")
+	axpyBlock := func(n int) {
+		for i := 0; i < n; i++ {
+			g.f("\tVMOVUPS %d(DI)(AX*4), Y%d", 32*i, 1+i)
+		}
+		for i := 0; i < n; i++ {
+			g.f("\tVFMADD231PS %d(SI)(AX*4), Y0, Y%d", 32*i, 1+i)
+		}
+		for i := 0; i < n; i++ {
+			g.f("\tVMOVUPS Y%d, %d(DI)(AX*4)", 1+i, 32*i)
+		}
+	}
+	g.blockLoop("axpy32", "axpy8", 32, func() { axpyBlock(4) })
+	g.blockLoop("axpy8", "axpytail", 8, func() { axpyBlock(1) })
+	g.tailLoop("axpytail", "axpydone", func() {
+		g.f("\tVMOVSS (DI)(AX*4), X1")
+		g.f("\tVFMADD231SS (SI)(AX*4), X0, X1")
+		g.f("\tVMOVSS X1, (DI)(AX*4)")
+	})
+	g.f("axpydone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+
+	g.axpyRows()
+	g.axpy3Rows()
+	g.expShift()
+}
+
+// axpyRows emits axpyRowsAsm: acc[j] += p[t]*rows[t*stride+j] for t = 0, 1, ... in order, one
+// FMA per term: each value of acc is loaded once, updated over all rows in registers, and
+// stored once. Blocks of 32, then 8 values, then single values.
+func (g *gen) axpyRows() {
+	g.f("// func axpyRowsAsm(acc, p, rows []float32, stride int)")
+	g.f("TEXT ·axpyRowsAsm(SB), NOSPLIT, $0-80")
+	g.f("\tMOVQ acc_base+0(FP), DI")
+	g.f("\tMOVQ acc_len+8(FP), CX")
+	g.f("\tMOVQ p_base+24(FP), BX")
+	g.f("\tMOVQ p_len+32(FP), R12")
+	g.f("\tMOVQ rows_base+48(FP), SI")
+	g.f("\tMOVQ stride+72(FP), R13")
+	g.f("\tSHLQ $2, R13")
+	g.f("\tXORQ AX, AX")
+	block := func(l string, n int, vec bool) {
+		mov, fma, reg, bc := "VMOVUPS", "VFMADD231PS", "Y", "VBROADCASTSS"
+		if !vec {
+			mov, fma, reg, bc = "VMOVSS", "VFMADD231SS", "X", "VMOVSS"
+		}
+		for i := 0; i < n; i++ {
+			g.f("\t%s %d(DI)(AX*4), %s%d", mov, 32*i, reg, i)
+		}
+		g.f("\tLEAQ (SI)(AX*4), R8")
+		g.f("\tXORQ R9, R9")
+		g.f("%st:", l)
+		g.f("\tCMPQ R9, R12")
+		g.f("\tJGE %sstore", l)
+		g.f("\t%s (BX)(R9*4), %s4", bc, reg)
+		for i := 0; i < n; i++ {
+			g.f("\t%s %d(R8), %s4, %s%d", fma, 32*i, reg, reg, i)
+		}
+		g.f("\tADDQ R13, R8")
+		g.f("\tINCQ R9")
+		g.f("\tJMP %st", l)
+		g.f("%sstore:", l)
+		for i := 0; i < n; i++ {
+			g.f("\t%s %s%d, %d(DI)(AX*4)", mov, reg, i, 32*i)
+		}
+	}
+	g.blockLoop("ar32", "ar8", 32, func() { block("ar32", 4, true) })
+	g.blockLoop("ar8", "artail", 8, func() { block("ar8", 1, true) })
+	g.tailLoop("artail", "ardone", func() { block("artail", 1, false) })
+	g.f("ardone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// axpy3Rows emits axpy3RowsAsm: for a = 0, 1, 2 and t = 0 .. nt-1 in order,
+// acc[a*accStride+j] += p[a*pStride+t]*rows[t*stride+j] for j < n, one FMA per term
+// (bit-identical to axpyRowsAsm per accumulator). A block of a row is loaded once for the
+// three accumulators.
+func (g *gen) axpy3Rows() {
+	g.f("// func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)")
+	g.f("TEXT ·axpy3RowsAsm(SB), NOSPLIT, $0-112")
+	g.f("\tMOVQ acc_base+0(FP), DI")
+	g.f("\tMOVQ n+24(FP), CX")
+	g.f("\tMOVQ accStride+32(FP), R11")
+	g.f("\tSHLQ $2, R11")
+	g.f("\tMOVQ pStride+64(FP), BX")
+	g.f("\tSHLQ $2, BX")
+	g.f("\tMOVQ rows_base+80(FP), SI")
+	g.f("\tMOVQ stride+104(FP), R13")
+	g.f("\tSHLQ $2, R13")
+	g.f("\tXORQ AX, AX")
+	accAt := func(a, off int) string {
+		switch a {
+		case 1:
+			return fmt.Sprintf("%d(R10)(R11*1)", off)
+		case 2:
+			return fmt.Sprintf("%d(R10)(R11*2)", off)
+		}
+		return fmt.Sprintf("%d(R10)", off)
+	}
+	pAt := []string{"(R12)", "(R12)(BX*1)", "(R12)(BX*2)"}
+	block := func(l string, n int, vec bool) {
+		mov, fma, reg, bc := "VMOVUPS", "VFMADD231PS", "Y", "VBROADCASTSS"
+		if !vec {
+			mov, fma, reg, bc = "VMOVSS", "VFMADD231SS", "X", "VMOVSS"
+		}
+		g.f("\tLEAQ (DI)(AX*4), R10")
+		for a := 0; a < 3; a++ {
+			for i := 0; i < n; i++ {
+				g.f("\t%s %s, %s%d", mov, accAt(a, 32*i), reg, a*4+i)
+			}
+		}
+		g.f("\tLEAQ (SI)(AX*4), R8")
+		g.f("\tMOVQ p_base+40(FP), R12")
+		g.f("\tMOVQ nt+72(FP), R9")
+		g.f("%st:", l)
+		g.f("\tCMPQ R9, $0")
+		g.f("\tJLE %sstore", l)
+		for a := 0; a < 3; a++ {
+			g.f("\t%s %s, %s%d", bc, pAt[a], reg, 12+a)
+		}
+		for i := 0; i < n; i++ {
+			g.f("\t%s %d(R8), %s15", mov, 32*i, reg)
+			for a := 0; a < 3; a++ {
+				g.f("\t%s %s15, %s%d, %s%d", fma, reg, reg, 12+a, reg, a*4+i)
+			}
+		}
+		g.f("\tADDQ R13, R8")
+		g.f("\tADDQ $4, R12")
+		g.f("\tDECQ R9")
+		g.f("\tJMP %st", l)
+		g.f("%sstore:", l)
+		for a := 0; a < 3; a++ {
+			for i := 0; i < n; i++ {
+				g.f("\t%s %s%d, %s", mov, reg, a*4+i, accAt(a, 32*i))
+			}
+		}
+	}
+	g.blockLoop("a3c32", "a3c8", 32, func() { block("a3c32", 4, true) })
+	g.blockLoop("a3c8", "a3tail", 8, func() { block("a3c8", 1, true) })
+	g.tailLoop("a3tail", "a3done", func() { block("a3tail", 1, false) })
+	g.f("a3done:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// expConsts are the constants of expShiftAsm by register: -m (Y15 holds m), log2 e, ln 2 in
+// two parts (Cody-Waite), the clamp, the Taylor coefficients 1/7! .. 1/2!, and 1. The
+// portable code of vec.go uses the same float32 values.
+var expConsts = []struct {
+	reg  int
+	bits uint32
+	name string
+}{
+	{14, 0x3fb8aa3b, "log2(e)"},
+	{13, 0x3f318000, "ln2 high part"},
+	{12, 0xb95e8083, "ln2 low part"},
+	{11, 0xc2aeac4f, "-87.33654"},
+	{10, 0x39500d01, "1/5040"},
+	{9, 0x3ab60b61, "1/720"},
+	{8, 0x3c088889, "1/120"},
+	{7, 0x3d2aaaab, "1/24"},
+	{6, 0x3e2aaaab, "1/6"},
+	{5, 0x3f000000, "1/2"},
+	{4, 0x3f800000, "1"},
+}
+
+// expShift emits expShiftAsm: x[i] = e^(x[i]-m) for len(x) a multiple of 8, eight lanes at a
+// time: v = max(x-m, -87.33654) (the smallest normal float32 result), n = round(v log2 e), r =
+// v - n ln2 in two FMAs (Cody-Waite), e^r by its degree-7 Taylor polynomial (Horner, FMA),
+// times 2^n by adding n to the exponent bits. Within about two float32 ulps; e^0 is exactly 1.
+func (g *gen) expShift() {
+	g.f("// func expShiftAsm(x []float32, m float32)")
+	g.f("TEXT ·expShiftAsm(SB), NOSPLIT, $0-28")
+	g.f("\tMOVQ x_base+0(FP), SI")
+	g.f("\tMOVQ x_len+8(FP), CX")
+	g.f("\tVBROADCASTSS m+24(FP), Y15")
+	for _, c := range expConsts {
+		g.f("\tMOVL $0x%08x, AX // %s", c.bits, c.name)
+		g.f("\tVMOVD AX, X%d", c.reg)
+		g.f("\tVBROADCASTSS X%d, Y%d", c.reg, c.reg)
+	}
+	g.f("\tXORQ DX, DX")
+	g.f("exploop:")
+	g.f("\tCMPQ DX, CX")
+	g.f("\tJGE expdone")
+	g.f("\tVMOVUPS (SI)(DX*4), Y0")
+	g.f("\tVSUBPS Y15, Y0, Y0")
+	g.f("\tVMAXPS Y11, Y0, Y0")
+	g.f("\tVMULPS Y14, Y0, Y1")
+	g.f("\tVROUNDPS $0, Y1, Y1")
+	g.f("\tVFNMADD231PS Y13, Y1, Y0")
+	g.f("\tVFNMADD231PS Y12, Y1, Y0")
+	g.f("\tVMOVAPS Y10, Y2")
+	for reg := 9; reg >= 4; reg-- {
+		g.f("\tVFMADD213PS Y%d, Y0, Y2", reg)
+	}
+	g.f("\tVFMADD213PS Y4, Y0, Y2")
+	g.f("\tVCVTPS2DQ Y1, Y1")
+	g.f("\tVPSLLD $23, Y1, Y1")
+	g.f("\tVPADDD Y1, Y2, Y2")
+	g.f("\tVMOVUPS Y2, (SI)(DX*4)")
+	g.f("\tADDQ $8, DX")
+	g.f("\tJMP exploop")
+	g.f("expdone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// vecDecls emits the Go declarations of the vector kernels.
+func (g *gen) vecDecls() {
+	for _, d := range []struct{ doc, sig string }{
+		{"dotAsm computes dotGeneric's dot product (len(b) == len(a)).", "dotAsm(a, b []float32) float32"},
+		{"axpyAsm is axpyGeneric (len(x) == len(y)).", "axpyAsm(y []float32, alpha float32, x []float32)"},
+		{"dot4Asm sets out[k] = dotAsm(q, rows[k*stride:]) for k < 4; the caller guarantees rows[3*stride+len(q)-1] and out[3] exist.", "dot4Asm(q, rows []float32, stride int, out []float32)"},
+		{"axpyRowsAsm sets acc[j] += p[t]*rows[t*stride+j] for t in order (axpyAsm once per row); the caller guarantees the rows exist.", "axpyRowsAsm(acc, p, rows []float32, stride int)"},
+		{"dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and four rows; the caller guarantees the rows and out[11] exist.", "dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)"},
+		{"axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.", "axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
+		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
+	} {
+		g.f("// %s", d.doc)
+		g.f("//")
+		g.f("//go:noescape")
+		g.f("func %s\n", d.sig)
+	}
+}

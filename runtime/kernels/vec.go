@@ -1,0 +1,226 @@
+package kernels
+
+import "math"
+
+// The vector kernels of attention: dot products of a query with cache rows, weighted sums of
+// rows, and the softmax exponential. Like the matrix kernels, each has one definition of its
+// bits, computed by the portable code below and repeated exactly by the AVX2+FMA assembly
+// (used on the avx2 and avx512 paths), so attention gives the same bits in every build:
+//
+//   - Dot(a, b): eight float32 lanes l = i mod 8 over the first len/8*8 values, each a chain
+//     of fused multiply-adds from 0 in index order; the lanes reduced as
+//     ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)); then the remaining values added in index order,
+//     one fused multiply-add each.
+//   - Axpy, AxpyRows, Axpy3Rows: each element y[i] = fma(alpha, x[i], y[i]), terms in order.
+//   - ExpShift: the float32 algorithm of expShiftGeneric, step by step.
+
+// vecAsm reports whether the vector kernels use the assembly.
+func vecAsm() bool { return curPath != pathPortable }
+
+// Dot returns sum a[i]*b[i] over i < len(a) (len(b) >= len(a)), in the fixed order above.
+func Dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	if vecAsm() {
+		return dotAsm(a, b)
+	}
+	return dotGeneric(a, b)
+}
+
+// Axpy sets y[i] = fma(alpha, x[i], y[i]) for i < len(y) (len(x) >= len(y)).
+func Axpy(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	if vecAsm() {
+		axpyAsm(y, alpha, x)
+		return
+	}
+	axpyGeneric(y, alpha, x)
+}
+
+// DotRows sets out[t] = Dot(q, rows[t*stride:]) for t < len(out), bit for bit. rows must
+// hold len(out) rows of stride >= len(q) values (the last one may be just len(q) long).
+func DotRows(q, rows []float32, stride int, out []float32) {
+	nr := len(out)
+	if nr == 0 || len(q) == 0 {
+		clear(out)
+		return
+	}
+	_ = rows[(nr-1)*stride+len(q)-1]
+	t := 0
+	if vecAsm() {
+		for ; t+4 <= nr; t += 4 {
+			dot4Asm(q, rows[t*stride:], stride, out[t:t+4])
+		}
+	}
+	for ; t < nr; t++ {
+		out[t] = Dot(q, rows[t*stride:])
+	}
+}
+
+// Dot3Rows is DotRows for three queries of equal length: out_a[t] = Dot(q_a,
+// rows[t*stride:]), bit for bit; every row is loaded once for the three.
+func Dot3Rows(q0, q1, q2, rows []float32, stride int, out0, out1, out2 []float32) {
+	nr := len(out0)
+	out1, out2 = out1[:nr], out2[:nr]
+	if nr == 0 || len(q0) == 0 {
+		clear(out0)
+		clear(out1)
+		clear(out2)
+		return
+	}
+	q1, q2 = q1[:len(q0)], q2[:len(q0)]
+	_ = rows[(nr-1)*stride+len(q0)-1]
+	t := 0
+	if vecAsm() {
+		var o [12]float32
+		for ; t+4 <= nr; t += 4 {
+			dot3x4Asm(q0, q1, q2, rows[t*stride:], stride, o[:])
+			copy(out0[t:t+4], o[0:4])
+			copy(out1[t:t+4], o[4:8])
+			copy(out2[t:t+4], o[8:12])
+		}
+	}
+	for ; t < nr; t++ {
+		row := rows[t*stride:]
+		out0[t] = Dot(q0, row)
+		out1[t] = Dot(q1, row)
+		out2[t] = Dot(q2, row)
+	}
+}
+
+// AxpyRows sets acc[j] = fma(p[t], rows[t*stride+j], acc[j]) for every t < len(p) in order
+// (bit-identical to Axpy once per row). rows must hold len(p) rows of stride >= len(acc)
+// values.
+func AxpyRows(acc, p, rows []float32, stride int) {
+	if len(p) == 0 || len(acc) == 0 {
+		return
+	}
+	_ = rows[(len(p)-1)*stride+len(acc)-1]
+	if vecAsm() {
+		axpyRowsAsm(acc, p, rows, stride)
+		return
+	}
+	for t, pt := range p {
+		axpyGeneric(acc, pt, rows[t*stride:])
+	}
+}
+
+// Axpy3Rows is AxpyRows for three accumulators acc[a*accStride:][:n] (a = 0, 1, 2) with
+// weights p[a*pStride+t], t < nt; each accumulator's result is bit-identical to AxpyRows.
+// It panics if the accumulators or the weights overlap or an index is out of range.
+func Axpy3Rows(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
+	if nt == 0 || n == 0 {
+		return
+	}
+	if accStride < n || pStride < nt {
+		panic("kernels: Axpy3Rows operands overlap")
+	}
+	_ = acc[2*accStride+n-1]
+	_ = p[2*pStride+nt-1]
+	_ = rows[(nt-1)*stride+n-1]
+	if vecAsm() {
+		axpy3RowsAsm(acc, n, accStride, p, pStride, nt, rows, stride)
+		return
+	}
+	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
+}
+
+// ExpShift sets x[i] = e^(x[i]-m) in place (x[i] <= m: softmax weights) and returns their
+// sum in float64, added in order. An element's result depends only on its value and m.
+func ExpShift(x []float32, m float32) float64 {
+	if vecAsm() {
+		n8 := len(x) &^ 7
+		if n8 > 0 {
+			expShiftAsm(x[:n8], m)
+		}
+		if n8 < len(x) {
+			var pad [8]float32
+			copy(pad[:], x[n8:])
+			expShiftAsm(pad[:], m)
+			copy(x[n8:], pad[:])
+		}
+	} else {
+		expShiftGeneric(x, m)
+	}
+	var sum float64
+	for _, e := range x {
+		sum += float64(e)
+	}
+	return sum
+}
+
+// dotGeneric is the portable Dot (the definition of its bits).
+func dotGeneric(a, b []float32) float32 {
+	b = b[:len(a)]
+	var l [8]float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		for k := range l {
+			l[k] = fma32(a[i+k], b[i+k], l[k])
+		}
+	}
+	s := hsum8(&l)
+	for ; i < len(a); i++ {
+		s = fma32(a[i], b[i], s)
+	}
+	return s
+}
+
+// hsum8 reduces eight lanes as the assembly does: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+func hsum8(l *[8]float32) float32 {
+	t0, t1, t2, t3 := l[0]+l[4], l[1]+l[5], l[2]+l[6], l[3]+l[7]
+	return (t0 + t2) + (t1 + t3)
+}
+
+// axpyGeneric is the portable Axpy.
+func axpyGeneric(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	for i, v := range x {
+		y[i] = fma32(alpha, v, y[i])
+	}
+}
+
+func axpy3RowsGeneric(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
+	for a := range 3 {
+		y := acc[a*accStride : a*accStride+n]
+		for t, pt := range p[a*pStride : a*pStride+nt] {
+			axpyGeneric(y, pt, rows[t*stride:])
+		}
+	}
+}
+
+// The float32 constants of ExpShift (bit patterns shared with the generator's assembly).
+var (
+	expLog2e = math.Float32frombits(0x3fb8aa3b)
+	expLn2Hi = math.Float32frombits(0x3f318000)
+	expLn2Lo = math.Float32frombits(0xb95e8083)
+	expClamp = math.Float32frombits(0xc2aeac4f) // -87.33654: e^clamp is the smallest normal
+	// 1/7!, 1/6!, 1/5!, 1/4!, 1/3!, 1/2!, 1, 1
+	expPoly = [...]float32{
+		math.Float32frombits(0x39500d01), math.Float32frombits(0x3ab60b61),
+		math.Float32frombits(0x3c088889), math.Float32frombits(0x3d2aaaab),
+		math.Float32frombits(0x3e2aaaab), math.Float32frombits(0x3f000000),
+		math.Float32frombits(0x3f800000), math.Float32frombits(0x3f800000),
+	}
+)
+
+// expShiftGeneric sets x[i] = e^(x[i]-m) by the float32 algorithm of the assembly, operation
+// by operation: v = max(x-m, clamp) (a NaN difference gives the clamp, as VMAXPS does), n =
+// round-to-even(v log2 e), r = fma(-n, ln2lo, fma(-n, ln2hi, v)), p = the degree-7 Taylor
+// polynomial of e^r by Horner's rule with fused multiply-adds, and the result p with n added
+// to its exponent bits. Within about two float32 ulps of e^(x-m); e^0 is exactly 1.
+func expShiftGeneric(x []float32, m float32) {
+	for i, xv := range x {
+		v := float32(xv - m)
+		if !(v > expClamp) {
+			v = expClamp
+		}
+		n := float32(math.RoundToEven(float64(float32(v * expLog2e))))
+		v = fma32(-n, expLn2Hi, v)
+		v = fma32(-n, expLn2Lo, v)
+		p := expPoly[0]
+		for _, c := range expPoly[1:] {
+			p = fma32(v, p, c)
+		}
+		x[i] = math.Float32frombits(math.Float32bits(p) + uint32(int32(n))<<23)
+	}
+}

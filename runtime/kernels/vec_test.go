@@ -1,0 +1,347 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// uvec returns n values uniform in [-scale, scale).
+func uvec(rng *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32((rng.Float64()*2 - 1) * scale)
+	}
+	return v
+}
+
+func TestDotAxpy(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(12, 3))
+		for n := range 80 {
+			testDotAxpy(t, rng, n)
+		}
+		for _, n := range []int{127, 128, 129, 512, 576, 1000} {
+			testDotAxpy(t, rng, n)
+		}
+	})
+}
+
+func testDotAxpy(t *testing.T, rng *rand.Rand, n int) {
+	const guard = 9
+	a := uvec(rng, n, 2)
+	bBuf := uvec(rng, n+guard, 2) // b longer than a: only len(a) values are read
+	b := bBuf[:n+guard]
+	var want, mag float64
+	for i := range n {
+		want += float64(a[i]) * float64(b[i])
+		mag += math.Abs(float64(a[i]) * float64(b[i]))
+	}
+	got := float64(Dot(a, b))
+	if d := math.Abs(got - want); d > 1e-6*mag {
+		t.Errorf("dot n=%d: %v, want %v (|err| %g > 1e-6 x %g)", n, got, want, d, mag)
+	}
+
+	// axpy into the middle of a buffer with guard bands on both sides.
+	buf := uvec(rng, n+2*guard, 1)
+	orig := append([]float32(nil), buf...)
+	y := buf[guard : guard+n]
+	x := uvec(rng, n+3, 1)
+	alpha := float32(rng.Float64()*4 - 2)
+	Axpy(y, alpha, x)
+	for i := range buf {
+		if i < guard || i >= guard+n {
+			if math.Float32bits(buf[i]) != math.Float32bits(orig[i]) {
+				t.Fatalf("axpy n=%d wrote guard value %d", n, i)
+			}
+			continue
+		}
+		w := float64(orig[i]) + float64(alpha)*float64(x[i-guard])
+		mag := math.Abs(float64(orig[i])) + math.Abs(float64(alpha)*float64(x[i-guard]))
+		if d := math.Abs(float64(buf[i]) - w); d > 1.2e-7*mag {
+			t.Fatalf("axpy n=%d value %d: %v, want %v", n, i-guard, buf[i], w)
+		}
+	}
+}
+
+// FuzzDot compares the kernels with a float64 dot product on arbitrary lengths and values.
+func FuzzDot(f *testing.F) {
+	f.Add(uint64(1), 0)
+	f.Add(uint64(2), 31)
+	f.Add(uint64(3), 577)
+	f.Fuzz(func(t *testing.T, seed uint64, n int) {
+		if n < 0 || n > 5000 {
+			return
+		}
+		rng := rand.New(rand.NewPCG(seed, 0))
+		a, b := uvec(rng, n, 10), uvec(rng, n, 10)
+		var want, mag float64
+		for i := range n {
+			want += float64(a[i]) * float64(b[i])
+			mag += math.Abs(float64(a[i]) * float64(b[i]))
+		}
+		ref := dotGeneric(a, b)
+		for _, p := range cpuPaths() {
+			restore := setPath(p)
+			got := Dot(a, b)
+			restore()
+			if d := math.Abs(float64(got) - want); d > 1e-6*mag+1e-30 {
+				t.Fatalf("%v n=%d: %v, want %v", p, n, got, want)
+			}
+			if !sameFloat(got, ref) {
+				t.Fatalf("%v n=%d: %v, portable %v", p, n, got, ref)
+			}
+		}
+	})
+}
+
+// TestScoreAxpyRows checks the multi-row kernels against the one-row ones bit for bit (the
+// determinism of attention rests on it), with guard bands around the outputs.
+func TestScoreAxpyRows(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 5))
+		for _, w := range []int{1, 7, 8, 15, 16, 17, 31, 33, 40, 576} {
+			for _, nr := range []int{0, 1, 3, 4, 5, 9, 32} {
+				stride := w + rng.IntN(3)
+				q := uvec(rng, w, 1)
+				rows := uvec(rng, nr*stride, 1)
+				if nr > 0 {
+					rows = rows[:(nr-1)*stride+w] // the last row may end at its last value
+				}
+				const guard = 5
+				buf := uvec(rng, nr+2*guard, 1)
+				orig := append([]float32(nil), buf...)
+				DotRows(q, rows, stride, buf[guard:guard+nr])
+				for i := range buf {
+					if (i < guard || i >= guard+nr) && math.Float32bits(buf[i]) != math.Float32bits(orig[i]) {
+						t.Fatalf("w %d rows %d: guard value %d written", w, nr, i)
+					}
+				}
+				for r := range nr {
+					want := Dot(q, rows[r*stride:])
+					if got := buf[guard+r]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("w %d rows %d: score %d = %v, dot gives %v", w, nr, r, got, want)
+					}
+					var ref, mag float64
+					for j := range w {
+						ref += float64(q[j]) * float64(rows[r*stride+j])
+						mag += math.Abs(float64(q[j]) * float64(rows[r*stride+j]))
+					}
+					if d := math.Abs(float64(want) - ref); d > 1e-6*mag {
+						t.Fatalf("w %d: score %v, float64 %v", w, want, ref)
+					}
+				}
+
+				p := uvec(rng, nr, 1)
+				accBuf := uvec(rng, w+2*guard, 1)
+				accOrig := append([]float32(nil), accBuf...)
+				seq := append([]float32(nil), accBuf[guard:guard+w]...)
+				AxpyRows(accBuf[guard:guard+w], p, rows, stride)
+				for r := range nr {
+					Axpy(seq, p[r], rows[r*stride:])
+				}
+				for i := range accBuf {
+					if i < guard || i >= guard+w {
+						if math.Float32bits(accBuf[i]) != math.Float32bits(accOrig[i]) {
+							t.Fatalf("axpyRows w %d rows %d: guard value %d written", w, nr, i)
+						}
+						continue
+					}
+					if math.Float32bits(accBuf[i]) != math.Float32bits(seq[i-guard]) {
+						t.Fatalf("axpyRows w %d rows %d: value %d = %v, sequential axpy %v", w, nr, i-guard, accBuf[i], seq[i-guard])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestScore3Axpy3Rows checks the three-query kernels against the one-query ones bit for bit,
+// with guard bands around every output.
+func TestScore3Axpy3Rows(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 7))
+		const guard = 5
+		for _, w := range []int{1, 7, 8, 9, 31, 32, 33, 40, 288, 576} {
+			for _, nr := range []int{0, 1, 3, 4, 5, 8, 9, 32} {
+				stride := w + rng.IntN(3)
+				qs := [3][]float32{uvec(rng, w, 1), uvec(rng, w, 1), uvec(rng, w, 1)}
+				rows := uvec(rng, nr*stride, 1)
+				if nr > 0 {
+					rows = rows[:(nr-1)*stride+w]
+				}
+				buf := uvec(rng, 3*nr+4*guard, 1)
+				orig := append([]float32(nil), buf...)
+				out := func(a int) []float32 { off := guard + a*(nr+guard); return buf[off : off+nr] }
+				Dot3Rows(qs[0], qs[1], qs[2], rows, stride, out(0), out(1), out(2))
+				inside := func(i int) bool {
+					for a := range 3 {
+						if off := guard + a*(nr+guard); i >= off && i < off+nr {
+							return true
+						}
+					}
+					return false
+				}
+				for i := range buf {
+					if !inside(i) && math.Float32bits(buf[i]) != math.Float32bits(orig[i]) {
+						t.Fatalf("score3 w %d rows %d: guard value %d written", w, nr, i)
+					}
+				}
+				for a := range 3 {
+					for r := range nr {
+						if got, want := out(a)[r], Dot(qs[a], rows[r*stride:]); math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("score3 w %d rows %d: query %d row %d = %v, dot gives %v", w, nr, a, r, got, want)
+						}
+					}
+				}
+
+				// Three accumulators spaced accStride apart, guard values between and around.
+				accStride := w + guard
+				accBuf := uvec(rng, 3*accStride+2*guard, 1)
+				accOrig := append([]float32(nil), accBuf...)
+				pStride := nr + 2
+				p := uvec(rng, 3*pStride, 1)
+				Axpy3Rows(accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
+				for a := range 3 {
+					seq := append([]float32(nil), accOrig[guard+a*accStride:guard+a*accStride+w]...)
+					for r := range nr {
+						Axpy(seq, p[a*pStride+r], rows[r*stride:])
+					}
+					for j := range w {
+						if got := accBuf[guard+a*accStride+j]; math.Float32bits(got) != math.Float32bits(seq[j]) {
+							t.Fatalf("axpy3 w %d rows %d: accumulator %d value %d = %v, axpy gives %v", w, nr, a, j, got, seq[j])
+						}
+					}
+				}
+				for i := range accBuf {
+					rel := i - guard
+					if rel >= 0 && rel%accStride < w && rel/accStride < 3 {
+						continue
+					}
+					if math.Float32bits(accBuf[i]) != math.Float32bits(accOrig[i]) {
+						t.Fatalf("axpy3 w %d rows %d: guard value %d written", w, nr, i)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestExpShift checks expShift on both paths against math.Exp (two float32 ulps plus the
+// rounding of x - m, and the flush of results below the smallest normal float32), its sum, exactness at the maximum, and
+// that an element's result does not depend on its position (vector body or padded tail).
+func TestExpShift(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(8, 8))
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33} {
+			x := uvec(rng, n, 50)
+			const m = 3
+			if n > 0 {
+				x[0] = m
+			}
+			orig := append([]float32(nil), x...)
+			sum := ExpShift(x, m)
+			var want float64
+			for i, v := range orig {
+				e := math.Exp(float64(v) - m)
+				ulp := math.Abs(float64(math.Nextafter32(float32(e), 2)) - float64(float32(e)))
+				// The vector path rounds v - m to float32 first: allow that rounding too.
+				tol := 2*ulp + e*math.Abs(float64(v)-m)*0x1p-24
+				if d := math.Abs(float64(x[i]) - e); d > tol && !(e < 1.2e-38 && x[i] < 1.2e-38) {
+					t.Fatalf("n %d: exp(%v - %v) = %v, want %v", n, v, m, x[i], e)
+				}
+				want += float64(x[i])
+			}
+			if sum != want {
+				t.Errorf("n %d: sum %v, want %v", n, sum, want)
+			}
+			if n > 0 && x[0] != 1 {
+				t.Errorf("n %d: exp(0) = %v", n, x[0])
+			}
+			for i, v := range orig {
+				one := []float32{v}
+				ExpShift(one, m)
+				if math.Float32bits(one[0]) != math.Float32bits(x[i]) {
+					t.Fatalf("n %d: element %d gives %v in a slice, %v alone", n, i, x[i], one[0])
+				}
+			}
+		}
+	})
+}
+
+// TestVecPathsAgree checks that every path of the vector kernels gives the portable code's
+// bits (one contract for attention in every build), on random, cancelling, tiny, huge and
+// special values, at every length that exercises the blocks and tails, for every entry point.
+func TestVecPathsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, 1e-30, 3e38, -3e38,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1}
+	vals := func(n int) []float32 {
+		v := uvec(rng, n, 4)
+		for i := range v {
+			switch rng.IntN(10) {
+			case 0:
+				v[i] = special[rng.IntN(len(special))]
+			case 1:
+				v[i] = float32(math.Ldexp(float64(v[i]), rng.IntN(200)-100))
+			}
+		}
+		return v
+	}
+	type result struct{ dot, rows, rows3, axpy, arows, a3, exp []float32 }
+	run := func(q, rows []float32, w, nr, stride int, p []float32, m float32) result {
+		var r result
+		r.dot = []float32{Dot(q, rows)}
+		r.rows = make([]float32, nr)
+		DotRows(q, rows, stride, r.rows)
+		r.rows3 = make([]float32, 3*nr)
+		Dot3Rows(q, rows[stride:], rows[2*stride:], rows, stride, r.rows3[:nr], r.rows3[nr:2*nr], r.rows3[2*nr:])
+		r.axpy = append([]float32(nil), rows[:w]...)
+		Axpy(r.axpy, p[0], q)
+		r.arows = append([]float32(nil), q...)
+		AxpyRows(r.arows, p[:nr], rows, stride)
+		r.a3 = append([]float32(nil), rows[:3*w]...)
+		Axpy3Rows(r.a3, w, w, p, nr, nr, rows, stride)
+		r.exp = append([]float32(nil), rows[:w]...)
+		for i := range r.exp {
+			r.exp[i] = -float32(math.Abs(float64(r.exp[i])))
+		}
+		ExpShift(r.exp, m)
+		return r
+	}
+	for _, w := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 288, 576} {
+		for rep := 0; rep < 20; rep++ {
+			nr := 3 + rng.IntN(9)
+			stride := w + rng.IntN(3)
+			q := vals(w)
+			rows := vals(max(nr*stride, 3*w))
+			p := vals(3 * nr)
+			m := []float32{0, 1, -3, float32(math.Inf(1))}[rng.IntN(4)]
+			if rep%3 == 0 { // cancellation: rows[0] = -q
+				for i := 0; i < w; i++ {
+					rows[i] = -q[i]
+				}
+			}
+			var want result
+			func() {
+				defer setPath(pathPortable)()
+				want = run(q, rows, w, nr, stride, p, m)
+			}()
+			for _, path := range cpuPaths()[1:] {
+				restore := setPath(path)
+				got := run(q, rows, w, nr, stride, p, m)
+				restore()
+				for name, pair := range map[string][2][]float32{"Dot": {got.dot, want.dot}, "DotRows": {got.rows, want.rows},
+					"Dot3Rows": {got.rows3, want.rows3}, "Axpy": {got.axpy, want.axpy}, "AxpyRows": {got.arows, want.arows},
+					"Axpy3Rows": {got.a3, want.a3}, "ExpShift": {got.exp, want.exp}} {
+					for i := range pair[0] {
+						if !sameFloat(pair[0][i], pair[1][i]) {
+							t.Fatalf("%v %s w=%d rows=%d: value %d = %v (%#08x), portable %v (%#08x)", path, name, w, nr, i,
+								pair[0][i], math.Float32bits(pair[0][i]), pair[1][i], math.Float32bits(pair[1][i]))
+						}
+					}
+				}
+			}
+		}
+	}
+}

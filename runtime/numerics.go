@@ -1,0 +1,47 @@
+package runtime
+
+import "github.com/dspark-dev/dspark/runtime/kernels"
+
+// Precision returns the activation precision the options give the kernels on this machine:
+// BF16Activations only when requested and kernels.FastBF16, else F32Activations.
+func (o Options) Precision() kernels.Precision {
+	if o.Activations == kernels.BF16Activations && kernels.FastBF16() {
+		return kernels.BF16Activations
+	}
+	return kernels.F32Activations
+}
+
+// Numerics says how a loaded model computes, for reports: the kernel path, the activation
+// precision used and, when it differs, the one requested and why.
+type Numerics struct {
+	Kernels     string `json:"kernels"`                         // kernels.Path of the precision used
+	Activations string `json:"activations"`                     // "f32" or "bf16"
+	Requested   string `json:"activations_requested,omitempty"` // set when it differs from Activations
+	Note        string `json:"note,omitempty"`
+}
+
+// NumericsFor describes what opt gives on this machine to a model whose matrices include
+// BF16 ones (bf16) or not.
+func NumericsFor(opt Options, bf16 bool) Numerics {
+	p := opt.Precision()
+	if !bf16 {
+		p = kernels.F32Activations
+	}
+	n := Numerics{Kernels: kernels.Path(p), Activations: p.String()}
+	if !opt.Pack {
+		n.Kernels = "portable"
+	}
+	switch {
+	case p == opt.Activations:
+	case !bf16:
+		n.Requested = opt.Activations.String()
+		n.Note = "no BF16 weight matrices: bf16 activations apply to BF16 weights only"
+	default:
+		n.Requested = opt.Activations.String()
+		n.Note = "this CPU has no fast bf16 kernels (AVX512_BF16 with the reference's results); f32 activations used"
+	}
+	if p == kernels.BF16Activations {
+		n.Note = "bf16 activations on BF16 weights: less accurate than the f32 reference (llama.cpp's log-probs move by 0.02-0.07 this way); docs/kernels.md says where it is faster"
+	}
+	return n
+}

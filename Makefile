@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo bench-llamacpp k3-full demo-assets clean
+	bench-convert bench-synth bench-run bench-demo bench-schedule bench-llamacpp k3-full demo-assets clean
 
 all: build
 
@@ -42,9 +42,10 @@ test-paths:
 	done
 
 # Rebuilding the embedded demo pair and building the English pair's test recipe are too slow
-# under -race; they run here without it.
+# under -race, and so is the calibration fit on synthetic data; they run here without it.
 test-demo:
 	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache' ./internal/demo
+	$(GO) test -count=1 -run 'TestFitRecoversTemperatures' ./calibrate
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
@@ -77,6 +78,11 @@ bench-run: build
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).
 bench-demo:
 	$(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
+
+## bench-schedule: on the English demo pair, the verify scheduler against full blocks in one
+## process, greedy and sampled (paired alternating runs, median ratio of tokens per second).
+bench-schedule:
+	$(GO) test -run '^$$' -bench '^BenchmarkSchedule$$' -benchtime 9x -count 1 ./cmd/dspark
 
 ## bench-llamacpp: target decode side by side with llama.cpp's CPU backend on the same GGUF, in
 ## one run, with the same-run streaming read (needs node and npm: installs the npm package

@@ -93,6 +93,11 @@ func (f *File) Float32s(key string) ([]float32, error) {
 	return arrayOf[float32](f, key, ValueFloat32)
 }
 
+// Float64s returns the f64 array value of key.
+func (f *File) Float64s(key string) ([]float64, error) {
+	return arrayOf[float64](f, key, ValueFloat64)
+}
+
 // Strings returns the string array value of key (byte-exact strings).
 func (f *File) Strings(key string) ([]string, error) {
 	return arrayOf[string](f, key, ValueString)

@@ -14,3 +14,6 @@ func DraftStep(g *Generator, anchor, k int) ([]int, [][]float64, error) {
 	err := g.draft(&r, k)
 	return r.drafts, r.q, err
 }
+
+// NonDecreasing is the isotonic fit of the cost model's verify times.
+var NonDecreasing = nonDecreasing

@@ -21,7 +21,21 @@ type Generator struct {
 	// MaxDraft caps the drafts per round (0: the draft's block size, or g-1 for DFlash).
 	MaxDraft int
 	// Threshold is the confidence-head survival threshold (0: always draft the full block).
+	// It is used only when Stop is nil.
 	Threshold float64
+	// Stop, when set, decides every round whether to draft and how many drafts to verify
+	// (speculative.Full, speculative.Threshold, *speculative.Schedule); nil keeps the
+	// Threshold rule. A rule with a Reset method (Schedule) is reset at the start of every
+	// generation.
+	Stop speculative.StopRule
+	// Temperatures calibrate the confidence head, one per draft position (Sequential
+	// Temperature Scaling, see speculative.Calibrate); nil uses its values as they are.
+	Temperatures []float64
+	// OnRound, when set, is called after every speculative round with the confidence head's
+	// raw values c_1, c_2, … for the positions the stop rule was asked about (none when the
+	// round drafted no block, or the draft has no confidence head), the number of drafts
+	// verified and the number accepted. dspark calibrate records survival from it.
+	OnRound func(conf []float64, drafted, accepted int)
 	// EOS lists tokens that end generation (included in the output).
 	EOS []int
 	// TopLogProbs, when positive, records for every generated token its log-probability and
@@ -192,6 +206,8 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 // distributions they were drawn from, and the verification's outcome.
 type round struct {
 	anchor, s int
+	block     bool      // the draft block was computed (a stop rule may skip it)
+	conf      []float64 // the confidence head's raw values the drafter computed
 	drafts    []int
 	q         [][]float64
 	v         speculative.Result
@@ -211,6 +227,11 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	g.drafter.Params = g.Params
 	g.drafter.Bias = g.Draft.MarkovBias
 	g.drafter.Threshold = g.Threshold
+	g.drafter.Stop = g.Stop
+	g.drafter.Temperatures = g.Temperatures
+	if r, ok := g.Stop.(interface{ Reset() }); ok {
+		r.Reset()
+	}
 	res := &Result{}
 	t0 := time.Now()
 	anchor, row, err := g.prefill(prompt)
@@ -241,6 +262,10 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 			return nil, err
 		}
 		res.Stats.VerifyTime += time.Since(tv)
+		res.Stats.Offer(k, r.block)
+		if g.OnRound != nil {
+			g.OnRound(r.conf, len(r.drafts), r.v.Accepted)
+		}
 		anchor = r.v.Next
 		if i := slices.IndexFunc(res.Tokens, func(x int) bool { return slices.Contains(g.EOS, x) }); i >= 0 {
 			res.truncate(i + 1)
@@ -252,14 +277,16 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	return res, nil
 }
 
-// draft proposes up to k tokens after the round's anchor: one block forward of the draft,
-// then the Markov chain (with the confidence head's early stop) over the block rows that
-// predict the positions after the anchor.
+// draft proposes up to k tokens after the round's anchor: one block forward of the draft
+// (unless the stop rule skips it for this round), then the Markov chain, with the stop
+// rule's decisions on the confidence head's survival, over the block rows that predict the
+// positions after the anchor.
 func (g *Generator) draft(r *round, k int) error {
-	r.drafts, r.q = nil, nil
-	if k <= 0 {
+	r.drafts, r.q, r.conf, r.block = nil, nil, nil, false
+	if k <= 0 || (g.Stop != nil && !g.Stop.DraftRound()) {
 		return nil
 	}
+	r.block = true
 	d := g.Draft
 	info := d.Info()
 	V := g.Target.Dims().NVocab
@@ -273,11 +300,12 @@ func (g *Generator) draft(r *round, k int) error {
 		g.rows = append(g.rows, logits[row*V:(row+1)*V])
 	}
 	g.drafter.Confidence = nil
-	if info.HasConfidence && g.Threshold > 0 {
+	if info.HasConfidence && (g.Threshold > 0 || g.Stop != nil || g.OnRound != nil) {
 		// Draft j (1-based) is drawn from block row first+j-1; so is its confidence.
 		g.drafter.Confidence = func(j, prev int) float64 { return d.Confidence(hidden, first+j-1, prev) }
 	}
 	r.drafts, r.q = g.drafter.Draft(r.anchor, g.rows, g.RNG)
+	r.conf = g.drafter.Confidences()
 	return nil
 }
 

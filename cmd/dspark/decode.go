@@ -34,6 +34,8 @@ type runReport struct {
 	Acceptance   float64                    `json:"acceptance_rate,omitempty"`
 	PerPosition  []float64                  `json:"acceptance_per_position,omitempty"`
 	Stats        *speculative.Stats         `json:"stats,omitempty"`
+	Schedule     *scheduleReport            `json:"schedule,omitempty"`
+	Verify       *verifyReport              `json:"verify,omitempty"`
 	MatchesPlain *bool                      `json:"matches_plain,omitempty"`
 	LogProbs     []runtime.PositionLogProbs `json:"logprobs,omitempty"`
 	Numerics     runtime.Numerics           `json:"numerics"` // the target's kernel path and activation precision
@@ -63,6 +65,13 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	g := c.generator(m)
 	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
 		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics()}
+	if c.mode == modeSpeculative {
+		sched, err := c.setupSchedule(m, stderr)
+		if err != nil {
+			return err
+		}
+		rep.Schedule = sched.apply(g, c.params, func(msg string) { fmt.Fprintln(stderr, "dspark: note: "+msg) })
+	}
 	var plain *runtime.Result
 	if c.mode == modeTarget || !c.noPlain {
 		g.RNG = c.rng()
@@ -80,6 +89,8 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 		}
 		rep.Tokens, rep.LogProbs, rep.SpecTPS = spec.Tokens, spec.LogProbs, spec.TokensPerSecond()
 		rep.Stats = &spec.Stats
+		v := newVerifyReport(&spec.Stats)
+		rep.Verify = &v
 		rep.Tau, rep.Acceptance, rep.PerPosition = spec.Stats.Tau(), spec.Stats.AcceptanceRate(), spec.Stats.PerPositionRates()
 		if plain != nil {
 			rep.Speedup = rep.SpecTPS / rep.PlainTPS
@@ -151,6 +162,7 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 			fmt.Fprintf(w, "greedy output identical to plain decoding: %v\n", *r.MatchesPlain)
 		}
 		printStatsTables(w, r.Stats)
+		printSchedule(w, r.Schedule, r.Verify)
 	}
 	if r.LogProbs != nil {
 		printLogProbs(w, r.LogProbs, tok)
@@ -180,9 +192,9 @@ func printStatsTables(w io.Writer, s *speculative.Stats) {
 	if len(s.PerPosition) > 0 {
 		rates := s.PerPositionRates()
 		p := tablewriter.NewTable(w)
-		p.Header("draft position", "tried", "accepted", "rate")
+		p.Header("draft position", "verified in", "tried", "accepted", "rate")
 		for i, ps := range s.PerPosition {
-			p.Append(i+1, ps.Tried, ps.Accepted, fmt.Sprintf("%.3f", rates[i]))
+			p.Append(i+1, fmt.Sprintf("%.0f %%", 100*float64(ps.Tried)/float64(max(s.Rounds, 1))), ps.Tried, ps.Accepted, fmt.Sprintf("%.3f", rates[i]))
 		}
 		p.Render()
 	}

@@ -33,7 +33,7 @@ var (
 )
 
 // demoSampled is the demo's sampled mode: temperature 0.8, top-p 0.95, seeded by --seed.
-var demoSampled = speculative.Params{Temperature: 0.8, TopP: 0.95}
+var demoSampled = demo.SampledParams
 
 // demoMode is one set of demo rows: every prompt decoded plainly and speculatively with
 // Params.
@@ -101,6 +101,8 @@ type demoModeReport struct {
 	PerPosition []float64         `json:"acceptance_per_position"`
 	Stats       speculative.Stats `json:"stats"`
 	Identical   *bool             `json:"identical,omitempty"` // greedy: every prompt's output equals plain decoding's
+	Schedule    *scheduleReport   `json:"schedule"`
+	Verify      verifyReport      `json:"verify"`
 	// The round's cost split, each a multiple of one plain step (the plain decode time per
 	// token): drafting one block, and verifying it. speedup ~ tau / (draft + verify).
 	PlainStepSeconds float64 `json:"plain_step_seconds"`
@@ -188,9 +190,13 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	if reps <= 0 {
 		reps = files.Reps
 	}
+	sched, err := c.setupSchedule(m, stderr)
+	if err != nil {
+		return err
+	}
 	var failed error
 	for _, mode := range demoModes(c) {
-		mr, err := runDemoMode(c, m, mode, rows, reps)
+		mr, err := runDemoMode(c, m, sched, mode, rows, reps, stderr)
 		if err != nil {
 			return err
 		}
@@ -215,11 +221,13 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	return failed
 }
 
-// runDemoMode decodes every prompt of rows plainly and speculatively with mode's sampling.
-func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow, reps int) (*demoModeReport, error) {
+// runDemoMode decodes every prompt of rows plainly and speculatively with mode's sampling
+// and the run's verify schedule (notes to stderr).
+func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows []demoRow, reps int, stderr io.Writer) (*demoModeReport, error) {
 	g := c.generator(m)
 	g.Params = mode.Params
 	mr := &demoModeReport{Mode: mode.Name, Temperature: mode.Params.Temperature, TopK: mode.Params.TopK, TopP: mode.Params.TopP}
+	mr.Schedule = sched.apply(g, mode.Params, func(msg string) { fmt.Fprintf(stderr, "dspark: note: %s decoding: %s\n", mode.Name, msg) })
 	greedy := mode.Params.Greedy()
 	if !greedy {
 		mr.Seed = &c.seed
@@ -275,6 +283,7 @@ func runDemoMode(c *runConfig, m *models, mode demoMode, rows []demoRow, reps in
 		mr.DraftSteps, mr.VerifySteps = round(s.DraftTime), round(s.VerifyTime)
 	}
 	mr.Tau, mr.Acceptance, mr.PerPosition = mr.Stats.Tau(), mr.Stats.AcceptanceRate(), mr.Stats.PerPositionRates()
+	mr.Verify = newVerifyReport(&mr.Stats)
 	return mr, nil
 }
 
@@ -322,6 +331,7 @@ func printDemo(w io.Writer, r *demoReport) {
 				mr.DraftSteps+mr.VerifySteps, mr.DraftSteps, mr.VerifySteps, mr.Tau)
 		}
 		printStatsTables(w, &mr.Stats)
+		printSchedule(w, mr.Schedule, &mr.Verify)
 	}
 	if p.Name != "english" {
 		fmt.Fprintln(w, "(a toy pair: compute-bound, so an 8-row verify costs several plain steps and the speedup stays well below tau; `dspark run` without --quick runs the English pair)")

@@ -33,7 +33,7 @@ func newBuildBar(w io.Writer) *buildBar {
 func (b *buildBar) update(stage string, frac float64) {
 	if !b.used {
 		b.used = true
-		fmt.Fprintln(b.w, "dspark: building the English demo pair (first run only; about a minute)")
+		fmt.Fprintln(b.w, "dspark: building the English demo pair (first run only; a few minutes)")
 	}
 	if stage != b.stage {
 		b.stage = stage

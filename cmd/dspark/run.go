@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 // runFlags holds the raw flag values of `dspark run`; newRunConfig validates them.
 type runFlags struct {
 	target, draft, prompt, tokens, cacheDir    string
-	activations                                string
+	schedule, calibration, activations         string
 	n, topK, maxDrafts, ctx, threads, logprobs int
 	temp, topP, threshold                      float64
 	seed                                       uint64
@@ -63,7 +64,9 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 	fl.Float64Var(&f.topP, "top-p", 0, "top-p filter in [0, 1] (0 or 1 = off; needs --temp > 0)")
 	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed (needs --temp > 0; draft-only: the stand-in head's seed)")
 	fl.IntVar(&f.maxDrafts, "max-drafts", 0, "at most this many drafts per round, 1..the draft's block (default: the full block)")
-	fl.Float64Var(&f.threshold, "confidence-threshold", 0, "stop drafting when the confidence head's survival falls below this, in [0, 1] (0 = off)")
+	fl.Float64Var(&f.threshold, "confidence-threshold", 0, "stop drafting when the confidence head's survival falls below this, in [0, 1] (0 = off; implies --schedule threshold)")
+	fl.StringVar(&f.schedule, "schedule", "", "how many drafts to verify: full, threshold or scheduled (default: scheduled when the draft has a confidence head and a calibration, else full)")
+	fl.StringVar(&f.calibration, "calibration", "", "the confidence head's calibration (a dspark calibrate JSON file; default: the draft's dspark.calibration.* keys)")
 	fl.IntVar(&f.ctx, "ctx", 0, "context capacity in tokens (default: the prompt plus -n)")
 	fl.IntVar(&f.threads, "threads", 0, "threads to decode on, 1..CPUs (default: all)")
 	fl.IntVar(&f.logprobs, "logprobs", 0, fmt.Sprintf("show the top K tokens and log-probabilities of every generated position, 1..%d", runtime.MaxTopLogProbs))
@@ -108,6 +111,8 @@ var flagModes = map[string][]runMode{
 	"ctx":                  decoding,
 	"max-drafts":           {modeDemo, modeSpeculative},
 	"confidence-threshold": {modeDemo, modeSpeculative},
+	"schedule":             {modeDemo, modeSpeculative},
+	"calibration":          {modeDemo, modeSpeculative},
 	"no-plain":             {modeSpeculative},
 	"logprobs":             {modeTarget, modeSpeculative},
 	"quick":                {modeDemo},
@@ -125,6 +130,8 @@ type runConfig struct {
 	seed          uint64
 	maxDrafts     int     // 0: the draft's full block
 	threshold     float64 // 0: off
+	schedule      string  // --schedule ("": the default, resolved by setupSchedule)
+	calibration   string  // --calibration FILE ("": the draft's keys, if any)
 	ctx           int     // 0: the longest prompt plus n - 1
 	threads       int     // 0: GOMAXPROCS
 	logprobs      int     // 0: off
@@ -141,7 +148,7 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 	set := fs.Changed
 	c := &runConfig{target: f.target, draft: f.draft, prompt: f.prompt, n: f.n, seed: f.seed,
 		params:    speculative.Params{Temperature: f.temp, TopK: f.topK, TopP: f.topP},
-		maxDrafts: f.maxDrafts, threshold: f.threshold, ctx: f.ctx, threads: f.threads,
+		maxDrafts: f.maxDrafts, threshold: f.threshold, schedule: f.schedule, calibration: f.calibration, ctx: f.ctx, threads: f.threads,
 		logprobs: f.logprobs, json: f.json, noPlain: f.noPlain, quick: f.quick, cacheDir: f.cacheDir,
 		sampledOnly: fs.Changed("temp")}
 	switch {
@@ -191,6 +198,14 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("--max-drafts %d: must be at least 1 (default: the draft's full block)", c.maxDrafts)
 	case math.IsNaN(c.threshold) || c.threshold < 0 || c.threshold > 1:
 		return nil, usagef("--confidence-threshold %v: must be in [0, 1] (0 = off)", c.threshold)
+	case set("schedule") && !slices.Contains(schedules, c.schedule):
+		return nil, usagef("--schedule %q: must be one of %s", c.schedule, strings.Join(schedules, ", "))
+	case c.schedule == schedThreshold && !(c.threshold > 0):
+		return nil, usagef("--schedule threshold needs --confidence-threshold C in (0, 1]")
+	case c.threshold > 0 && set("schedule") && c.schedule != schedThreshold:
+		return nil, usagef("--confidence-threshold applies to --schedule threshold, not %s", c.schedule)
+	case set("calibration") && c.calibration == "":
+		return nil, usagef("--calibration is empty")
 	case set("ctx") && c.ctx < 1:
 		return nil, usagef("--ctx %d: must be at least 1 (default: the prompt plus -n)", c.ctx)
 	case set("logprobs") && (c.logprobs < 1 || c.logprobs > runtime.MaxTopLogProbs):
@@ -205,6 +220,9 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("--prompt is empty")
 	case (c.mode == modeTarget || c.mode == modeSpeculative) && !set("prompt") && !set("tokens"):
 		return nil, usagef("a --target run needs --prompt TEXT or --tokens IDS")
+	}
+	if c.threshold > 0 {
+		c.schedule = schedThreshold
 	}
 	if p.Greedy() {
 		for _, name := range []string{"top-k", "top-p", "seed"} {

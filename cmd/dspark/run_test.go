@@ -90,13 +90,17 @@ func convertedPair(t *testing.T) (target, draft string) {
 var testDir string
 
 func TestMain(m *testing.M) {
-	// The demo's default pair is built on first use (about a minute); these tests run the
+	// The demo's default pair is built on first use (a few minutes); these tests run the
 	// embedded pair unless they give --cache-dir (TestRunDemoEnglish builds a small one).
 	demoQuick = true
 	var err error
 	if testDir, err = os.MkdirTemp("", "dspark-cmd-test-"); err != nil {
 		panic(err)
 	}
+	// The verify scheduler's cost cache goes to the test directory, not the user's cache
+	// (the benchmarks put it back: userCostCache).
+	userCostCache = costCacheDir
+	costCacheDir = func() string { return filepath.Join(testDir, "costs") }
 	code := m.Run()
 	os.RemoveAll(testDir)
 	os.Exit(code)
@@ -755,6 +759,13 @@ func TestRunDemoEnglish(t *testing.T) {
 	if len(r.Modes) != 2 || r.Modes[0].Identical == nil || !*r.Modes[0].Identical || r.Modes[0].VerifySteps <= 0 || r.Modes[0].DraftSteps <= 0 ||
 		len(r.Modes[0].Prompts) != len(demo.EnglishPrompts) || r.Modes[0].Prompts[0].Prompt != demo.EnglishPrompts[0] {
 		t.Fatalf("first run modes: %+v", r.Modes)
+	}
+	// The pair's draft is calibrated by its build, for both modes: the demo schedules.
+	for _, mr := range r.Modes {
+		if s := mr.Schedule; s == nil || s.Mode != schedScheduled || s.Calibration == nil || !s.Calibration.Exact || s.Costs == nil ||
+			mr.Verify.FullBlockRows != mr.Stats.Offered+mr.Stats.Rounds {
+			t.Fatalf("%s: schedule %+v, verify %+v", mr.Mode, mr.Schedule, mr.Verify)
+		}
 	}
 	if r2, errOut := run(); r2.Pair.Built || errOut != "" || r2.Pair.TargetSHA256 != p.TargetSHA256 {
 		t.Fatalf("second run rebuilt: %+v\n%s", r2.Pair, errOut)

@@ -20,6 +20,7 @@ type EnglishPair struct {
 	Lexicon               *Lexicon
 	Probe                 *Probe
 	Confidence            *ConfidenceFit
+	Calibration           []CalibrationSummary
 	Stages                []Stage // what each build step took
 }
 
@@ -45,7 +46,10 @@ type Progress func(stage string, frac float64)
 //     synth and convert write draft.gguf;
 //  4. the pair generates from held-out prompts (corpus sentence openings, never the demo's
 //     prompts) and the confidence head is fitted to the soft acceptance it observes; the
-//     draft is written again with it.
+//     draft is written again with it;
+//  5. the pair decodes CalibrationPrompts speculatively, greedy and sampled, and the head's
+//     calibration (one temperature per draft position, as `dspark calibrate` fits it) is
+//     written into the draft's dspark.calibration.* keys.
 //
 // ctx cancels the build between steps and inside the long ones (the run over the vocabulary
 // and the confidence samples); the error is then ctx's.
@@ -156,6 +160,13 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 		return nil, err
 	}
 	if err := stage("draft with confidence head"); err != nil {
+		return nil, err
+	}
+	progress("calibration", 0)
+	if p.Calibration, err = calibrateDraft(ctx, tg, tf, lx, p.DraftPath, &r, func(frac float64) { progress("calibration", frac) }); err != nil {
+		return nil, err
+	}
+	if err := stage("calibration"); err != nil {
 		return nil, err
 	}
 	return p, nil

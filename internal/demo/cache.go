@@ -29,15 +29,16 @@ const manifestName = "manifest.json"
 // so that a later run can trust it after a cheap check and a different recipe, Go corpus or
 // a damaged file is never used.
 type Manifest struct {
-	Format       int              `json:"format"`
-	Recipe       EnglishRecipe    `json:"recipe"`
-	GoVersion    string           `json:"go_version"`
-	CorpusSHA256 string           `json:"corpus_sha256"`
-	CorpusBytes  int              `json:"corpus_bytes"`
-	Files        map[string]entry `json:"files"`
-	Built        string           `json:"built"` // RFC 3339 time of the build (informational)
-	BuildStages  []Stage          `json:"build_stages"`
-	Confidence   *ConfidenceFit   `json:"confidence"`
+	Format       int                  `json:"format"`
+	Recipe       EnglishRecipe        `json:"recipe"`
+	GoVersion    string               `json:"go_version"`
+	CorpusSHA256 string               `json:"corpus_sha256"`
+	CorpusBytes  int                  `json:"corpus_bytes"`
+	Files        map[string]entry     `json:"files"`
+	Built        string               `json:"built"` // RFC 3339 time of the build (informational)
+	BuildStages  []Stage              `json:"build_stages"`
+	Confidence   *ConfidenceFit       `json:"confidence"`
+	Calibration  []CalibrationSummary `json:"calibration"`
 }
 
 type entry struct {
@@ -84,7 +85,7 @@ type OpenOptions struct {
 // Open puts a demo pair on disk. The quick (embedded) pair is decompressed into a temporary
 // directory that Close removes. The English pair is taken from the cache after its files
 // pass the manifest's size and SHA-256 check; when it is missing, damaged or of another
-// recipe or Go version, it is built (about a minute) into a fresh directory beside it and
+// recipe or Go version, it is built (a few minutes) into a fresh directory beside it and
 // moved into place only when complete, so an interrupted build never leaves a pair that a
 // later run would trust.
 func Open(opt OpenOptions) (*Files, error) {
@@ -260,7 +261,7 @@ func buildInto(ctx context.Context, dir string, r *EnglishRecipe, root, ver stri
 		}
 	}
 	m := &Manifest{Format: manifestFormat, Recipe: *r, GoVersion: ver, CorpusSHA256: c.Digest, CorpusBytes: c.Bytes(),
-		Files: map[string]entry{}, Built: time.Now().UTC().Format(time.RFC3339), BuildStages: p.Stages, Confidence: p.Confidence}
+		Files: map[string]entry{}, Built: time.Now().UTC().Format(time.RFC3339), BuildStages: p.Stages, Confidence: p.Confidence, Calibration: p.Calibration}
 	for _, name := range []string{"target.gguf", "draft.gguf"} {
 		e, err := digest(filepath.Join(dir, name))
 		if err != nil {

@@ -34,28 +34,29 @@ type EnglishRecipe struct {
 	ProbeChunk                            int // tokens per probe sequence
 	ConfPrompts, ConfTokens               int // held-out prompts and tokens generated from each for the confidence fit
 	ConfL2                                float64
+	CalibPrompts, CalibTokens             int // calibration: prompts (of CalibrationPrompts) and tokens decoded from each
 
 	TargetSeed, DraftSeed uint64
 }
 
 // DefaultEnglish is the recipe of the demo pair `dspark run` builds on first use.
-var DefaultEnglish = EnglishRecipe{Version: 1,
+var DefaultEnglish = EnglishRecipe{Version: 2,
 	Vocab: 4096, Reserved: 64, Hidden: 1536, FFN: 6144, Layers: 5,
 	Heads: 16, QLoRA: 384, KVLoRA: 512, Nope: 64, Rope: 32, V: 64,
 	BigramRank: 480, CodeDims: 512, PowerIters: 1, Alpha: 0.5, Penalty: 45, Lambda: 0.0005,
 	DraftFFN: 1024, Taps: 3, BlockSize: 7, MarkovRank: 480, ProbeChunk: 512,
-	ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-2,
+	ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-2, CalibPrompts: 32, CalibTokens: 64,
 	TargetSeed: 11, DraftSeed: 12}
 
 // TestEnglish is a small recipe of the same construction (a 2-layer target of width 256 and
 // a 512-token vocabulary) that builds in seconds: for tests of the build, the cache and the
 // CLI, never for figures.
-var TestEnglish = EnglishRecipe{Version: 1,
+var TestEnglish = EnglishRecipe{Version: 2,
 	Vocab: 512, Reserved: 64, Hidden: 256, FFN: 512, Layers: 2,
 	Heads: 4, QLoRA: 64, KVLoRA: 64, Nope: 16, Rope: 8, V: 16,
 	BigramRank: 96, CodeDims: 64, PowerIters: 1, Alpha: 0.5, Penalty: 45, Lambda: 0.0005,
 	DraftFFN: 128, Taps: 1, BlockSize: 7, MarkovRank: 96, ProbeChunk: 128,
-	ConfPrompts: 4, ConfTokens: 32, ConfL2: 1e-2,
+	ConfPrompts: 4, ConfTokens: 32, ConfL2: 1e-2, CalibPrompts: 4, CalibTokens: 24,
 	TargetSeed: 11, DraftSeed: 12}
 
 // geometry is where each part of the planted lexicon lives in the residual stream.

@@ -9,12 +9,34 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/speculative"
 )
+
+// TestCalibrationPrompts: the calibration and held-out prompts are neither the demo's prompts
+// nor each other's, and none repeats.
+func TestCalibrationPrompts(t *testing.T) {
+	seen := map[string]string{}
+	for _, set := range []struct {
+		name string
+		ps   []string
+	}{{"EnglishPrompts", EnglishPrompts}, {"CalibrationPrompts", CalibrationPrompts}, {"HeldOutPrompts", HeldOutPrompts}} {
+		for _, p := range set.ps {
+			if other, ok := seen[p]; ok {
+				t.Errorf("%q is in %s and %s", p, other, set.name)
+			}
+			seen[p] = set.name
+		}
+	}
+	if len(CalibrationPrompts) < 2*len(HeldOutPrompts) || len(HeldOutPrompts) < 8 {
+		t.Errorf("%d calibration and %d held-out prompts", len(CalibrationPrompts), len(HeldOutPrompts))
+	}
+}
 
 func testCorpus(t *testing.T) *Corpus {
 	t.Helper()
@@ -145,6 +167,24 @@ func TestEnglishPairTiny(t *testing.T) {
 	if !d.Config.HasConfidence || d.Config.MarkovRank != TestEnglish.MarkovRank || d.Config.BlockSize != 7 {
 		t.Fatalf("draft config %+v", d.Config)
 	}
+	// The build calibrated the head for greedy and sampled decoding, in the draft's keys.
+	cal, ok, err := calibrate.FromGGUF(df)
+	if err != nil || !ok || len(cal.Calibrations) != 2 || cal.Positions != 7 || len(p.Calibration) != 2 {
+		t.Fatalf("calibration keys: ok %v, %v, %+v", ok, err, cal)
+	}
+	for i, e := range cal.Calibrations {
+		if e.Sampling != calibrate.SamplingOf([]speculative.Params{{}, SampledParams}[i]) || e.Rounds < 10 {
+			t.Errorf("calibration %d: %+v", i, e)
+		}
+		if s := p.Calibration[i]; s.FitECEAfter > s.FitECEBefore {
+			t.Errorf("%s: ECE on the calibration prompts %.4f after, %.4f before", e.Sampling, s.FitECEAfter, s.FitECEBefore)
+		}
+	}
+	// The tiny pair is compute-bound (drafting does not pay on it), so the scheduler runs over
+	// the English pair's cost shape (plain steps, as measured on two cores) to draft at all.
+	costs := speculative.CostModel{DraftBlock: 0.22, DraftToken: 0.011, Verify: []float64{1, 1.24, 1.65, 1.65, 1.66, 1.80, 2.34, 2.45}}
+	sched := &runtime.Generator{Target: tg, Draft: d, Stop: &speculative.Schedule{Costs: costs}, Temperatures: cal.Calibrations[0].Temperatures}
+	var schedStats speculative.Stats
 	g := &runtime.Generator{Target: tg, Draft: d}
 	var emitted, rounds int
 	for _, prompt := range EnglishPrompts {
@@ -160,6 +200,11 @@ func TestEnglishPairTiny(t *testing.T) {
 		if !slices.Equal(plain.Tokens, spec.Tokens) {
 			t.Fatalf("%q: greedy speculative output differs from plain", prompt)
 		}
+		sc, err := sched.Speculative(ids, 48)
+		if err != nil || !slices.Equal(plain.Tokens, sc.Tokens) {
+			t.Fatalf("%q: scheduled greedy speculative output differs from plain (%v)", prompt, err)
+		}
+		schedStats.Add(&sc.Stats)
 		run := 1
 		for i := 1; i < len(plain.Tokens); i++ {
 			if plain.Tokens[i] == plain.Tokens[i-1] {
@@ -175,6 +220,9 @@ func TestEnglishPairTiny(t *testing.T) {
 	}
 	if tau := float64(emitted) / float64(rounds); tau < 2.5 {
 		t.Fatalf("greedy tau %.2f on the tiny pair: the fitted draft does not draft", tau)
+	}
+	if s := &schedStats; s.Drafted == 0 || s.RowsSaved() == 0 {
+		t.Errorf("the scheduler drafted %d and saved %d verify rows: the parity check above is vacuous", s.Drafted, s.RowsSaved())
 	}
 }
 

@@ -19,10 +19,20 @@ type Drafter struct {
 	// computed from h_{k-1} and W1[prev] with prev = x_{k-1}. nil means always 1.
 	Confidence func(k, prev int) float64
 
+	// Temperatures calibrate the confidences (Sequential Temperature Scaling): c_k becomes
+	// Calibrate(Temperatures, k, c_k) before it enters the survival product. nil leaves them
+	// as the head computes them. Each must be finite and > 0.
+	Temperatures []float64
+
+	// Stop decides how many drafts the block proposes (see StopRule); nil means the
+	// Threshold rule. Draft asks only its Admit; the caller asks DraftRound before it
+	// computes the block.
+	Stop StopRule
+
 	// Threshold stops drafting at the first k whose cumulative survival c_1·…·c_k is below it,
 	// decided before x_k is drawn (it may depend only on tokens already drawn, or verification
 	// is no longer lossless). If c_1 is already below it, Draft returns no drafts and the round
-	// is a plain target step. 0 never stops early.
+	// is a plain target step. 0 never stops early. It is used only when Stop is nil.
 	Threshold float64
 
 	uni    uniform
@@ -30,6 +40,7 @@ type Drafter struct {
 	qbuf   []float64
 	q      [][]float64
 	drafts []int
+	conf   []float64
 }
 
 // Draft draws up to len(logits) drafts after anchor; logits[k] is the backbone's row U_k. It
@@ -45,21 +56,29 @@ func (d *Drafter) Draft(anchor int, logits [][]float32, r RNG) (drafts []int, q 
 // draft is Draft on a uniform.
 func (d *Drafter) draft(anchor int, logits [][]float32, s *uniform) ([]int, [][]float64) {
 	if len(logits) == 0 {
+		d.conf = d.conf[:0]
 		return d.drafts[:0], d.q[:0]
 	}
 	v := len(logits[0])
 	d.grow(len(logits), v)
 	drafts := d.drafts[:0]
+	d.conf = d.conf[:0]
 	prev := anchor
 	survival := 1.0
 	for k := 1; k <= len(logits); k++ {
 		c := 1.0
 		if d.Confidence != nil {
 			c = d.Confidence(k, prev)
+			d.conf = append(d.conf, c)
 		}
-		survival *= c
-		if survival < d.Threshold {
-			break // decided from x_0..x_{k-1} only, before x_k exists
+		survival *= Calibrate(d.Temperatures, k, c)
+		// Decided from x_0..x_{k-1} only, before x_k exists.
+		if d.Stop != nil {
+			if !d.Stop.Admit(k, survival) {
+				break
+			}
+		} else if survival < d.Threshold {
+			break
 		}
 		u := logits[k-1]
 		if len(u) != v {
@@ -85,6 +104,12 @@ func (d *Drafter) draft(anchor int, logits [][]float32, s *uniform) ([]int, [][]
 	return drafts, d.q[:len(drafts)]
 }
 
+// Confidences returns the confidences c_1, c_2, … the last Draft computed, as the head gave
+// them (before Temperatures): one per position the stop rule was asked about, so one more
+// than the drafts when it stopped early, and none without a Confidence function. The slice
+// is valid until the next call.
+func (d *Drafter) Confidences() []float64 { return d.conf }
+
 // grow sizes the scratch for k rows of v entries.
 func (d *Drafter) grow(k, v int) {
 	if cap(d.row) < v {
@@ -101,5 +126,8 @@ func (d *Drafter) grow(k, v int) {
 	}
 	if cap(d.drafts) < k {
 		d.drafts = make([]int, 0, k)
+	}
+	if cap(d.conf) < k {
+		d.conf = make([]float64, 0, k)
 	}
 }

@@ -80,7 +80,10 @@ func speculativeGreedy(w *world, prompt []int, n int, vf greedyVerifier, st *Sta
 	d := w.drafter()
 	ctx := slices.Clone(prompt)
 	for len(ctx) < len(prompt)+n {
-		drafts, _ := d.Draft(ctx[len(ctx)-1], w.backboneRows(ctx), nil)
+		var drafts []int
+		if d.Stop == nil || d.Stop.DraftRound() {
+			drafts, _ = d.Draft(ctx[len(ctx)-1], w.backboneRows(ctx), nil)
+		}
 		am := make([]int, len(drafts)+1)
 		c := slices.Clone(ctx)
 		for j := range am {
@@ -149,16 +152,30 @@ func greedyParityMismatches(w *world, vf greedyVerifier, st *Stats) int {
 }
 
 func TestGreedyParity(t *testing.T) {
+	// Every stop rule: the threshold of greedyWorld, full blocks, and the scheduler
+	// (uncalibrated and calibrated).
+	for _, c := range []struct {
+		name string
+		set  func(w *world)
+	}{
+		{"threshold", func(w *world) {}},
+		{"full", func(w *world) { w.threshold = 0 }},
+		{"scheduled", func(w *world) { w.withSchedule(testCosts(), nil) }},
+		{"scheduled calibrated", func(w *world) { w.withSchedule(testCosts(), []float64{4, 0.5, 2, 1, 1}) }},
+	} {
+		w := greedyWorld()
+		c.set(w)
+		var st Stats
+		if bad := greedyParityMismatches(w, VerifyGreedy, &st); bad != 0 {
+			t.Errorf("%s: speculative greedy output differs from plain greedy on %d of %d prompts", c.name, bad, w.V*w.V)
+		}
+		// Not vacuous: drafts were both accepted and rejected, and lengths varied.
+		if st.Accepted == 0 || st.Accepted == st.Drafted {
+			t.Errorf("%s: degenerate parity test: %d of %d drafts accepted", c.name, st.Accepted, st.Drafted)
+		}
+		t.Logf("%s: %d rounds, acceptance %.2f, tau %.2f, %.2f drafts per round", c.name, st.Rounds, st.AcceptanceRate(), st.Tau(), st.MeanDrafted())
+	}
 	w := greedyWorld()
-	var st Stats
-	if bad := greedyParityMismatches(w, VerifyGreedy, &st); bad != 0 {
-		t.Errorf("speculative greedy output differs from plain greedy on %d of %d prompts", bad, w.V*w.V)
-	}
-	// Not vacuous: drafts were both accepted and rejected, and lengths varied.
-	if st.Accepted == 0 || st.Accepted == st.Drafted {
-		t.Errorf("degenerate parity test: %d of %d drafts accepted", st.Accepted, st.Drafted)
-	}
-	t.Logf("%d rounds, acceptance %.2f, tau %.2f", st.Rounds, st.AcceptanceRate(), st.Tau())
 
 	// Negative control: a verifier that emits the draft instead of the target's token at the
 	// first mismatch must be caught by the same check.

@@ -25,6 +25,16 @@ func losslessWorlds() []*world {
 		newWorld("dflash+confidence top-k=3 T=0.7 K=3", 9, 4, 3, 4, Params{Temperature: 0.7, TopK: 3}).withConfidence(9, 0.2, 0.5),
 		newWorld("markov+confidence skip-all T=1 K=2", 10, 4, 2, 3, Params{Temperature: 1}).withMarkov(10, 1).withConfidence(10, 0.2, 0.6),
 		newWorld("greedy markov K=3", 11, 4, 3, 4, Params{}).withMarkov(11, 2),
+		// The verify scheduler (Schedule) over a cost model under which it chooses every
+		// length and skips blocks (TestScheduleExercisesBranches), uncalibrated and calibrated.
+		newWorld("markov+schedule T=1 K=3", 12, 4, 3, 4, Params{Temperature: 1}).withMarkov(12, 2).withConfidence(12, 0.1, 0).withSchedule(testCosts(), nil),
+		newWorld("dflash+schedule calibrated top-p=0.9 T=0.8 K=3", 13, 4, 3, 4, Params{Temperature: 0.8, TopP: 0.9}).withConfidence(13, 0.1, 0).withSchedule(testCosts(), []float64{0.7, 1.5, 0.6}),
+		newWorld("markov+schedule top-k=3 T=1.3 K=2 V=5", 14, 5, 2, 3, Params{Temperature: 1.3, TopK: 3}).withMarkov(14, 1.5).withConfidence(14, 0.1, 0).withSchedule(testCosts(), []float64{0.7, 1.6}),
+		// Concave costs, and c_1 = 0.45 after anchors 0 and 2: one draft does not pay
+		// (1.45 / 1.55 < 1), but two or three may, depending on c_2, that is on x_1. The early
+		// stop verifies nothing then; the retrospective scheduler of negative_test.go does.
+		newWorld("markov+schedule concave costs T=1 K=3", 15, 4, 3, 4, Params{Temperature: 1}).withMarkov(15, 2).withConfidence(15, 0.05, 0).
+			withConfidenceRows([]float64{0.45, 0.8, 0.45, 0.8}, []float64{0.1, 0.9, 0.5, 0.7}).withSchedule(concaveCosts(), nil),
 	}
 }
 

@@ -18,7 +18,7 @@ func statCheck(w *world, round roundFn, minRounds int, seed uint64) (pvalue, sta
 
 func TestLosslessChiSquare(t *testing.T) {
 	worlds := losslessWorlds()
-	for i, w := range []*world{worlds[0], worlds[5], worlds[7]} {
+	for i, w := range []*world{worlds[0], worlds[5], worlds[7], worlds[12]} {
 		t.Run(w.name, func(t *testing.T) {
 			p, stat, df, rounds := statCheck(w, realRound, statRounds, uint64(100+i))
 			if rounds < 100000 || rounds < statRounds {

@@ -140,6 +140,8 @@ func negativeCases() []struct {
 		{"q at another temperature than sampled", ws[2], roundQOtherTemperature(1.2)},
 		{"draft length peeks at x_k", ws[7], roundPeeking},
 		{"appendix example", appendixWorld(), roundPeeking},
+		{"retrospective scheduler (paper's Appendix A)", appendixScheduleWorld(), roundRetrospective},
+		{"retrospective scheduler, concave costs", ws[14], roundRetrospective},
 	}
 }
 

@@ -18,6 +18,15 @@ type Stats struct {
 	Accepted int `json:"accepted"` // drafts accepted
 	Emitted  int `json:"emitted"`  // tokens committed: accepted drafts plus one per round
 
+	// Offered is the drafts full blocks would have proposed in these rounds (the round's
+	// cap: the block, --max-drafts, the tokens still wanted), Blocks the rounds that
+	// computed a draft block, and Skipped the rounds that could have drafted but whose stop
+	// rule skipped the block (see Offer). Offered - Drafted is the verify rows a stop rule
+	// saved against full blocks.
+	Offered int `json:"offered"`
+	Blocks  int `json:"blocks"`
+	Skipped int `json:"skipped"`
+
 	// PerPosition[i] is about draft position i+1.
 	PerPosition []PositionStats `json:"per_position"`
 
@@ -46,12 +55,35 @@ func (s *Stats) Record(drafted, accepted int) {
 	}
 }
 
+// Offer adds what one round could have drafted: offered drafts in a full block, and whether
+// the round computed the draft block (block). A runtime calls it once per round, beside
+// Record.
+func (s *Stats) Offer(offered int, block bool) {
+	s.Offered += offered
+	switch {
+	case block:
+		s.Blocks++
+	case offered > 0:
+		s.Skipped++
+	}
+}
+
+// RowsSaved is the verify rows a stop rule saved against full blocks: Offered - Drafted.
+func (s *Stats) RowsSaved() int { return s.Offered - s.Drafted }
+
+// MeanDrafted is the mean number of drafts verified per round (0 before any round): the
+// verify batch is one row more.
+func (s *Stats) MeanDrafted() float64 { return ratio(s.Drafted, s.Rounds) }
+
 // Add merges o into s.
 func (s *Stats) Add(o *Stats) {
 	s.Rounds += o.Rounds
 	s.Drafted += o.Drafted
 	s.Accepted += o.Accepted
 	s.Emitted += o.Emitted
+	s.Offered += o.Offered
+	s.Blocks += o.Blocks
+	s.Skipped += o.Skipped
 	for len(s.PerPosition) < len(o.PerPosition) {
 		s.PerPosition = append(s.PerPosition, PositionStats{})
 	}

@@ -68,3 +68,28 @@ func TestStatsRecordPanics(t *testing.T) {
 		}()
 	}
 }
+
+func TestStatsOffer(t *testing.T) {
+	var s, o Stats
+	// Rounds of a 7-draft cap: a full block, a scheduled 3 of 7, a skipped block, and a last
+	// round with nothing left to draft.
+	for _, r := range []struct {
+		offered, drafted, accepted int
+		block                      bool
+	}{{7, 7, 5, true}, {7, 3, 3, true}, {7, 0, 0, false}, {0, 0, 0, false}} {
+		s.Offer(r.offered, r.block)
+		s.Record(r.drafted, r.accepted)
+	}
+	if s.Offered != 21 || s.Blocks != 2 || s.Skipped != 1 || s.RowsSaved() != 11 || s.MeanDrafted() != 10.0/4 {
+		t.Errorf("offered %d, blocks %d, skipped %d, rows saved %d, mean drafted %v", s.Offered, s.Blocks, s.Skipped, s.RowsSaved(), s.MeanDrafted())
+	}
+	o.Add(&s)
+	o.Add(&s)
+	if o.Offered != 42 || o.Blocks != 4 || o.Skipped != 2 || o.RowsSaved() != 22 {
+		t.Errorf("Add: offered %d, blocks %d, rows saved %d", o.Offered, o.Blocks, o.RowsSaved())
+	}
+	var z Stats
+	if z.MeanDrafted() != 0 || z.RowsSaved() != 0 {
+		t.Error("zero Stats must report zeros")
+	}
+}

@@ -1,8 +1,10 @@
 package speculative
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +23,8 @@ type world struct {
 	markov    [][]float32   // [prev] -> V bias; nil = DFlash
 	conf      [][]float64   // [k-1][prev]; nil = always 1
 	threshold float64
+	costs     *CostModel // non-nil: the drafter's stop rule is a Schedule over it
+	temps     []float64  // the drafter's calibration temperatures
 
 	probs [][]float64 // cache of the target's post-processed rows, by V·ctx[-2] + ctx[-1]
 }
@@ -81,6 +85,36 @@ func (w *world) withConfidence(seed uint64, lo, threshold float64) *world {
 	return w
 }
 
+// withConfidenceRows replaces the confidence table's first rows: rows[k][prev] is c_{k+1}.
+func (w *world) withConfidenceRows(rows ...[]float64) *world {
+	for k, r := range rows {
+		w.conf[k] = r
+	}
+	return w
+}
+
+// withSchedule makes the drafter's stop rule a Schedule over costs, with the confidences
+// calibrated by temps (nil: uncalibrated).
+func (w *world) withSchedule(costs CostModel, temps []float64) *world {
+	w.costs, w.temps = &costs, temps
+	return w
+}
+
+// testCosts is a cost model under which, with confidences in [0.1, 1), the schedule of a
+// 3-draft block chooses every length from 0 to 3: a draft block costs 0.2 plain steps, a
+// drafted token 0.02 and each verify row 0.4 more.
+func testCosts() CostModel {
+	return CostModel{DraftBlock: 0.2, DraftToken: 0.02, Verify: []float64{1, 1.4, 1.8, 2.2}}
+}
+
+// concaveCosts is a cost model whose first verified draft costs much more than the next ones
+// (a memory-bound target: one more row is nearly free once the weights are read). Then the
+// expected rate need not be unimodal in L, and a scheduler that picks the best L after seeing
+// every confidence (roundRetrospective) differs from the early stop.
+func concaveCosts() CostModel {
+	return CostModel{DraftBlock: 0.05, Verify: []float64{1, 1.5, 1.6, 1.7}}
+}
+
 func (w *world) targetLogits(ctx []int) []float32 {
 	return w.tgt[ctx[len(ctx)-2]][ctx[len(ctx)-1]]
 }
@@ -107,7 +141,11 @@ func (w *world) confidence() func(k, prev int) float64 {
 
 // drafter is the real Drafter configured for w.
 func (w *world) drafter() *Drafter {
-	return &Drafter{Params: w.params, Bias: w.bias(), Confidence: w.confidence(), Threshold: w.threshold}
+	d := &Drafter{Params: w.params, Bias: w.bias(), Confidence: w.confidence(), Threshold: w.threshold, Temperatures: w.temps}
+	if w.costs != nil {
+		d.Stop = &Schedule{Costs: *w.costs}
+	}
+	return d
 }
 
 // speculator runs rounds of one world with reusable buffers.
@@ -117,6 +155,30 @@ type speculator struct {
 	p     [][]float64
 	ctx   []int
 	block []int
+
+	// What the last realRound did: the drafts it verified, and whether the stop rule skipped
+	// the draft block.
+	lastDrafts  int
+	lastSkipped bool
+}
+
+// state encodes the stop rule's state carried from round to round (the Schedule's back-off);
+// "" for stateless rules.
+func (sp *speculator) state() string {
+	if s, ok := sp.d.Stop.(*Schedule); ok {
+		return fmt.Sprintf("%d,%d", s.skip, s.backoff)
+	}
+	return ""
+}
+
+// setState restores a state returned by state.
+func (sp *speculator) setState(st string) {
+	if s, ok := sp.d.Stop.(*Schedule); ok {
+		s.Reset()
+		if st != "" {
+			fmt.Sscanf(st, "%d,%d", &s.skip, &s.backoff)
+		}
+	}
 }
 
 func newSpeculator(w *world) *speculator {
@@ -166,9 +228,17 @@ func (sp *speculator) emit(drafts []int, r Result) []int {
 // roundFn is one speculation round after ctx: draft, verify, and return the emitted tokens.
 type roundFn func(sp *speculator, ctx []int, s *uniform) []int
 
-// realRound is the round a runtime performs, on this package's real Drafter and Verify.
+// realRound is the round a runtime performs, on this package's real Drafter, stop rule and
+// Verify: the rule may skip the draft block (a plain target step), else the drafter drafts
+// and the target verifies.
 func realRound(sp *speculator, ctx []int, s *uniform) []int {
-	drafts, q := sp.d.draft(ctx[len(ctx)-1], sp.w.backboneRows(ctx), s)
+	var drafts []int
+	var q [][]float64
+	sp.lastSkipped = sp.d.Stop != nil && !sp.d.Stop.DraftRound()
+	if !sp.lastSkipped {
+		drafts, q = sp.d.draft(ctx[len(ctx)-1], sp.w.backboneRows(ctx), s)
+	}
+	sp.lastDrafts = len(drafts)
 	p := sp.targetRows(ctx, drafts, sp.w.params)
 	return sp.emit(drafts, verify(p, q, drafts, s))
 }
@@ -195,23 +265,27 @@ func targetDist(w *world) map[string]float64 {
 
 // exactDist is the distribution of the first H emitted tokens when rounds of round are
 // repeated after the prompt. Each round's branches are enumerated on the real code; rounds are
-// composed exactly, prefix by prefix (the process only depends on the committed sequence).
+// composed exactly, prefix by prefix. The process depends only on the committed sequence and
+// the stop rule's state carried between rounds (speculator.state), so a prefix is expanded
+// once per state it can be reached in.
 func exactDist(t testing.TB, w *world, round roundFn) map[string]float64 {
 	t.Helper()
+	type node struct{ seq, state string }
 	sp := newSpeculator(w)
 	final := make(map[string]float64)
-	byLen := make([]map[string]float64, w.H)
+	byLen := make([]map[node]float64, w.H)
 	for i := range byLen {
-		byLen[i] = make(map[string]float64)
+		byLen[i] = make(map[node]float64)
 	}
-	byLen[0][""] = 1
+	byLen[0][node{"", sp.state()}] = 1
 	for l := range w.H {
-		for prefix, mass := range byLen[l] {
+		for n, mass := range byLen[l] {
 			ctx := slices.Clone(w.prompt)
-			for _, c := range []byte(prefix) {
+			for _, c := range []byte(n.seq) {
 				ctx = append(ctx, int(c))
 			}
 			blocks := enumerate(t, func(s *uniform) string {
+				sp.setState(n.state)
 				b := round(sp, ctx, s)
 				out := make([]byte, len(b))
 				for i, x := range b {
@@ -220,14 +294,15 @@ func exactDist(t testing.TB, w *world, round roundFn) map[string]float64 {
 					}
 					out[i] = byte(x)
 				}
-				return string(out)
+				return string(out) + "|" + sp.state() // tokens are bytes < V < '|'
 			})
-			for b, pb := range blocks {
-				seq := prefix + b
+			for key, pb := range blocks {
+				b, st, _ := strings.Cut(key, "|")
+				seq := n.seq + b
 				if len(seq) >= w.H {
 					final[seq[:w.H]] += mass * pb
 				} else {
-					byLen[len(seq)][seq] += mass * pb
+					byLen[len(seq)][node{seq, st}] += mass * pb
 				}
 			}
 		}
@@ -249,6 +324,7 @@ func sampleSeqs(w *world, round roundFn, minRounds int, seed uint64) (map[string
 	rounds := 0
 	ctx := make([]int, 0, len(w.prompt)+w.H+w.K+1)
 	for rounds < minRounds {
+		sp.setState("") // a new generation
 		ctx = append(ctx[:0], w.prompt...)
 		for len(ctx) < len(w.prompt)+w.H {
 			b := round(sp, ctx, s)

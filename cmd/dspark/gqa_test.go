@@ -11,7 +11,7 @@ import (
 // TestGQAEndToEnd drives the CLI as a user would: synth a tiny deepseek2 target and both GQA
 // draft kinds (--kind dspark --backbone gqa, --kind dflash), convert each with --target and
 // --verify, inspect --check the result, and run it against the target (greedy output equal to
-// plain decoding; --draft-only too).
+// plain decoding; --draft-only too); the DSpark's confidence head calibrates and schedules.
 func TestGQAEndToEnd(t *testing.T) {
 	root := t.TempDir()
 	tgt := filepath.Join(root, "tgt")
@@ -48,6 +48,20 @@ func TestGQAEndToEnd(t *testing.T) {
 		}
 		if out, code := runCLI(t, "run", "--draft-only", "--draft", d); code != 0 || !strings.Contains(out, "drafted block") {
 			t.Fatalf("%s: --draft-only: exit %d\n%s", name, code, out)
+		}
+		if name == "dspark" {
+			// The confidence head calibrates, and the calibrated copy lints and schedules.
+			cal := filepath.Join(root, "cal.gguf")
+			if out, code := runCLI(t, "calibrate", "--target", tgguf, "--draft", d, "--write-gguf", cal, "-o", filepath.Join(root, "cal.json"), "-n", "12"); code != 0 {
+				t.Fatalf("calibrate: exit %d\n%s", code, out)
+			}
+			if out, code := runCLI(t, "inspect", "--check", cal); code != 0 {
+				t.Fatalf("inspect --check of the calibrated copy: exit %d\n%s", code, out)
+			}
+			out, code := runCLI(t, "run", "--target", tgguf, "--draft", cal, "--tokens", "5,6,7", "-n", "12")
+			if code != 0 || !strings.Contains(out, "verify schedule: scheduled") || !strings.Contains(out, "identical to plain decoding: true") {
+				t.Fatalf("scheduled run: exit %d\n%s", code, out)
+			}
 		}
 		if name == "dflash" {
 			// A head-less draft has no confidence head.

@@ -40,12 +40,12 @@ type EnglishRecipe struct {
 }
 
 // DefaultEnglish is the recipe of the demo pair `dspark run` builds on first use.
-var DefaultEnglish = EnglishRecipe{Version: 2,
+var DefaultEnglish = EnglishRecipe{Version: 3,
 	Vocab: 4096, Reserved: 64, Hidden: 1536, FFN: 6144, Layers: 5,
 	Heads: 16, QLoRA: 384, KVLoRA: 512, Nope: 64, Rope: 32, V: 64,
 	BigramRank: 480, CodeDims: 512, PowerIters: 1, Alpha: 0.5, Penalty: 45, Lambda: 0.0005,
 	DraftFFN: 1024, Taps: 3, BlockSize: 7, MarkovRank: 480, ProbeChunk: 512,
-	ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-2, CalibPrompts: 32, CalibTokens: 64,
+	ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-2, CalibPrompts: 16, CalibTokens: 48,
 	TargetSeed: 11, DraftSeed: 12}
 
 // TestEnglish is a small recipe of the same construction (a 2-layer target of width 256 and

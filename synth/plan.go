@@ -72,13 +72,6 @@ func (p *DraftPlan) ConfigJSON() ([]byte, error) {
 	return marshal(p.Config, "  ")
 }
 
-// Hidden returns the draft's hidden size.
-func (p *DraftPlan) Hidden() int {
-	if p.GQA != nil {
-		return p.GQA.HiddenSize
-	}
-	return p.Config.HiddenSize
-}
 
 // PlanDraft returns the plan of the draft opts describe, with the break brk applied. With a
 // TargetDir it reads the target's config.json (not its weights).

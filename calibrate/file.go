@@ -407,7 +407,11 @@ func WriteGGUF(src *gguf.File, dst string, f *File, overwrite bool) error {
 	for i := range src.Tensors {
 		t := &src.Tensors[i]
 		tensors[i] = gguf.TensorSpec{Name: t.Name, Type: t.Type, Dims: t.Dims, Data: func(w io.Writer) error {
-			_, err := io.Copy(w, src.TensorReader(t))
+			r, err := src.TensorReader(t)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(w, r)
 			return err
 		}}
 	}

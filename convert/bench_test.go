@@ -30,9 +30,15 @@ func memcpyTime(b *testing.B, outBytes int64) time.Duration {
 	return time.Since(start)
 }
 
-func benchConvert(b *testing.B, out OutType) {
+func benchConvert(b *testing.B, out OutType) { benchConvertWith(b, out, false) }
+
+// benchConvertWith converts, measuring the round-trip error as Write does when measure is set.
+func benchConvertWith(b *testing.B, out OutType, measure bool) {
 	t := benchTensor(out)
 	var buf chunkBuf
+	if measure {
+		buf.stat = new(errStat)
+	}
 	outBytes := typeBytes(t.Type, t.Elements())
 	b.SetBytes(outBytes)
 	b.ReportAllocs()
@@ -59,6 +65,10 @@ func BenchmarkChunkBF16ToF16(b *testing.B) { benchConvert(b, F16) }
 
 // BenchmarkChunkBF16ToQ8_0 quantizes.
 func BenchmarkChunkBF16ToQ8_0(b *testing.B) { benchConvert(b, Q8_0) }
+
+// BenchmarkChunkBF16ToQ8_0Measured quantizes and measures the round-trip error of the
+// stored bytes, as Write does (compare with BenchmarkChunkBF16ToQ8_0 in the same run).
+func BenchmarkChunkBF16ToQ8_0Measured(b *testing.B) { benchConvertWith(b, Q8_0, true) }
 
 // BenchmarkKVBSplit is the per-element gather of attn_k_b at K3 shapes (one layer).
 func BenchmarkKVBSplit(b *testing.B) {

@@ -27,11 +27,11 @@ func TestFP8EndToEnd(t *testing.T) {
 	}
 	defer ck.Close()
 	load := func(name string) ([]byte, []int64, string) {
-		ti, sf, ok := ck.Tensor(name)
+		ti, ok := ck.Tensor(name)
 		if !ok {
 			t.Fatalf("no %s", name)
 		}
-		b, err := sf.Data(ti)
+		b, err := ck.TensorData(ti)
 		if err != nil {
 			t.Fatal(err)
 		}

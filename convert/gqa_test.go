@@ -71,11 +71,11 @@ func hfToGGUF(name string) (string, bool) {
 // ckData returns the bytes of a checkpoint's tensor.
 func ckData(t *testing.T, ck *safetensors.Checkpoint, name string) []byte {
 	t.Helper()
-	ti, f, ok := ck.Tensor(name)
+	ti, ok := ck.Tensor(name)
 	if !ok {
 		t.Fatalf("no tensor %s", name)
 	}
-	b, err := f.Data(ti)
+	b, err := ck.TensorData(ti)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestGQAConvertedIndependently(t *testing.T) {
 			defer tck.Close()
 			written := map[string]bool{}
 			for _, name := range ck.Names() {
-				ti, _, _ := ck.Tensor(name)
+				ti, _ := ck.Tensor(name)
 				dst, ok := hfToGGUF(ti.Name)
 				if !ok {
 					t.Fatalf("%s: unexpected source tensor %s", dir, ti.Name)

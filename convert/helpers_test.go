@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -15,7 +16,8 @@ var fixtureRoot string
 
 func TestMain(m *testing.M) {
 	if out := os.Getenv(sigintHelperEnv); out != "" {
-		os.Exit(sigintHelper(out))
+		workers, _ := strconv.Atoi(os.Getenv(sigintWorkersEnv))
+		os.Exit(sigintHelper(out, max(workers, 1)))
 	}
 	dir, err := os.MkdirTemp("", "convert-test-")
 	if err != nil {

@@ -43,11 +43,11 @@ func TestKVBSplitElementwise(t *testing.T) {
 			if arch == "deepseek2" {
 				src = "model." + src
 			}
-			ti, sf, ok := ck.Tensor(src)
+			ti, ok := ck.Tensor(src)
 			if !ok {
 				t.Fatalf("%s: no %s", dir, src)
 			}
-			kv, err := sf.Data(ti)
+			kv, err := ck.TensorData(ti)
 			if err != nil {
 				t.Fatal(err)
 			}

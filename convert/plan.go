@@ -23,6 +23,9 @@ type Options struct {
 	KeepEmbeddings bool
 	// SkipEmbeddingCheck skips reading both embedding tables when Target is set.
 	SkipEmbeddingCheck bool
+	// QuantizeHeads lists the draft heads a quantized OutType (Q8_0) applies to; the others
+	// keep their checkpoint dtype (FP8 as BF16), as --quantize-heads says.
+	QuantizeHeads Heads
 }
 
 // Plan is a validated conversion: every GGUF tensor with its source and type, and every
@@ -42,8 +45,13 @@ type Plan struct {
 	Params   uint64   // elements written
 	SrcBytes uint64   // source bytes read (once per source tensor)
 	Embed    *EmbeddingDiff
+	// RoundTrips holds, after a successful Write, the round-trip error of every tensor whose
+	// stored values can differ from the source's (Q8_0, F16/BF16 from another dtype), in plan
+	// order, measured on the bytes written.
+	RoundTrips []RoundTrip
 
-	closers []checkpoint
+	closers    []checkpoint
+	quantHeads Heads
 }
 
 // PlanTensor is one GGUF tensor of a plan.
@@ -167,8 +175,12 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 		sp = tsp
 	}
 	p.OutType = resolveAuto(opt.OutType, main)
+	p.quantHeads = opt.QuantizeHeads
 	if err := p.addTensors(ck, ro, exp, spec); err != nil {
 		return err
+	}
+	if arch.Draft && p.OutType.BlockSize() > 1 {
+		p.Notes = append(p.Notes, quantizedDraftNote(p.OutType))
 	}
 	p.Name = modelName(cfg, p.Dir)
 	p.Size = p.sizeLabel(spec.experts)
@@ -273,10 +285,13 @@ func checkVocab(dir string, vocab int64, ro *roster, tok *tokenizerInfo, tokDir 
 // addTensors turns the expanded rules into planned tensors with producers.
 func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archSpec) error {
 	readSrc := map[string]bool{}
-	var fallback []string
+	var fallback, kept []string
 	defer func() {
 		if len(fallback) > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("%d tensor(s) written F16 instead of Q8_0 because their row length is not a multiple of 32: %s", len(fallback), strings.Join(fallback, ", ")))
+		}
+		if len(kept) > 0 {
+			p.Notes = append(p.Notes, keptHeadsNote(p.OutType, kept))
 		}
 	}()
 	for _, e := range exp {
@@ -289,9 +304,6 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.xform(), SrcShape: e.shape}
 		var note string
 		t.Type, note = tensorType(p.OutType, e.decl, e.dst, e.dims)
-		if note != "" {
-			fallback = append(fallback, e.dst)
-		}
 		prod := &producer{xform: e.rule.xform(), nope: e.dimEnv["nope"], v: e.dimEnv["v"], rkv: e.dimEnv["r_kv"], h: e.dimEnv["heads"]}
 		for _, s := range e.srcs {
 			st := ro.byName[s]
@@ -310,6 +322,13 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 			}
 		}
 		t.SrcDtype = prod.srcs[0].t.Dtype
+		if typ, ok := keptHeadType(p.OutType, t.Type, t.Name, t.SrcDtype, p.quantHeads); ok {
+			t.Type, note = typ, ""
+			kept = append(kept, fmt.Sprintf("%s (%s)", t.Name, typ))
+		}
+		if note != "" {
+			fallback = append(fallback, e.dst)
+		}
 		prod.per = prod.srcs[0].t.Elements()
 		prod.n = t.Elements()
 		t.prod = prod

@@ -68,3 +68,30 @@ func commas(n int64) string {
 	}
 	return b.String()
 }
+
+// PrintRoundTrips writes the round-trip error table of the last Write (RoundTrips): per
+// tensor the stored type, the source dtype, the elements, the RMSE and the largest absolute
+// error of the stored values against the source values, and the RMSE relative to the
+// source's RMS; then the worst relative error. It writes nothing when no tensor was stored
+// lossily.
+func (p *Plan) PrintRoundTrips(w io.Writer) error {
+	if len(p.RoundTrips) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "round-trip error of the %d tensor(s) not stored exactly (stored bytes decoded, against the source values):\n", len(p.RoundTrips))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  tensor\ttype\tfrom\telements\tRMSE\tmax |error|\tRMSE / RMS(source)")
+	worst := 0
+	for i, r := range p.RoundTrips {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.4g\t%.4g\t%.3f %%\n", r.Tensor, r.Type, r.Source, commas(r.Elements), r.RMSE, r.MaxAbs, 100*r.Relative())
+		if r.Relative() > p.RoundTrips[worst].Relative() {
+			worst = i
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	r := p.RoundTrips[worst]
+	_, err := fmt.Fprintf(w, "worst: %s, RMSE %.3f %% of its RMS, max |error| %.4g\n", r.Tensor, 100*r.Relative(), r.MaxAbs)
+	return err
+}

@@ -121,7 +121,8 @@ func (p *producer) read(dst []byte, start, n int64) { p.xform.read(p, dst, start
 
 // encoder converts chunks of source elements into an output type, with reusable buffers.
 type encoder struct {
-	f32 []float32
+	f32  []float32 // the source values of the last chunk encoded through float32
+	back []float32 // the stored values decoded again (measure)
 }
 
 // sameEncoding reports whether source elements of dtype d are already encoded as t.
@@ -140,7 +141,8 @@ func (e *encoder) encode(dst []byte, t gguf.GGMLType, src []byte, d safetensors.
 	if int64(cap(e.f32)) < n {
 		e.f32 = make([]float32, n)
 	}
-	f := e.f32[:n]
+	e.f32 = e.f32[:n]
+	f := e.f32
 	switch d {
 	case safetensors.BF16:
 		dtype.DecodeBF16(f, src)

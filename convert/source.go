@@ -30,18 +30,18 @@ func openCheckpoint(dir string) (checkpoint, error) {
 func (s stCheckpoint) Tensors() []SrcTensor {
 	var out []SrcTensor
 	for _, n := range s.c.Names() {
-		t, f, _ := s.c.Tensor(n)
-		out = append(out, SrcTensor{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape, File: f.Path})
+		t, _ := s.c.Tensor(n)
+		out = append(out, SrcTensor{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape, File: t.File})
 	}
 	return out
 }
 
 func (s stCheckpoint) Data(name string) ([]byte, error) {
-	t, f, ok := s.c.Tensor(name)
+	t, ok := s.c.Tensor(name)
 	if !ok {
 		return nil, fmt.Errorf("%s: no tensor %q", s.c.Dir, name)
 	}
-	return f.Data(t)
+	return s.c.TensorData(t)
 }
 
 func (s stCheckpoint) Mapped() bool { return true }

@@ -29,8 +29,8 @@ func rewriteCheckpoint(t *testing.T, keep func(name string) bool, extra []safete
 		if !keep(n) {
 			continue
 		}
-		ti, f, _ := ck.Tensor(n)
-		data, err := f.Data(ti)
+		ti, _ := ck.Tensor(n)
+		data, err := ck.TensorData(ti)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -105,7 +105,11 @@ func (p *Plan) Verify(path string, lint LintFunc) (*VerifyReport, error) {
 			rbuf := make([]byte, 4<<20)
 			for c := range next {
 				want := p.tensorHash(c.pt, &buf)
-				got, err := readerHash(f.TensorReader(c.ft), rbuf)
+				var got string
+				r, err := f.TensorReader(c.ft)
+				if err == nil {
+					got, err = readerHash(r, rbuf)
+				}
 				mu.Lock()
 				switch {
 				case err != nil:

@@ -198,6 +198,7 @@ type job struct {
 type chunkBuf struct {
 	raw, out []byte
 	enc      encoder
+	stat     *errStat // when set, chunk adds the round-trip error of a lossy conversion
 }
 
 // chunk returns the encoded bytes of output elements [start, start+n) of t: a zero-copy
@@ -225,6 +226,9 @@ func (b *chunkBuf) chunk(t *PlanTensor, start, n int64) []byte {
 	}
 	out := b.out[:on]
 	b.enc.encode(out, t.Type, raw, d)
+	if b.stat != nil && lossy(d, t.Type) {
+		b.enc.measure(b.stat, t.Type, out)
+	}
 	return out
 }
 
@@ -240,6 +244,15 @@ func (p *Plan) fill(sh []*shard, total int64, opt WriteOptions) error {
 		defer prog.Done()
 	}
 	remaining := make([]atomic.Int64, len(p.Tensors))
+	// One error slot per chunk of every lossy tensor, each written by the one worker that
+	// converts the chunk and summed in order afterwards.
+	stats := make([][]errStat, len(p.Tensors))
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if lossy(t.prod.dtype(), t.Type) {
+			stats[i] = make([]errStat, ceilDiv(t.Elements(), chunkElems))
+		}
+	}
 	jobs := make(chan job, 2*workers)
 	stop := make(chan struct{})
 	var once sync.Once
@@ -255,6 +268,10 @@ func (p *Plan) fill(sh []*shard, total int64, opt WriteOptions) error {
 			var buf chunkBuf
 			for j := range jobs {
 				t := &p.Tensors[j.t]
+				buf.stat = nil
+				if stats[j.t] != nil {
+					buf.stat = &stats[j.t][j.start/chunkElems]
+				}
 				data := buf.chunk(t, j.start, j.n)
 				var err error
 				if testHookChunk != nil {
@@ -263,7 +280,10 @@ func (p *Plan) fill(sh []*shard, total int64, opt WriteOptions) error {
 				if err == nil {
 					_, err = j.s.file.WriteAt(data, j.off+typeBytes(t.Type, j.start))
 				}
-				if err != nil {
+				switch {
+				case errors.Is(err, atomicfile.ErrInterrupted):
+					fail(fmt.Errorf("%s: %w", j.s.path, err))
+				case err != nil:
 					fail(fmt.Errorf("%s: writing %s: %w", j.s.path, t.Name, atomicfile.Explain(err)))
 				}
 				t.prod.releaseChunk(j.start, j.n)
@@ -296,5 +316,14 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	p.RoundTrips = nil
+	for i := range p.Tensors {
+		if stats[i] != nil {
+			p.RoundTrips = append(p.RoundTrips, roundTrip(&p.Tensors[i], stats[i]))
+		}
+	}
+	return nil
 }

@@ -19,7 +19,8 @@ type decoder struct {
 	pos   int
 	size  int64 // total size of the source, -1 if unknown (a stream)
 	fill  func(dst []byte, off int64) (int, error)
-	step  int // next read size for growing sources
+	limit int64 // streams: the most header bytes read (0: DefaultMaxStreamHeader)
+	step  int   // next read size for growing sources
 	be    bool
 	v1    bool
 	field field // current field, for errors (formatted only when an error occurs)
@@ -58,6 +59,18 @@ func (d *decoder) need(n uint64) error {
 func (d *decoder) grow(n uint64) error {
 	if r := d.remaining(); r >= 0 && n > uint64(r) {
 		return d.errorf(d.pos, "needs %d bytes, only %d remain in the file", n, r)
+	}
+	if d.size < 0 {
+		// A stream has no size to check lengths against, and a few compressed bytes can
+		// expand to gigabytes: its header is bounded instead.
+		limit := d.limit
+		if limit <= 0 {
+			limit = DefaultMaxStreamHeader
+		}
+		if n > uint64(limit) || uint64(d.pos)+n > uint64(limit) {
+			return &UnsupportedError{Path: d.path, Offset: int64(d.pos), Field: d.field.String(),
+				Msg: fmt.Sprintf("needs %d more bytes, past the %d-byte limit on a header read as a stream (decompress or copy it to a file to read it in full)", n, limit)}
+		}
 	}
 	if d.fill == nil || d.err != nil {
 		if d.err != nil {
@@ -109,6 +122,10 @@ func (d *decoder) grow(n uint64) error {
 				return d.errorf(d.pos, "needs %d bytes, only %d remain (end of input)", n, len(d.buf)-d.pos)
 			}
 			d.err = err
+			var fe *FormatError
+			if errors.As(err, &fe) {
+				return err // the source located it already (a corrupt compressed stream)
+			}
 			return fmt.Errorf("gguf: %s: offset %d: %s: %w", d.path, d.pos, d.field.String(), err)
 		}
 	}
@@ -177,11 +194,21 @@ func (d *decoder) strBytes() ([]byte, error) {
 		return nil, err
 	}
 	if err := d.need(n); err != nil {
+		if isLimit(err) {
+			return nil, err
+		}
 		return nil, d.errorf(start, "string length %d exceeds the %s", n, d.leftDesc())
 	}
 	b := d.buf[d.pos : d.pos+int(n)]
 	d.pos += int(n)
 	return b, nil
+}
+
+// isLimit reports whether err is the stream-header limit (an *UnsupportedError), which
+// callers pass on instead of rewording it as a length that exceeds the input.
+func isLimit(err error) bool {
+	var ue *UnsupportedError
+	return errors.As(err, &ue)
 }
 
 func (d *decoder) leftDesc() string {
@@ -270,6 +297,9 @@ func (d *decoder) walk(elem ValueType, n uint64, depth int) error {
 			return d.errorf(d.pos, "array of %d %s elements overflows", n, elem)
 		}
 		if err := d.need(n * sz); err != nil {
+			if isLimit(err) {
+				return err
+			}
 			return d.errorf(d.pos, "array of %d %s elements (%d bytes) exceeds the %s", n, elem, n*sz, d.leftDesc())
 		}
 		if elem == ValueBool {

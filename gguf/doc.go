@@ -8,7 +8,16 @@
 // metadata of a multi-gigabyte model costs about as much as reading its header bytes.
 // Tensor data is never touched by the parser: Open maps the file and TensorData returns a
 // zero-copy view; NewReader works over any io.ReaderAt; ReadHeader parses a stream (a
-// decompressed .gguf.zst, an HTTP body) up to the end of the tensor infos.
+// decompressed .gguf.zst, an HTTP body) up to the end of the tensor infos, and Open reads a
+// pipe or FIFO that way. Package gguf/input opens whatever a user names (files, split sets,
+// pipes, compressed streams, URLs) on top of these.
+//
+// Errors: malformed input is a *FormatError ("gguf: FILE: offset N: FIELD: MSG", matched by
+// errors.Is(err, ErrFormat)); a valid file using something this package does not handle (an
+// unknown ggml type, a version above 3) an *UnsupportedError (ErrUnsupported); a shard of a
+// split set that cannot be opened a *SplitError naming the set. Packages safetensors and
+// tokenizer follow the same design, and safetensors names its tensor accessors as this one
+// does: Tensor, TensorData, TensorReader.
 //
 // The writer produces exactly the layout llama.cpp's strict loader expects (tensor offsets
 // are the running sum of sizes padded to the alignment, in info order, with zero padding

@@ -18,8 +18,14 @@ var ErrNoKey = errors.New("key not found")
 // for and the file they came from can no longer be read.
 var ErrSkipped = errors.New("gguf: array was skipped while reading the header")
 
-// ErrClosed is returned when an array of a memory-mapped File is loaded after Close.
-var ErrClosed = errors.New("gguf: file closed (arrays of a mapped file are views of the mapping)")
+// ErrClosed is wrapped by the errors of TensorData and TensorReader after Close, and
+// returned when an array of a memory-mapped File is loaded after Close (arrays not yet
+// decoded are views of the mapping).
+var ErrClosed = errors.New("gguf: file closed")
+
+// ErrNoData is wrapped by the errors of TensorData and TensorReader for a File that has no
+// tensor data: a header read from a stream (ReadHeader, or Open of a pipe or FIFO).
+var ErrNoData = errors.New("no tensor data (the header was read from a stream)")
 
 // FormatError reports malformed GGUF input: where (file, byte offset, field) and what.
 type FormatError struct {

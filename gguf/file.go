@@ -54,10 +54,12 @@ type File struct {
 	Shards      []Shard
 	Unsupported []error // *UnsupportedError per tensor of unknown type (AllowUnsupported)
 
-	keys    map[string]int
-	names   map[string]int
-	sources []source
+	keys      map[string]int
+	kvOffsets []int64 // where each KV record starts in the (first shard's) file
+	names     map[string]int
+	sources   []source
 
+	closed      bool
 	invalidOnce sync.Once // InvalidUTF8, computed once
 	invalidAll  []InvalidString
 }
@@ -101,7 +103,7 @@ func ReadHeader(r io.Reader, opts ...Option) (*File, error) {
 	if name == "" {
 		name = "<stream>"
 	}
-	d := &decoder{path: name, size: -1, fill: func(dst []byte, _ int64) (int, error) { return io.ReadFull(r, dst) }}
+	d := &decoder{path: name, size: -1, limit: o.maxStream, fill: func(dst []byte, _ int64) (int, error) { return io.ReadFull(r, dst) }}
 	f, err := parse(d, o)
 	if err != nil {
 		return nil, err
@@ -113,6 +115,10 @@ func ReadHeader(r io.Reader, opts ...Option) (*File, error) {
 // Open opens and parses the GGUF file at path, memory-mapping it. A path of the form
 // "<prefix>-00001-of-0000N.gguf" opens the whole split set as one model. The File owns
 // the files: Close releases them and invalidates every TensorData slice.
+//
+// A path that is not a regular file (a FIFO, /dev/stdin on a pipe) is read as a stream up
+// to the end of the tensor infos, as ReadHeader reads: Size is then -1 and the File has no
+// tensor data.
 func Open(path string, opts ...Option) (*File, error) {
 	if paths, ok := splitPaths(path); ok {
 		return openSplit(paths, opts)
@@ -131,8 +137,20 @@ func openOne(path string, opts []Option) (*File, error) {
 		fh.Close()
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
+	if st.IsDir() {
+		fh.Close()
+		return nil, fmt.Errorf("gguf: %s: is a directory, not a GGUF file", path)
+	}
 	if !st.Mode().IsRegular() {
-		o.noMmap = true
+		// A pipe, FIFO, socket or device: its size is not its length (a FIFO's is 0) and it
+		// cannot be read at offsets, so the header is parsed as a stream, as ReadHeader does.
+		f, err := ReadHeader(fh, append(opts[:len(opts):len(opts)], Name(path))...)
+		if err != nil {
+			fh.Close()
+			return nil, err
+		}
+		f.sources = []source{{file: fh}}
+		return f, nil
 	}
 	src := source{ra: fh, file: fh}
 	d := &decoder{path: path, size: st.Size()}
@@ -198,6 +216,7 @@ func (f *File) Close() error {
 	for i := range f.sources {
 		err = errors.Join(err, f.sources[i].close())
 	}
+	f.closed = true
 	return err
 }
 
@@ -214,6 +233,16 @@ func (f *File) Lookup(key string) (Value, bool) {
 func (f *File) Architecture() string {
 	s, _ := f.String("general.architecture")
 	return s
+}
+
+// KeyOffset returns the byte offset at which key's record (its length-prefixed name) starts
+// in the file, the first shard's for a split set; false when the key is absent.
+func (f *File) KeyOffset(key string) (int64, bool) {
+	i, ok := f.keys[key]
+	if !ok || i >= len(f.kvOffsets) {
+		return 0, false
+	}
+	return f.kvOffsets[i], true
 }
 
 // Tensor returns the info of the named tensor.
@@ -242,8 +271,11 @@ func (f *File) tensorSource(t *TensorInfo) (*source, error) {
 		return nil, fmt.Errorf("gguf: %s: tensor %q: shard %d out of range", f.Path, t.Name, t.Shard)
 	}
 	s := &f.sources[t.Shard]
+	if f.closed {
+		return nil, fmt.Errorf("gguf: %s: tensor %q: %w", f.Path, t.Name, ErrClosed)
+	}
 	if s.ra == nil && s.mapped == nil {
-		return nil, fmt.Errorf("gguf: %s: tensor %q: no tensor data (header read from a stream, or file closed)", f.Path, t.Name)
+		return nil, fmt.Errorf("gguf: %s: tensor %q: %w", f.Path, t.Name, ErrNoData)
 	}
 	return s, nil
 }
@@ -269,12 +301,16 @@ func (f *File) TensorData(t *TensorInfo) ([]byte, error) {
 	return b, nil
 }
 
-// TensorReader returns a reader of t's bytes, or nil if the File has no data for t
-// (stream header, unsupported type, closed file).
-func (f *File) TensorReader(t *TensorInfo) *io.SectionReader {
+// TensorReader returns a reader of t's bytes exactly as stored. It fails, as TensorData
+// does, when the File has no data for t (a header read from a stream, an unsupported type,
+// a closed file).
+func (f *File) TensorReader(t *TensorInfo) (*io.SectionReader, error) {
 	s, err := f.tensorSource(t)
-	if err != nil || s.ra == nil {
-		return nil
+	if err != nil {
+		return nil, err
 	}
-	return io.NewSectionReader(s.ra, t.AbsOffset, int64(t.Size))
+	if s.ra == nil {
+		return nil, fmt.Errorf("gguf: %s: tensor %q: %w", f.Path, t.Name, ErrNoData)
+	}
+	return io.NewSectionReader(s.ra, t.AbsOffset, int64(t.Size)), nil
 }

@@ -8,6 +8,7 @@ type options struct {
 	allowUnsupported bool
 	name             string
 	noMmap           bool
+	maxStream        int64
 }
 
 func collect(opts []Option) options {
@@ -39,6 +40,16 @@ func AllowUnsupported() Option { return func(o *options) { o.allowUnsupported = 
 // Name sets the name used in errors for NewReader and ReadHeader (default "<reader>" and
 // "<stream>").
 func Name(name string) Option { return func(o *options) { o.name = name } }
+
+// DefaultMaxStreamHeader bounds the header of a stream (ReadHeader, a pipe or FIFO, a
+// decompressed .zst or .gz): real headers are a few megabytes (a 256k-token vocabulary with
+// its merges is about 20 MB), while a length field in a stream cannot be checked against a
+// file size and a few compressed bytes can expand to gigabytes.
+const DefaultMaxStreamHeader = 256 << 20
+
+// MaxStreamHeader sets the most header bytes a stream may take (default
+// DefaultMaxStreamHeader); a larger header is an *UnsupportedError.
+func MaxStreamHeader(n int64) Option { return func(o *options) { o.maxStream = n } }
 
 // NoMmap makes Open read through the file instead of mapping it.
 func NoMmap() Option { return func(o *options) { o.noMmap = true } }

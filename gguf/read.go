@@ -77,6 +77,7 @@ func parse(d *decoder, o options) (*File, error) {
 		capKV, capT = min(nkv, 64), min(nt, 64)
 	}
 	f.KVs = make([]KV, 0, capKV)
+	f.kvOffsets = make([]int64, 0, capKV)
 	f.keys = make(map[string]int, capKV)
 	for i := uint64(0); i < nkv; i++ {
 		if err := readKV(d, f, i, o); err != nil {
@@ -139,6 +140,7 @@ func readKV(d *decoder, f *File, i uint64, o options) error {
 	}
 	f.keys[key] = len(f.KVs)
 	f.KVs = append(f.KVs, KV{Key: key, Value: val})
+	f.kvOffsets = append(f.kvOffsets, int64(start))
 	return nil
 }
 

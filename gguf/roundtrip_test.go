@@ -137,7 +137,11 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil || !bytes.Equal(data, mt.data) {
 				t.Errorf("tensor %s data: %v", ti.Name, err)
 			}
-			rd, _ := io.ReadAll(f.TensorReader(ti))
+			tr, err := f.TensorReader(ti)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd, _ := io.ReadAll(tr)
 			if !bytes.Equal(rd, mt.data) {
 				t.Errorf("tensor %s reader data differs", ti.Name)
 			}

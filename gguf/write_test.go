@@ -170,7 +170,7 @@ func TestSplitMismatch(t *testing.T) {
 	os.Rename(other[0], paths[1])
 	_, err = Open(paths[0])
 	var fe *FormatError
-	if !errors.As(err, &fe) || fe.Field != KeySplitNo {
+	if !errors.As(err, &fe) || fe.Field != `kv[0] "split.no"` || fe.Offset != 24 {
 		t.Errorf("err = %v", err)
 	}
 }

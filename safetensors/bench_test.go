@@ -72,7 +72,7 @@ func BenchmarkReadTensor(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d, err := f.Data(&f.Tensors[0])
+			d, err := f.TensorData(&f.Tensors[0])
 			if err != nil || checksum(d) != want {
 				b.Fatal("bad data", err)
 			}
@@ -91,7 +91,7 @@ func BenchmarkReadTensor(b *testing.B) {
 		b.ReportAllocs()
 		n, start := 0, time.Now()
 		for b.Loop() {
-			d, _ := f.Data(&f.Tensors[0])
+			d, _ := f.TensorData(&f.Tensors[0])
 			if checksum(d) != want {
 				b.Fatal("bad data")
 			}
@@ -115,7 +115,7 @@ func BenchmarkReadTensor(b *testing.B) {
 		b.ReportAllocs()
 		n, start := 0, time.Now()
 		for b.Loop() {
-			if _, err := io.ReadFull(g.SectionReader(&g.Tensors[0]), buf); err != nil || checksum(buf) != want {
+			if _, err := io.ReadFull(reader(g, &g.Tensors[0]), buf); err != nil || checksum(buf) != want {
 				b.Fatal("bad data", err)
 			}
 			n++

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 				}
 				msg += fmt.Sprintf(" (found %s; a sharded checkpoint needs its index)", strings.Join(others, ", "))
 			}
-			return nil, errors.New(msg)
+			return nil, errors.New("safetensors: " + msg)
 		}
 		if err != nil {
 			return nil, err
@@ -86,7 +87,7 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 			if errors.Is(err, fs.ErrNotExist) {
 				names := byShard[s]
 				slices.Sort(names)
-				err = fmt.Errorf("%s: shard is missing; the index maps %d tensors to it (first: %q)", p, len(names), names[0])
+				err = idx.entryError(names[0], "the index maps %d tensor(s), this one first, to %s, but that shard is missing", len(names), s)
 			}
 			problems = append(problems, err)
 			continue
@@ -105,7 +106,7 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 		shard := idx.WeightMap[name]
 		if f := opened[shard]; f != nil {
 			if _, ok := f.Tensor(name); !ok {
-				problems = append(problems, fmt.Errorf("%s: index maps tensor %q to %s, which does not contain it", indexPath, name, shard))
+				problems = append(problems, idx.entryError(name, "maps the tensor to %s, which does not contain it", shard))
 			}
 		}
 	}
@@ -116,17 +117,20 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 		if f == nil {
 			continue
 		}
-		for _, t := range f.Tensors {
+		for i, t := range f.Tensors {
+			bad := func(format string, args ...any) error {
+				return &FormatError{Path: f.Path, Offset: f.hdrOff[i], Field: tensorField(t.Name, "").String(), Msg: fmt.Sprintf(format, args...)}
+			}
 			if prev, dup := firstSeen[t.Name]; dup {
-				problems = append(problems, fmt.Errorf("%s: tensor %q is also in %s", f.Path, t.Name, prev))
+				problems = append(problems, bad("is also in %s", prev))
 			} else {
 				firstSeen[t.Name] = s
 			}
 			switch want, ok := idx.WeightMap[t.Name]; {
 			case !ok:
-				problems = append(problems, fmt.Errorf("%s: tensor %q is not in the index", f.Path, t.Name))
+				problems = append(problems, bad("is not in the index"))
 			case want != s:
-				problems = append(problems, fmt.Errorf("%s: tensor %q is mapped by the index to %s", f.Path, t.Name, want))
+				problems = append(problems, bad("is mapped by the index to %s", want))
 			}
 		}
 	}
@@ -157,14 +161,48 @@ func (c *Checkpoint) Names() []string {
 	return names
 }
 
-// Tensor returns the named tensor and the file that holds it.
-func (c *Checkpoint) Tensor(name string) (*TensorInfo, *File, bool) {
+// Tensor returns the named tensor (its File field names the shard that holds it).
+func (c *Checkpoint) Tensor(name string) (*TensorInfo, bool) {
 	l, ok := c.where[name]
 	if !ok {
-		return nil, nil, false
+		return nil, false
 	}
-	f := c.Files[l.file]
-	return &f.Tensors[l.tensor], f, true
+	return &c.Files[l.file].Tensors[l.tensor], true
+}
+
+// FileOf returns the file (shard) that holds t, or nil if t is not a tensor of c.
+func (c *Checkpoint) FileOf(t *TensorInfo) *File {
+	l, ok := c.where[t.Name]
+	if !ok || c.Files[l.file].Path != t.File {
+		return nil
+	}
+	return c.Files[l.file]
+}
+
+func (c *Checkpoint) fileOf(t *TensorInfo) (*File, error) {
+	if f := c.FileOf(t); f != nil {
+		return f, nil
+	}
+	return nil, fmt.Errorf("safetensors: %s: tensor %q (in %s) is not a tensor of this checkpoint", c.Dir, t.Name, t.File)
+}
+
+// TensorData returns t's bytes from the shard that holds it, as File.TensorData does.
+func (c *Checkpoint) TensorData(t *TensorInfo) ([]byte, error) {
+	f, err := c.fileOf(t)
+	if err != nil {
+		return nil, err
+	}
+	return f.TensorData(t)
+}
+
+// TensorReader returns a reader of t's bytes in the shard that holds it, as
+// File.TensorReader does.
+func (c *Checkpoint) TensorReader(t *TensorInfo) (*io.SectionReader, error) {
+	f, err := c.fileOf(t)
+	if err != nil {
+		return nil, err
+	}
+	return f.TensorReader(t)
 }
 
 // Close closes every file of the checkpoint.

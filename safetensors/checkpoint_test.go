@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,14 +53,14 @@ func TestCheckpointReportsEveryDifference(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		`missing.safetensors: shard is missing; the index maps 2 tensors to it (first: "m1")`,
+		`weight_map "m1": the index maps 2 tensor(s), this one first, to missing.safetensors, but that shard is missing`,
 		`bad.safetensors: offset 0: header length: `,
-		`index maps tensor "ghost" to s2.safetensors, which does not contain it`,
-		`index maps tensor "elsewhere" to s2.safetensors, which does not contain it`,
-		`s1.safetensors: tensor "elsewhere" is mapped by the index to s2.safetensors`,
-		`s1.safetensors: tensor "unmapped" is not in the index`,
-		`s2.safetensors: tensor "dup" is also in s1.safetensors`,
-		`s2.safetensors: tensor "dup" is mapped by the index to s1.safetensors`,
+		`weight_map "ghost": maps the tensor to s2.safetensors, which does not contain it`,
+		`weight_map "elsewhere": maps the tensor to s2.safetensors, which does not contain it`,
+		fmt.Sprintf(`s1.safetensors: offset %d: tensor "elsewhere": is mapped by the index to s2.safetensors`, nameAt(t, dir, "s1.safetensors", "elsewhere")),
+		fmt.Sprintf(`s1.safetensors: offset %d: tensor "unmapped": is not in the index`, nameAt(t, dir, "s1.safetensors", "unmapped")),
+		fmt.Sprintf(`s2.safetensors: offset %d: tensor "dup": is also in s1.safetensors`, nameAt(t, dir, "s2.safetensors", "dup")),
+		fmt.Sprintf(`s2.safetensors: offset %d: tensor "dup": is mapped by the index to s1.safetensors`, nameAt(t, dir, "s2.safetensors", "dup")),
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
@@ -69,9 +70,26 @@ func TestCheckpointReportsEveryDifference(t *testing.T) {
 		t.Errorf("%d problems, want 8:\n%s", len(ce.Problems), msg)
 	}
 	var fe *FormatError
-	if !errors.As(err, &fe) || !strings.HasSuffix(fe.Path, "bad.safetensors") {
+	if !errors.As(err, &fe) || !strings.HasSuffix(fe.Path, "bad.safetensors") || !errors.Is(err, ErrFormat) {
 		t.Errorf("errors.As does not reach the shard's FormatError")
 	}
+	// Every index problem is located at its weight_map entry; check one offset against the
+	// index bytes.
+	raw, _ := os.ReadFile(filepath.Join(dir, IndexName))
+	if want := fmt.Sprintf(`offset %d: weight_map "ghost"`, strings.Index(string(raw), `"ghost"`)); !strings.Contains(msg, want) {
+		t.Errorf("error lacks %q:\n%s", want, msg)
+	}
+}
+
+// nameAt returns the file offset of the quoted tensor name in a shard's header, found in its
+// bytes.
+func nameAt(t *testing.T, dir, file, name string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Index(string(raw), `"`+name+`"`)
 }
 
 func TestCheckpointErrors(t *testing.T) {
@@ -221,15 +239,22 @@ func TestClosedFile(t *testing.T) {
 	}
 	ti, _ := f.Tensor("a")
 	for _, bad := range []TensorInfo{{Name: "x", Begin: 2, End: 100}, {Name: "y", Begin: -1, End: 1}, {Name: "z", Begin: 3, End: 2}} {
-		if _, err := f.Data(&bad); err == nil {
+		if _, err := f.TensorData(&bad); err == nil {
 			t.Fatalf("out-of-range tensor %+v accepted", bad)
 		}
 	}
-	f.Close()
-	if _, err := f.Data(ti); err == nil {
-		t.Fatal("Data after Close succeeded")
+	r, err := f.TensorReader(ti)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := io.ReadAll(f.SectionReader(ti)); err == nil {
-		t.Fatal("read after Close succeeded")
+	f.Close()
+	if _, err := f.TensorData(ti); !errors.Is(err, ErrClosed) {
+		t.Fatalf("TensorData after Close: %v", err)
+	}
+	if _, err := f.TensorReader(ti); !errors.Is(err, ErrClosed) {
+		t.Fatalf("TensorReader after Close: %v", err)
+	}
+	if _, err := io.ReadAll(r); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read after Close: %v", err)
 	}
 }

@@ -1,15 +1,27 @@
 package safetensors
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
 
+// ErrFormat is matched (errors.Is) by every *FormatError, and by a *CheckpointError that
+// holds one.
+var ErrFormat = errors.New("safetensors: malformed file")
+
+// ErrUnsupported is matched (errors.Is) by every *UnsupportedError.
+var ErrUnsupported = errors.New("safetensors: unsupported")
+
+// ErrClosed is wrapped by the errors of TensorData and TensorReader after Close.
+var ErrClosed = errors.New("safetensors: file closed")
+
 // FormatError reports a file that breaks a rule of the safetensors format (or of the index
-// file of a sharded checkpoint). Offset is the byte offset in the file where the offending
-// item starts (for header items: counted from the start of the file, so it includes the
-// 8-byte length prefix), or -1 when the problem has no single location.
+// file of a sharded checkpoint, or a disagreement between the index and its shards). Offset
+// is the byte offset in the file where the offending item starts (for header items: counted
+// from the start of the file, so it includes the 8-byte length prefix), or -1 when the
+// problem has no single location.
 type FormatError struct {
 	Path   string // file name as given to Open or NewReader
 	Offset int64  // byte offset in the file, or -1
@@ -17,19 +29,44 @@ type FormatError struct {
 	Msg    string // the rule that was broken
 }
 
-// Error formats the error as "path: offset N: field: message".
-func (e *FormatError) Error() string {
+// Error formats the error as "safetensors: PATH: offset N: FIELD: MSG" (without the offset
+// when it is -1).
+func (e *FormatError) Error() string { return format(e.Path, e.Offset, e.Field, "", e.Msg) }
+
+// Is makes errors.Is(err, ErrFormat) true for every *FormatError.
+func (e *FormatError) Is(target error) bool { return target == ErrFormat }
+
+// UnsupportedError reports a well-formed file that uses something this package does not
+// handle: a dtype it does not know (a newer format version's).
+type UnsupportedError struct {
+	Path   string
+	Offset int64
+	Field  string
+	Msg    string
+}
+
+// Error formats the error as "safetensors: PATH: offset N: FIELD: unsupported: MSG".
+func (e *UnsupportedError) Error() string {
+	return format(e.Path, e.Offset, e.Field, "unsupported: ", e.Msg)
+}
+
+// Is makes errors.Is(err, ErrUnsupported) true for every *UnsupportedError.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+func format(path string, off int64, field, kind, msg string) string {
 	var b strings.Builder
-	b.WriteString(e.Path)
-	if e.Offset >= 0 {
-		fmt.Fprintf(&b, ": offset %d", e.Offset)
+	b.WriteString("safetensors: ")
+	b.WriteString(path)
+	if off >= 0 {
+		fmt.Fprintf(&b, ": offset %d", off)
 	}
-	if e.Field != "" {
+	if field != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Field)
+		b.WriteString(field)
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Msg)
+	b.WriteString(kind)
+	b.WriteString(msg)
 	return b.String()
 }
 
@@ -44,14 +81,14 @@ type CheckpointError struct {
 // Error lists every problem, one per line.
 func (e *CheckpointError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: checkpoint is inconsistent (%d problem", e.Dir, len(e.Problems))
+	fmt.Fprintf(&b, "safetensors: %s: checkpoint is inconsistent (%d problem", e.Dir, len(e.Problems))
 	if len(e.Problems) != 1 {
 		b.WriteString("s")
 	}
 	b.WriteString("):")
 	for _, p := range e.Problems {
 		b.WriteString("\n  - ")
-		b.WriteString(p.Error())
+		b.WriteString(strings.TrimPrefix(p.Error(), "safetensors: "))
 	}
 	return b.String()
 }

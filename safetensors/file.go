@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -79,28 +78,30 @@ type File struct {
 	r      io.ReaderAt
 	m      *mmap.Map
 	byName map[string]int
+	hdrOff []int64 // per tensor: file offset of its name in the header
+	closed bool
 }
 
 // Open maps the file at path read-only and validates it. The tensor bytes are not read:
-// Data returns zero-copy views of the mapping, valid until Close. The file must not be
+// TensorData returns zero-copy views of the mapping, valid until Close. The file must not be
 // truncated while it is open (touching mapped pages past the new end faults); files are
 // replaced atomically by WriteFile, which leaves an open mapping intact.
 func Open(path string) (*File, error) {
 	osf, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	defer osf.Close() // the mapping outlives the descriptor
 	st, err := osf.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
+		return nil, fmt.Errorf("safetensors: %s: not a regular file (checkpoints are memory-mapped; copy a stream to a file first)", path)
 	}
 	m, err := mmap.File(osf, st.Size())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
 	b := m.Bytes()
 	f, err := parse(bytes.NewReader(b), st.Size(), path, b)
@@ -119,15 +120,14 @@ type mappedReader struct{ m *mmap.Map }
 func (r mappedReader) ReadAt(p []byte, off int64) (int, error) {
 	b := r.m.Bytes()
 	if b == nil {
-		return 0, errors.New("safetensors: read after Close")
+		return 0, ErrClosed
 	}
 	return bytes.NewReader(b).ReadAt(p, off)
 }
 
 // NewReader validates the safetensors file of the given size read through r; name is used
 // in errors and as TensorInfo.File. Only the header is read (and held in memory); tensors are
-// read on demand through SectionReader. Close does not close r. Data is not available on a
-// File made by NewReader.
+// read on demand (TensorData copies them, TensorReader streams them). Close does not close r.
 func NewReader(r io.ReaderAt, size int64, name string) (*File, error) {
 	return parse(r, size, name, nil)
 }
@@ -141,7 +141,7 @@ func parse(r io.ReaderAt, size int64, path string, whole []byte) (*File, error) 
 	var lenBuf [8]byte
 	if got, err := r.ReadAt(lenBuf[:], 0); got < len(lenBuf) {
 		err = cmp.Or(err, io.ErrUnexpectedEOF)
-		return nil, fmt.Errorf("%s: read header length: %w", path, err)
+		return nil, fmt.Errorf("safetensors: %s: offset 0: header length: %w", path, err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
 	switch {
@@ -157,7 +157,7 @@ func parse(r io.ReaderAt, size int64, path string, whole []byte) (*File, error) 
 		hdr = make([]byte, n)
 		if got, err := r.ReadAt(hdr, 8); got < len(hdr) {
 			err = cmp.Or(err, io.ErrUnexpectedEOF)
-			return nil, fmt.Errorf("%s: read header: %w", path, err)
+			return nil, fmt.Errorf("safetensors: %s: offset 8: header: %w", path, err)
 		}
 	}
 	if !utf8.Valid(hdr) {
@@ -182,10 +182,12 @@ func parse(r io.ReaderAt, size int64, path string, whole []byte) (*File, error) 
 	f := &File{
 		Path: path, HeaderLen: int64(n), DataStart: dataStart, Size: size, Metadata: h.metadata,
 		Tensors: make([]TensorInfo, len(h.entries)), r: r, byName: make(map[string]int, len(h.entries)),
+		hdrOff: make([]int64, len(h.entries)),
 	}
 	for i, e := range h.entries {
 		f.Tensors[i] = e.info
 		f.byName[e.info.Name] = i
+		f.hdrOff[i] = e.off
 	}
 	return f, nil
 }
@@ -199,37 +201,58 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 	return &f.Tensors[i], true
 }
 
-// ErrNotMapped is returned by Data for a File made by NewReader.
-var ErrNotMapped = errors.New("tensor data views need a memory-mapped file (use Open, or SectionReader)")
-
-// Data returns the tensor's bytes as a read-only, zero-copy view of the mapping. The slice
-// must not be written (the mapping is read-only: a write faults) nor used after Close.
-func (f *File) Data(t *TensorInfo) ([]byte, error) {
-	if f.m == nil {
-		return nil, fmt.Errorf("%s: tensor %q: %w", f.Path, t.Name, ErrNotMapped)
+// span checks that t is one of f's tensors (by name and range) and returns its absolute
+// byte range.
+func (f *File) span(t *TensorInfo) (lo, hi int64, err error) {
+	if f.closed {
+		return 0, 0, fmt.Errorf("safetensors: %s: tensor %q: %w", f.Path, t.Name, ErrClosed)
 	}
-	b := f.m.Bytes()
-	if b == nil {
-		return nil, fmt.Errorf("%s: tensor %q: file is closed", f.Path, t.Name)
+	i, ok := f.byName[t.Name]
+	if !ok || f.Tensors[i].Begin != t.Begin || f.Tensors[i].End != t.End {
+		return 0, 0, fmt.Errorf("safetensors: %s: tensor %q [%d, %d) is not a tensor of this file", f.Path, t.Name, t.Begin, t.End)
 	}
-	lo, hi := f.DataStart+t.Begin, f.DataStart+t.End
-	if t.Begin < 0 || t.End < t.Begin || hi > int64(len(b)) || lo < f.DataStart {
-		return nil, fmt.Errorf("%s: tensor %q: range [%d, %d) is not inside this file's data", f.Path, t.Name, t.Begin, t.End)
-	}
-	return b[lo:hi:hi], nil
+	return f.DataStart + t.Begin, f.DataStart + t.End, nil
 }
 
-// SectionReader returns a reader of the tensor's bytes. It works for every File; t must be
+// TensorData returns the tensor's bytes exactly as stored. For a File made by Open it is a
+// read-only, zero-copy view of the mapping that must not be written (a write faults) nor used
+// after Close; for a File made by NewReader the bytes are read into a new slice. t must be
 // one of f's tensors.
-func (f *File) SectionReader(t *TensorInfo) *io.SectionReader {
-	return io.NewSectionReader(f.r, f.DataStart+t.Begin, t.End-t.Begin)
+func (f *File) TensorData(t *TensorInfo) ([]byte, error) {
+	lo, hi, err := f.span(t)
+	if err != nil {
+		return nil, err
+	}
+	if f.m != nil {
+		return f.m.Bytes()[lo:hi:hi], nil
+	}
+	if hi == lo {
+		return []byte{}, nil // an empty tensor may sit at the very end, past the last byte
+	}
+	b := make([]byte, hi-lo) // the range was checked against the file size while parsing
+	if _, err := f.r.ReadAt(b, lo); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: tensor %q at offset %d: %w", f.Path, t.Name, lo, err)
+	}
+	return b, nil
 }
 
-// Close releases the mapping made by Open; views from Data become invalid and section
-// readers fail. It must not run concurrently with reads; reads may run concurrently with
-// each other. For a File made
-// by NewReader it does nothing (the caller owns the io.ReaderAt).
+// TensorReader returns a reader of the tensor's bytes exactly as stored, for any File. t
+// must be one of f's tensors; after Close it fails with ErrClosed.
+func (f *File) TensorReader(t *TensorInfo) (*io.SectionReader, error) {
+	lo, hi, err := f.span(t)
+	if err != nil {
+		return nil, err
+	}
+	return io.NewSectionReader(f.r, lo, hi-lo), nil
+}
+
+// Close releases the mapping made by Open; views from TensorData become invalid and
+// readers from TensorReader fail. It must not run concurrently with reads; reads may run
+// concurrently with each other. For a File made by NewReader it releases nothing (the caller
+// owns the io.ReaderAt), but TensorData and TensorReader fail with ErrClosed afterwards, as
+// for a mapped file. Close is idempotent.
 func (f *File) Close() error {
+	f.closed = true
 	if f.m == nil {
 		return nil
 	}

@@ -53,7 +53,7 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("Tensor(%q) lookup broken", ti.Name)
 			}
 			srcs = append(srcs, TensorSource{Name: ti.Name, Dtype: ti.Dtype, Shape: ti.Shape, Data: func(w io.Writer) error {
-				_, err := io.Copy(w, file.SectionReader(ti))
+				_, err := io.Copy(w, reader(file, ti))
 				return err
 			}})
 		}

@@ -15,6 +15,9 @@ const IndexName = "model.safetensors.index.json"
 type Index struct {
 	TotalSize int64             // metadata.total_size: informational (the sum of tensor bytes per its writer), not checked
 	WeightMap map[string]string // tensor name -> shard file name (in the checkpoint directory)
+
+	path    string
+	entries map[string]int64 // tensor name -> file offset of its weight_map key
 }
 
 // MaxIndexLen is the largest index file accepted (real ones are a few MB even for
@@ -25,19 +28,19 @@ const MaxIndexLen = 256 << 20
 func ReadIndex(path string) (*Index, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	if st.Size() > MaxIndexLen {
 		return nil, &FormatError{path, -1, "index", fmt.Sprintf("file is %d bytes, over the limit of %d", st.Size(), MaxIndexLen)}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxIndexLen+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
 	if len(b) > MaxIndexLen {
 		return nil, &FormatError{path, -1, "index", fmt.Sprintf("file is over the limit of %d bytes", MaxIndexLen)}
@@ -58,7 +61,7 @@ func ParseIndex(path string, b []byte) (*Index, error) {
 	if _, err := j.expect(tBeginObj, plain("index"), "a JSON object"); err != nil {
 		return nil, err
 	}
-	idx := &Index{}
+	idx := &Index{path: path, entries: map[string]int64{}}
 	seen := map[string]bool{}
 	for j.more() {
 		tok, off, err := j.next(plain("index"))
@@ -76,7 +79,7 @@ func ParseIndex(path string, b []byte) (*Index, error) {
 				return nil, err
 			}
 		case "weight_map":
-			if idx.WeightMap, err = j.weightMap(); err != nil {
+			if idx.WeightMap, err = j.weightMap(idx.entries); err != nil {
 				return nil, err
 			}
 		default:
@@ -125,7 +128,8 @@ func (j *jsonReader) indexMetadata(idx *Index) error {
 	return err
 }
 
-func (j *jsonReader) weightMap() (map[string]string, error) {
+// weightMap reads the weight_map object, recording the offset of each key in offs.
+func (j *jsonReader) weightMap(offs map[string]int64) (map[string]string, error) {
 	if _, err := j.expect(tBeginObj, plain("weight_map"), "an object"); err != nil {
 		return nil, err
 	}
@@ -140,6 +144,7 @@ func (j *jsonReader) weightMap() (map[string]string, error) {
 		if _, dup := wm[name]; dup {
 			return nil, j.errAt(off, f, "duplicate tensor name")
 		}
+		offs[name] = j.base + off
 		tok, off, err = j.next(f)
 		if err != nil {
 			return nil, err
@@ -155,6 +160,15 @@ func (j *jsonReader) weightMap() (map[string]string, error) {
 	}
 	_, _, err := j.next(plain("weight_map"))
 	return wm, err
+}
+
+// entryError is a *FormatError located at the weight_map entry of tensor name.
+func (idx *Index) entryError(name, format string, args ...any) *FormatError {
+	off, ok := idx.entries[name]
+	if !ok {
+		off = -1
+	}
+	return &FormatError{Path: idx.path, Offset: off, Field: where{kind: "weight_map", name: name, named: true}.String(), Msg: fmt.Sprintf(format, args...)}
 }
 
 // String summarizes the index for messages.

@@ -48,15 +48,15 @@ func TestBeyond4GiB(t *testing.T) {
 	if !ok || c.Begin != 5*gib || c.End != 5*gib+8 {
 		t.Fatalf("tensor c: %+v", c)
 	}
-	b, err := file.Data(c)
+	b, err := file.TensorData(c)
 	if err != nil || string(b) != string(tail) {
 		t.Fatalf("Data(c) = %v, %v", b, err)
 	}
 	a, _ := file.Tensor("a")
-	if ab, err := file.Data(a); err != nil || int64(len(ab)) != 3*gib || ab[len(ab)-1] != 0 {
+	if ab, err := file.TensorData(a); err != nil || int64(len(ab)) != 3*gib || ab[len(ab)-1] != 0 {
 		t.Fatalf("Data(a): %d bytes, %v", len(ab), err)
 	}
-	r, err := io.ReadAll(file.SectionReader(c))
+	r, err := io.ReadAll(reader(file, c))
 	if err != nil || string(r) != string(tail) {
 		t.Fatalf("SectionReader(c) = %v, %v", r, err)
 	}

@@ -138,7 +138,7 @@ func (j *jsonReader) tensor(name string, nameOff int64) (entry, error) {
 				return e, j.errAt(off, f, "must be a string, got %s", describe(tok))
 			}
 			if _, known := Dtype(s).Bits(); !known {
-				return e, j.errAt(off, f, "unknown dtype %q", s)
+				return e, &UnsupportedError{Path: j.path, Offset: j.base + off, Field: f.String(), Msg: fmt.Sprintf("unknown dtype %q", s)}
 			}
 			e.info.Dtype = Dtype(s)
 		case "shape":

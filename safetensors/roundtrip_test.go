@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // testTensor is a tensor with its bytes in memory.
@@ -84,15 +86,13 @@ func checkTensors(t *testing.T, ts []testTensor, lookup func(string) (*TensorInf
 		if info.Bytes() != int64(len(want.data)) || info.End-info.Begin != int64(len(want.data)) {
 			t.Fatalf("tensor %q: Bytes %d, range %d, want %d", want.name, info.Bytes(), info.End-info.Begin, len(want.data))
 		}
-		if f.m != nil {
-			b, err := f.Data(info)
-			if err != nil || !bytes.Equal(b, want.data) {
-				t.Fatalf("tensor %q: Data = %x, %v; want %x", want.name, b, err, want.data)
-			}
-		}
-		b, err := io.ReadAll(f.SectionReader(info))
+		b, err := f.TensorData(info)
 		if err != nil || !bytes.Equal(b, want.data) {
-			t.Fatalf("tensor %q: SectionReader = %x, %v; want %x", want.name, b, err, want.data)
+			t.Fatalf("tensor %q: TensorData = %x, %v; want %x", want.name, b, err, want.data)
+		}
+		b, err = io.ReadAll(reader(f, info))
+		if err != nil || !bytes.Equal(b, want.data) {
+			t.Fatalf("tensor %q: TensorReader = %x, %v; want %x", want.name, b, err, want.data)
 		}
 	}
 }
@@ -148,7 +148,7 @@ func TestRoundTripFile(t *testing.T) {
 		return ti, f, ok
 	})
 
-	// The same through NewReader; Data is refused there.
+	// The same through NewReader, where TensorData reads a copy.
 	g, err := NewReader(bytes.NewReader(raw), int64(len(raw)), "mem")
 	if err != nil {
 		t.Fatal(err)
@@ -157,8 +157,12 @@ func TestRoundTripFile(t *testing.T) {
 		ti, ok := g.Tensor(name)
 		return ti, g, ok
 	})
-	if _, err := g.Data(&g.Tensors[0]); err == nil {
-		t.Fatal("Data on a NewReader file did not fail")
+	if b, err := g.TensorData(&g.Tensors[0]); err != nil || &b[0] == &raw[g.DataStart+g.Tensors[0].Begin] {
+		t.Fatalf("TensorData on a NewReader file: %v (or a view of the caller's bytes, not a copy)", err)
+	}
+	g.Close()
+	if _, err := g.TensorData(&g.Tensors[0]); !errors.Is(err, ErrClosed) {
+		t.Fatalf("TensorData after Close: %v", err)
 	}
 
 	// Rewriting what was read gives the identical file.
@@ -166,7 +170,7 @@ func TestRoundTripFile(t *testing.T) {
 	for i, tt := range ts {
 		ti, _ := f.Tensor(tt.name)
 		again[i] = TensorSource{Name: ti.Name, Dtype: ti.Dtype, Shape: ti.Shape, Data: func(w io.Writer) error {
-			_, err := io.Copy(w, f.SectionReader(ti))
+			_, err := io.Copy(w, reader(f, ti))
 			return err
 		}}
 	}
@@ -223,7 +227,13 @@ func TestRoundTripSharded(t *testing.T) {
 					}
 				}
 			}
-			checkTensors(t, ts, c.Tensor)
+			checkTensors(t, ts, func(name string) (*TensorInfo, *File, bool) {
+				ti, ok := c.Tensor(name)
+				if !ok {
+					return nil, nil, false
+				}
+				return ti, c.FileOf(ti), true
+			})
 			names := c.Names()
 			if len(names) != len(ts) {
 				t.Fatalf("%d names, want %d", len(names), len(ts))
@@ -235,4 +245,13 @@ func TestRoundTripSharded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reader returns f's reader of t, or a reader that fails with TensorReader's error.
+func reader(f *File, t *TensorInfo) io.Reader {
+	r, err := f.TensorReader(t)
+	if err != nil {
+		return iotest.ErrReader(err)
+	}
+	return r
 }

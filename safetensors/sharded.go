@@ -21,7 +21,7 @@ import (
 // index beside a single model.safetensors is removed so that it cannot shadow the new file.
 func WriteSharded(dir string, metadata map[string]string, tensors []TensorSource, maxShardBytes int64, overwrite bool) ([]string, error) {
 	if maxShardBytes <= 0 {
-		return nil, fmt.Errorf("%s: shard size limit must be positive, got %d", dir, maxShardBytes)
+		return nil, fmt.Errorf("safetensors: %s: shard size limit must be positive, got %d", dir, maxShardBytes)
 	}
 	// Plan: shard boundaries by size.
 	var groups [][]TensorSource
@@ -30,14 +30,14 @@ func WriteSharded(dir string, metadata map[string]string, tensors []TensorSource
 	for i := range tensors {
 		n, err := tensors[i].size()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, err)
+			return nil, fmt.Errorf("safetensors: %s: %w", dir, err)
 		}
 		if seen[tensors[i].Name] {
-			return nil, fmt.Errorf("%s: duplicate tensor name %q", dir, tensors[i].Name)
+			return nil, fmt.Errorf("safetensors: %s: duplicate tensor name %q", dir, tensors[i].Name)
 		}
 		seen[tensors[i].Name] = true
 		if total > 1<<63-1-n {
-			return nil, fmt.Errorf("%s: total data size overflows", dir)
+			return nil, fmt.Errorf("safetensors: %s: total data size overflows", dir)
 		}
 		if len(groups) == 0 || (len(groups[len(groups)-1]) > 0 && cur+n > maxShardBytes) {
 			groups = append(groups, nil)
@@ -56,14 +56,14 @@ func WriteSharded(dir string, metadata map[string]string, tensors []TensorSource
 		p := filepath.Join(dir, SingleName)
 		if !overwrite {
 			if _, err := os.Lstat(indexPath); err == nil {
-				return nil, fmt.Errorf("%s: %w", indexPath, atomicfile.ErrExists)
+				return nil, fmt.Errorf("safetensors: %s: %w", indexPath, atomicfile.ErrExists)
 			}
 		}
 		if err := WriteFile(p, metadata, groups[0], overwrite); err != nil {
 			return nil, err
 		}
 		if err := os.Remove(indexPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("remove stale index: %w", err)
+			return nil, fmt.Errorf("safetensors: remove stale index: %w", err)
 		}
 		return []string{p}, nil
 	}
@@ -75,7 +75,7 @@ func WriteSharded(dir string, metadata map[string]string, tensors []TensorSource
 	if !overwrite {
 		for _, p := range append(paths, indexPath) {
 			if _, err := os.Lstat(p); err == nil {
-				return nil, fmt.Errorf("%s: %w", p, atomicfile.ErrExists)
+				return nil, fmt.Errorf("safetensors: %s: %w", p, atomicfile.ErrExists)
 			}
 		}
 	}
@@ -100,7 +100,7 @@ func WriteSharded(dir string, metadata map[string]string, tensors []TensorSource
 	}
 	defer af.Abort()
 	if _, err := af.Write(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", indexPath, atomicfile.Explain(err))
+		return nil, fmt.Errorf("safetensors: %s: %w", indexPath, atomicfile.Explain(err))
 	}
 	if err := af.Commit(); err != nil {
 		return nil, err

@@ -134,7 +134,7 @@ func encodeHeader(metadata map[string]string, tensors []TensorSource) ([]byte, i
 func WriteFile(path string, metadata map[string]string, tensors []TensorSource, overwrite bool) error {
 	hdr, _, err := encodeHeader(metadata, tensors)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("safetensors: %s: %w", path, err)
 	}
 	af, err := atomicfile.Create(path, overwrite)
 	if err != nil {
@@ -152,19 +152,19 @@ func WriteFile(path string, metadata map[string]string, tensors []TensorSource, 
 		cw := &limitWriter{w: w, left: n}
 		if err := t.Data(cw); err != nil {
 			if cw.werr != nil {
-				return fmt.Errorf("%s: write tensor %q: %w", path, t.Name, atomicfile.Explain(cw.werr))
+				return fmt.Errorf("safetensors: %s: write tensor %q: %w", path, t.Name, atomicfile.Explain(cw.werr))
 			}
-			return fmt.Errorf("%s: tensor %q: %w", path, t.Name, err)
+			return fmt.Errorf("safetensors: %s: tensor %q: %w", path, t.Name, err)
 		}
 		if cw.over {
-			return fmt.Errorf("%s: tensor %q: %w (%d bytes)", path, t.Name, errTooMuch, n)
+			return fmt.Errorf("safetensors: %s: tensor %q: %w (%d bytes)", path, t.Name, errTooMuch, n)
 		}
 		if cw.left != 0 {
-			return fmt.Errorf("%s: tensor %q: Data wrote %d bytes, want %d", path, t.Name, n-cw.left, n)
+			return fmt.Errorf("safetensors: %s: tensor %q: Data wrote %d bytes, want %d", path, t.Name, n-cw.left, n)
 		}
 	}
 	if err := w.Flush(); err != nil {
-		return fmt.Errorf("%s: %w", path, atomicfile.Explain(err))
+		return fmt.Errorf("safetensors: %s: %w", path, atomicfile.Explain(err))
 	}
 	return af.Commit()
 }

@@ -58,34 +58,34 @@ func TestBreaks(t *testing.T) {
 		}
 		t.Run(kind+"/"+BreakMissingTensor, func(t *testing.T) {
 			ck := open(t, checkpointOf(t, kind, BreakMissingTensor))
-			if _, _, ok := ck.Tensor(prefix + "layers.1.self_attn.kv_a_layernorm.weight"); ok {
+			if _, ok := ck.Tensor(prefix + "layers.1.self_attn.kv_a_layernorm.weight"); ok {
 				t.Fatal("tensor still present")
 			}
-			if _, _, ok := ck.Tensor(prefix + "layers.0.self_attn.kv_a_layernorm.weight"); !ok {
+			if _, ok := ck.Tensor(prefix + "layers.0.self_attn.kv_a_layernorm.weight"); !ok {
 				t.Fatal("the layer-0 twin is gone too")
 			}
 		})
 		t.Run(kind+"/"+BreakExtraTensor, func(t *testing.T) {
 			ck := open(t, checkpointOf(t, kind, BreakExtraTensor))
-			ti, _, ok := ck.Tensor(prefix + "layers.0.mlp.extra_proj.weight")
+			ti, ok := ck.Tensor(prefix + "layers.0.mlp.extra_proj.weight")
 			if !ok || !slices.Equal(ti.Shape, []int64{8, 64}) {
 				t.Fatalf("extra tensor %v", ti)
 			}
 		})
 		t.Run(kind+"/"+BreakWrongShape, func(t *testing.T) {
 			ck := open(t, checkpointOf(t, kind, BreakWrongShape))
-			ti, _, _ := ck.Tensor(prefix + "layers.0.self_attn.kv_b_proj.weight")
+			ti, _ := ck.Tensor(prefix + "layers.0.self_attn.kv_b_proj.weight")
 			if ti == nil || !slices.Equal(ti.Shape, []int64{24, 112}) { // config says [4*(16+12), 24]
 				t.Fatalf("kv_b_proj %v, want transposed [24 112]", ti)
 			}
-			ti, _, _ = ck.Tensor(prefix + "layers.1.self_attn.kv_b_proj.weight")
+			ti, _ = ck.Tensor(prefix + "layers.1.self_attn.kv_b_proj.weight")
 			if !slices.Equal(ti.Shape, []int64{112, 24}) {
 				t.Fatalf("layer 1 kv_b_proj %v changed too", ti.Shape)
 			}
 		})
 		t.Run(kind+"/"+BreakWrongDtype, func(t *testing.T) {
 			ck := open(t, checkpointOf(t, kind, BreakWrongDtype))
-			ti, _, _ := ck.Tensor(prefix + "layers.0.input_layernorm.weight")
+			ti, _ := ck.Tensor(prefix + "layers.0.input_layernorm.weight")
 			if ti == nil || ti.Dtype != "I32" || !slices.Equal(ti.Shape, []int64{64}) {
 				t.Fatalf("input_layernorm %v, want I32 [64]", ti)
 			}
@@ -154,7 +154,7 @@ func TestVocabMismatchTarget(t *testing.T) {
 	dir := checkpointOf(t, "target", BreakVocabMismatch)
 	vocab := int(jsonFile(t, filepath.Join(dir, "config.json"))["vocab_size"].(float64))
 	ck := open(t, dir)
-	ti, _, _ := ck.Tensor("model.embed_tokens.weight")
+	ti, _ := ck.Tensor("model.embed_tokens.weight")
 	ranks, added := readTokenizer(t, dir)
 	tokSize := len(ranks)
 	for id := range added {
@@ -170,8 +170,8 @@ func TestVocabMismatchDraft(t *testing.T) {
 	dir := checkpointOf(t, "dspark", BreakVocabMismatch)
 	cfg := jsonFile(t, filepath.Join(dir, "config.json"))
 	ck := open(t, dir)
-	ti, _, _ := ck.Tensor("embed_tokens.weight")
-	mk, _, _ := ck.Tensor("markov_head.markov_w2.weight")
+	ti, _ := ck.Tensor("embed_tokens.weight")
+	mk, _ := ck.Tensor("markov_head.markov_w2.weight")
 	if cfg["vocab_size"].(float64) != 1088 || cfg["draft_vocab_size"].(float64) != 1088 || ti.Shape[0] != 1024 || mk.Shape[0] != 1024 {
 		t.Fatalf("config vocab %v, embedding rows %d, markov rows %d", cfg["vocab_size"], ti.Shape[0], mk.Shape[0])
 	}

@@ -57,11 +57,11 @@ func TestGQADraftFitsTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ck.Close()
-		ti, f, ok := ck.Tensor(name)
+		ti, ok := ck.Tensor(name)
 		if !ok {
 			return nil
 		}
-		b, err := f.Data(ti)
+		b, err := ck.TensorData(ti)
 		if err != nil {
 			t.Fatal(err)
 		}

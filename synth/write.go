@@ -233,7 +233,7 @@ func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func
 // headSource returns a Data function copying the target's output head: its lm_head.weight,
 // or its embedding when it is tied (it has no lm_head).
 func headSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
-	if _, _, ok := ck.Tensor("lm_head.weight"); ok {
+	if _, ok := ck.Tensor("lm_head.weight"); ok {
 		return copySource(ck, dir, "lm_head.weight", want)
 	}
 	return copySource(ck, dir, "model.embed_tokens.weight", want)
@@ -242,7 +242,7 @@ func headSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.W
 // copySource returns a Data function copying the target's tensor name, after checking that
 // it has the dtype and shape of want.
 func copySource(ck *safetensors.Checkpoint, dir, name string, want *Tensor) (func(io.Writer) error, error) {
-	ti, f, ok := ck.Tensor(name)
+	ti, ok := ck.Tensor(name)
 	if !ok {
 		return nil, fmt.Errorf("synth: target %s has no %s", dir, name)
 	}
@@ -251,10 +251,13 @@ func copySource(ck *safetensors.Checkpoint, dir, name string, want *Tensor) (fun
 			dir, name, ti.Dtype, ti.Shape, want.Dtype, want.Shape)
 	}
 	return func(w io.Writer) error {
-		sr := f.SectionReader(ti)
+		sr, err := ck.TensorReader(ti)
+		if err != nil {
+			return err
+		}
 		bp := getChunk()
 		defer chunkPool.Put(bp)
-		_, err := io.CopyBuffer(w, sr, *bp)
+		_, err = io.CopyBuffer(w, sr, *bp)
 		return err
 	}, nil
 }

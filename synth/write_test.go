@@ -62,11 +62,11 @@ func TestTargetRoundTrip(t *testing.T) {
 	g := Generator{Seed: 11}
 	for i := range p.Roster {
 		want := &p.Roster[i]
-		ti, f, ok := ck.Tensor(want.Name)
+		ti, ok := ck.Tensor(want.Name)
 		if !ok || ti.Dtype != want.Dtype || !slices.Equal(ti.Shape, want.Shape) {
 			t.Fatalf("%s: read %v, planned %v", want.Name, ti, want)
 		}
-		data, err := f.Data(ti)
+		data, err := ck.TensorData(ti)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,11 +195,11 @@ func TestDraftEmbeddingIsTargetCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ck.Close()
-		ti, f, ok := ck.Tensor(name)
+		ti, ok := ck.Tensor(name)
 		if !ok {
 			t.Fatalf("%s: no %s", dir, name)
 		}
-		b, err := f.Data(ti)
+		b, err := ck.TensorData(ti)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,12 +1,11 @@
 package tokenizer
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/dspark-dev/dspark/internal/jsonlex"
 )
 
 // AddedToken is one entry of tokenizer_config.json's added_tokens_decoder.
@@ -16,67 +15,69 @@ type AddedToken struct {
 	Special bool   // the entry's "special" flag (false when absent)
 }
 
-// addedEntry mirrors one added_tokens_decoder value; pointers tell absent from zero.
-type addedEntry struct {
-	Content *string `json:"content"`
-	Special *bool   `json:"special"`
-}
-
 // ParseAddedTokenList reads added_tokens_decoder from a tokenizer_config.json document and
 // returns its entries sorted by id. A document without added_tokens_decoder yields no
 // entries. Keys must be non-negative decimal ids below MaxRank+1<<16, "content" must be a
-// non-empty string, "special" (if present) a boolean, and no two ids may share a content.
-// Errors match ErrFormat and name the offending key; syntax errors give the byte offset.
+// non-empty string, "special" (if present) a boolean, and no two ids may share a content;
+// other keys of an entry are ignored. The document must be valid UTF-8 JSON without
+// duplicate keys. Errors are *FormatError values naming the key and its byte offset, with
+// the file name "tokenizer_config.json" (callers that know the path replace it).
 func ParseAddedTokenList(tokenizerConfigJSON []byte) ([]AddedToken, error) {
 	const file = "tokenizer_config.json"
-	var doc struct {
-		Decoder map[string]json.RawMessage `json:"added_tokens_decoder"`
+	doc, err := topLevel(file, tokenizerConfigJSON, func(key string) bool { return key == "added_tokens_decoder" })
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(tokenizerConfigJSON, &doc); err != nil {
-		fe := &FormatError{File: file, Field: "JSON", Msg: err.Error()}
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			fe.Offset = max(se.Offset-1, 0) // Offset counts the bad byte as read
-		case errors.As(err, &te):
-			fe.Offset, fe.Field = te.Offset, "added_tokens_decoder"
-		}
-		return nil, fe
+	fail := func(off int64, field, format string, args ...any) error {
+		return &FormatError{File: file, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	out := make([]AddedToken, 0, len(doc.Decoder))
-	for key, raw := range doc.Decoder {
+	dec := doc["added_tokens_decoder"]
+	if dec == nil || dec.kind == jsonlex.Null {
+		return nil, nil
+	}
+	if dec.kind != jsonlex.BeginObject {
+		return nil, fail(dec.off, "added_tokens_decoder", "must be an object, got %s", dec.describe())
+	}
+	out := make([]AddedToken, 0, len(dec.keys))
+	offs := make(map[int]int64, len(dec.keys))
+	for k, key := range dec.keys {
 		field := fmt.Sprintf("added_tokens_decoder[%q]", key)
 		id, reason := parseRank([]byte(key))
-		if reason != "" || id > MaxRank+1<<16 {
-			if reason == "" {
-				reason = "id too large"
+		if reason == "" && id > MaxRank+1<<16 {
+			reason = "id too large"
+		}
+		if reason != "" {
+			return nil, fail(dec.koff[k], field, "key is not a token id: %s", reason)
+		}
+		e := dec.vals[k]
+		if e.kind != jsonlex.BeginObject {
+			return nil, fail(e.off, field, "must be an object, got %s", e.describe())
+		}
+		c := e.get("content")
+		switch {
+		case c == nil:
+			return nil, fail(e.off, field, "missing \"content\"")
+		case c.kind != jsonlex.String:
+			return nil, fail(c.off, field+".content", "must be a string, got %s", c.describe())
+		case c.str == "":
+			return nil, fail(c.off, field+".content", "empty \"content\"")
+		}
+		t := AddedToken{ID: id, Content: c.str}
+		if sp := e.get("special"); sp != nil && sp.kind != jsonlex.Null {
+			if !sp.isBool() {
+				return nil, fail(sp.off, field+".special", "must be a boolean, got %s", sp.describe())
 			}
-			return nil, &FormatError{File: file, Field: field, Msg: "key is not a token id: " + reason}
+			t.Special = sp.kind == jsonlex.True
 		}
-		var e addedEntry
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if err := dec.Decode(&e); err != nil {
-			return nil, &FormatError{File: file, Field: field, Msg: err.Error()}
-		}
-		if e.Content == nil {
-			return nil, &FormatError{File: file, Field: field, Msg: "missing \"content\""}
-		}
-		if *e.Content == "" {
-			return nil, &FormatError{File: file, Field: field, Msg: "empty \"content\""}
-		}
-		t := AddedToken{ID: id, Content: *e.Content}
-		if e.Special != nil {
-			t.Special = *e.Special
-		}
+		offs[id] = dec.koff[k]
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	byContent := make(map[string]int, len(out))
 	for _, t := range out {
 		if prev, dup := byContent[t.Content]; dup {
-			return nil, &FormatError{File: file, Field: "added_tokens_decoder[\"" + strconv.Itoa(t.ID) + "\"]",
-				Msg: fmt.Sprintf("content %q already used by id %d", t.Content, prev)}
+			return nil, fail(offs[t.ID], "added_tokens_decoder[\""+strconv.Itoa(t.ID)+"\"]",
+				"content %q already used by id %d", t.Content, prev)
 		}
 		byContent[t.Content] = t.ID
 	}

@@ -52,15 +52,17 @@ func TestParseAddedTokens(t *testing.T) {
 
 func TestParseAddedTokensErrors(t *testing.T) {
 	cases := []struct{ name, in, want string }{
-		{"syntax", `{"added_tokens_decoder": {"1": {"content": "a",}}}`, "byte offset 47"},
+		{"syntax", `{"added_tokens_decoder": {"1": {"content": "a",}}}`, "offset 47: added_tokens_decoder: invalid JSON"},
+		{"duplicate key", `{"added_tokens_decoder": {"1": {"content": "a"}, "1": {"content": "b"}}}`, "offset 49: added_tokens_decoder: duplicate key"},
+		{"invalid UTF-8", "{\"added_tokens_decoder\": {\"1\": {\"content\": \"\xff\"}}}", "offset 44: JSON: invalid UTF-8"},
 		{"not an object", `{"added_tokens_decoder": [1]}`, "added_tokens_decoder"},
-		{"bad key", `{"added_tokens_decoder": {"x1": {"content": "a"}}}`, `added_tokens_decoder["x1"]`},
+		{"bad key", `{"added_tokens_decoder": {"x1": {"content": "a"}}}`, `offset 26: added_tokens_decoder["x1"]: key is not a token id`},
 		{"negative key", `{"added_tokens_decoder": {"-1": {"content": "a"}}}`, `added_tokens_decoder["-1"]`},
 		{"missing content", `{"added_tokens_decoder": {"5": {"special": true}}}`, `missing "content"`},
 		{"empty content", `{"added_tokens_decoder": {"5": {"content": ""}}}`, `empty "content"`},
-		{"content not string", `{"added_tokens_decoder": {"5": {"content": 7}}}`, `added_tokens_decoder["5"]`},
+		{"content not string", `{"added_tokens_decoder": {"5": {"content": 7}}}`, `offset 43: added_tokens_decoder["5"].content: must be a string, got 7`},
 		{"special not bool", `{"added_tokens_decoder": {"5": {"content": "a", "special": "yes"}}}`, `added_tokens_decoder["5"]`},
-		{"duplicate content", `{"added_tokens_decoder": {"5": {"content": "a"}, "9": {"content": "a"}}}`, `already used by id 5`},
+		{"duplicate content", `{"added_tokens_decoder": {"5": {"content": "a"}, "9": {"content": "a"}}}`, `offset 49: added_tokens_decoder["9"]: content "a" already used by id 5`},
 	}
 	for _, c := range cases {
 		_, err := ParseAddedTokens([]byte(c.in))
@@ -95,8 +97,9 @@ func FuzzParseAddedTokens(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		list, err := ParseAddedTokenList(data)
 		if err != nil {
-			if !errors.Is(err, ErrFormat) {
-				t.Fatalf("error %v does not match ErrFormat", err)
+			var fe *FormatError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrFormat) || fe.Offset < 0 || fe.Offset > int64(len(data)) {
+				t.Fatalf("error %v is not a located *FormatError", err)
 			}
 			return
 		}

@@ -44,7 +44,7 @@ func preTokenizer(pre string) (func(string, int) int, error) {
 	case PreQwen2:
 		return nextPieceQwen2, nil
 	}
-	return nil, fmt.Errorf("tokenizer: pre-tokenizer %q is not supported (want %q or %q)", pre, PreKimi, PreQwen2)
+	return nil, &UnsupportedError{Offset: -1, Field: "tokenizer.ggml.pre", Msg: fmt.Sprintf("pre-tokenizer %q (this package implements %q and %q)", pre, PreKimi, PreQwen2)}
 }
 
 // NewBPE builds a BPE with Kimi's pre-tokenizer; it is NewBPEFor(PreKimi, ...).
@@ -106,7 +106,7 @@ func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BP
 		case TypeUnknown, TypeUnused:
 			b.bytesOf[id] = []byte(s)
 		default:
-			return nil, fmt.Errorf("tokenizer: token %d %q has unsupported type %d", id, s, t)
+			return nil, &UnsupportedError{Offset: -1, Field: fmt.Sprintf("tokenizer.ggml.token_type[%d]", id), Msg: fmt.Sprintf("type %d of token %q (this package implements 1 normal, 2 unknown, 3 control, 4 user-defined and 5 unused)", t, s)}
 		}
 	}
 	for c := range 256 {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -136,7 +137,8 @@ func TestPreTokenizerSelection(t *testing.T) {
 		}
 	}
 	for _, pre := range []string{"", "llama-bpe", "default", "Qwen2"} {
-		if _, err := NewBPEFor(pre, v.Tokens, v.Merges, v.Types); err == nil || !strings.Contains(err.Error(), "not supported") {
+		var ue *UnsupportedError
+		if _, err := NewBPEFor(pre, v.Tokens, v.Merges, v.Types); !errors.As(err, &ue) || ue.Field != "tokenizer.ggml.pre" || !errors.Is(err, ErrUnsupported) {
 			t.Errorf("pre %q: %v", pre, err)
 		}
 		if _, err := TrainBPEFor(pre, []byte("abc"), 300); err == nil {

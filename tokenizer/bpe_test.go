@@ -202,7 +202,7 @@ func TestNewBPEErrors(t *testing.T) {
 		want   string
 	}{
 		{"types length", v.Tokens, v.Merges, v.Types[:5], "token types"},
-		{"bad type", v.Tokens, v.Merges, append(slices.Clone(v.Types[:258]), 9), "unsupported type 9"},
+		{"bad type", v.Tokens, v.Merges, append(slices.Clone(v.Types[:258]), 9), "unsupported: type 9"},
 		{"not byte-level", tok(func(s []string) []string { s[257] = "a bc"; return s }), nil, v.Types, "not GPT-2 byte-level"},
 		{"duplicate token", tok(func(s []string) []string { s[257] = "ab"; return s }), nil, v.Types, "both"},
 		{"missing byte", tok(func(s []string) []string { s['q'] = "qq"; return s }), nil, v.Types, "byte 0x71"},

@@ -19,6 +19,11 @@
 // names (NewBPEFor with PreKimi "kimi-k2" or PreQwen2 "qwen2"; another name is an error),
 // and TrainBPEFor trains small vocabularies for synthetic checkpoints with either.
 //
+// Errors follow package gguf's design: malformed input is a *FormatError
+// ("tokenizer: FILE[:LINE]: offset N: FIELD: MSG", errors.Is(err, ErrFormat)); valid input
+// that uses something not implemented here (a WordPiece model, a normalizer other than NFC,
+// an unknown tokenizer.ggml.pre) is an *UnsupportedError (errors.Is(err, ErrUnsupported)).
+//
 // It is not a general tokenizer library: there is no SentencePiece, WordPiece or Unigram
 // model, no normalization, and no chat-template rendering. Encode follows llama.cpp's "gpt2"
 // merge-rank semantics, which is what a GGUF consumer sees; it is not guaranteed to equal

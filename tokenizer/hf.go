@@ -117,6 +117,11 @@ func (p *hfParser) errAt(off int64, field, format string, args ...any) error {
 	return &FormatError{File: p.file, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// unsupportedAt reports a valid value that this package does not implement.
+func (p *hfParser) unsupportedAt(off int64, field, format string, args ...any) error {
+	return &UnsupportedError{File: p.file, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
 // located turns a jsonlex error into a FormatError about field.
 func (p *hfParser) located(err error, field string) error {
 	if le, ok := err.(*jsonlex.Error); ok {
@@ -256,16 +261,19 @@ func (p *hfParser) model() error {
 		}
 		switch key {
 		case "type":
-			if v.kind != jsonlex.String || v.str != "BPE" {
-				return p.errAt(v.off, field, "must be \"BPE\", got %s (only byte-level BPE models are supported)", v.describe())
+			if v.kind != jsonlex.String {
+				return p.errAt(v.off, field, "must be a string, got %s", v.describe())
+			}
+			if v.str != "BPE" {
+				return p.unsupportedAt(v.off, field, "%q (only byte-level \"BPE\" models are implemented)", v.str)
 			}
 		case "dropout", "unk_token":
 			if v.kind != jsonlex.Null {
-				return p.errAt(v.off, field, "must be null, got %s (not supported)", v.describe())
+				return p.unsupportedAt(v.off, field, "%s (only null is implemented)", v.describe())
 			}
 		case "continuing_subword_prefix", "end_of_word_suffix":
 			if v.kind != jsonlex.Null && !(v.kind == jsonlex.String && v.str == "") {
-				return p.errAt(v.off, field, "must be \"\" or null, got %s (not supported)", v.describe())
+				return p.unsupportedAt(v.off, field, "%s (only \"\" and null are implemented)", v.describe())
 			}
 		case "fuse_unk":
 			if !v.isBool() {
@@ -273,7 +281,10 @@ func (p *hfParser) model() error {
 			}
 		case "byte_fallback", "ignore_merges":
 			if v.kind != jsonlex.False {
-				return p.errAt(v.off, field, "must be false, got %s (not supported)", v.describe())
+				if !v.isBool() {
+					return p.errAt(v.off, field, "must be a boolean, got %s", v.describe())
+				}
+				return p.unsupportedAt(v.off, field, "true (only false is implemented)")
 			}
 		default:
 			return p.errAt(off, field, "unknown key of a BPE model")
@@ -444,7 +455,10 @@ func (p *hfParser) addedTokens() error {
 				}
 			case "single_word", "lstrip", "rstrip":
 				if val.kind != jsonlex.False {
-					return p.errAt(val.off, f, "must be false, got %s (not supported: added tokens are matched literally)", val.describe())
+					if !val.isBool() {
+						return p.errAt(val.off, f, "must be a boolean, got %s", val.describe())
+					}
+					return p.unsupportedAt(val.off, f, "true (added tokens are matched literally; only false is implemented)")
 				}
 			default:
 				return p.errAt(v.koff[k], f, "unknown key of an added token")
@@ -473,7 +487,7 @@ func (p *hfParser) normalizer(v *jval) (bool, error) {
 		return false, err
 	}
 	if typ != "NFC" {
-		return false, p.errAt(v.get("type").off, "normalizer.type", "%q is not supported (a GGUF gpt2 tokenizer has no normalizer; only null and Qwen's NFC, which llama.cpp also leaves out, are accepted)", typ)
+		return false, p.unsupportedAt(v.get("type").off, "normalizer.type", "%q is not implemented (a GGUF gpt2 tokenizer has no normalizer; only null and Qwen's NFC, which llama.cpp also leaves out, are accepted)", typ)
 	}
 	return true, p.only(v, "normalizer", "type")
 }
@@ -482,14 +496,14 @@ func (p *hfParser) preTokenizer(v *jval) error {
 	const field = "pre_tokenizer"
 	want := "a Sequence of Split (the Qwen2 pattern) and ByteLevel"
 	if v.kind == jsonlex.Null {
-		return p.errAt(v.off, field, "null is not supported (want %s)", want)
+		return p.unsupportedAt(v.off, field, "null (only %s is implemented)", want)
 	}
 	typ, err := p.typed(v, field)
 	if err != nil {
 		return err
 	}
 	if typ != "Sequence" {
-		return p.errAt(v.get("type").off, field+".type", "%q is not supported (want %s)", typ, want)
+		return p.unsupportedAt(v.get("type").off, field+".type", "%q (only %s is implemented)", typ, want)
 	}
 	if err := p.only(v, field, "type", "pretokenizers"); err != nil {
 		return err
@@ -507,7 +521,7 @@ func (p *hfParser) preTokenizer(v *jval) error {
 	if typ, err := p.typed(split, sf); err != nil {
 		return err
 	} else if typ != "Split" {
-		return p.errAt(split.get("type").off, sf+".type", "%q is not supported (want Split)", typ)
+		return p.unsupportedAt(split.get("type").off, sf+".type", "%q (only Split is implemented)", typ)
 	}
 	if err := p.only(split, sf, "type", "pattern", "behavior", "invert"); err != nil {
 		return err
@@ -525,7 +539,7 @@ func (p *hfParser) preTokenizer(v *jval) error {
 		if re != nil {
 			at = re.off
 		}
-		return p.errAt(at, sf+".pattern.Regex", "must be the Qwen2 pattern %q (the only split pattern implemented)", Qwen2Pattern)
+		return p.unsupportedAt(at, sf+".pattern.Regex", "only the Qwen2 pattern %q is implemented", Qwen2Pattern)
 	}
 	if b := split.get("behavior"); b == nil || b.kind != jsonlex.String || b.str != "Isolated" {
 		return p.errAt(split.off, sf+".behavior", "must be \"Isolated\"")
@@ -545,7 +559,7 @@ func (p *hfParser) byteLevel(v *jval, field string, strict bool) error {
 		return err
 	}
 	if typ != "ByteLevel" {
-		return p.errAt(v.get("type").off, field+".type", "%q is not supported (want ByteLevel)", typ)
+		return p.unsupportedAt(v.get("type").off, field+".type", "%q (only ByteLevel is implemented)", typ)
 	}
 	if err := p.only(v, field, "type", "add_prefix_space", "trim_offsets", "use_regex"); err != nil {
 		return err
@@ -562,7 +576,7 @@ func (p *hfParser) byteLevel(v *jval, field string, strict bool) error {
 				return p.errAt(v.off, field+"."+key, "missing (must be false)")
 			}
 			if b.kind != jsonlex.False {
-				return p.errAt(b.off, field+"."+key, "must be false (not supported)")
+				return p.unsupportedAt(b.off, field+"."+key, "true (only false is implemented)")
 			}
 		}
 	}

@@ -469,12 +469,16 @@ func LoadHFDir(dir string, vocabSize int) (*HFDir, error) {
 func readBounded(path string, limit int64) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes is over the limit of %d", path, st.Size(), limit)
+		return nil, &FormatError{File: path, Offset: -1, Msg: fmt.Sprintf("%d bytes is over the limit of %d", st.Size(), limit)}
 	}
-	return os.ReadFile(path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return b, nil
 }
 
 // readOptional reads a small configuration file; a missing file gives nil.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // KimiReservedTokens is the number of special-token ids a Kimi tokenizer reserves right after
@@ -20,7 +21,7 @@ func LoadKimiDir(dir string, vocabSize int) (*Vocab, error) {
 	tikPath := filepath.Join(dir, "tiktoken.model")
 	f, err := os.Open(tikPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	defer f.Close()
 	ranks, err := ReadTiktoken(f, tikPath)
@@ -30,7 +31,7 @@ func LoadKimiDir(dir string, vocabSize int) (*Vocab, error) {
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
 	cfg, err := os.ReadFile(cfgPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	list, err := ParseAddedTokenList(cfg)
 	if err != nil {
@@ -42,14 +43,15 @@ func LoadKimiDir(dir string, vocabSize int) (*Vocab, error) {
 	added := make(map[int]string, len(list))
 	for _, t := range list {
 		if t.ID >= vocabSize {
-			return nil, fmt.Errorf("%s: added token %d %q is beyond vocab_size %d", cfgPath, t.ID, t.Content, vocabSize)
+			return nil, &FormatError{File: cfgPath, Offset: -1, Field: fmt.Sprintf("added_tokens_decoder[%q]", strconv.Itoa(t.ID)),
+				Msg: fmt.Sprintf("added token %d %q is beyond vocab_size %d", t.ID, t.Content, vocabSize)}
 		}
 		added[t.ID] = t.Content
 	}
 	n := max(0, min(KimiReservedTokens, vocabSize-len(ranks)))
 	v, err := GGUFVocab(ranks, ReservedSpecials(added, len(ranks), n), vocabSize)
 	if err != nil {
-		return nil, fmt.Errorf("%s with %s: %w", tikPath, cfgPath, err)
+		return nil, &contextError{what: tikPath + " with " + cfgPath, err: err}
 	}
 	return v, nil
 }

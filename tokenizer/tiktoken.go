@@ -48,7 +48,7 @@ func ReadTiktoken(r io.Reader, name string) ([][]byte, error) {
 			return nil, fail(off, "line", "longer than %d bytes", maxTiktokenLine)
 		}
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s: reading line %d at byte offset %d: %w", name, line+1, off, err)
+			return nil, fmt.Errorf("tokenizer: %s:%d: offset %d: read: %w", name, line+1, off, err)
 		}
 		if len(raw) == 0 && err == io.EOF {
 			break

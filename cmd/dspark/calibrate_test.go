@@ -57,7 +57,11 @@ func headlessDraft(t *testing.T, draft string) string {
 			continue
 		}
 		specs = append(specs, gguf.TensorSpec{Name: ti.Name, Type: ti.Type, Dims: ti.Dims, Data: func(w io.Writer) error {
-			_, err := io.Copy(w, src.TensorReader(ti))
+			r, err := src.TensorReader(ti)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(w, r)
 			return err
 		}})
 	}

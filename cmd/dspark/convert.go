@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,8 @@ type convertFlags struct {
 	splitMaxTensors int
 	quiet           bool
 	threads         int
+	quantizeHeads   string
+	json            bool
 }
 
 func newConvertCmd() *cobra.Command {
@@ -63,6 +66,8 @@ partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.
 	f.IntVar(&fl.splitMaxTensors, "split-max-tensors", 0, "split the output into shards of at most N tensors")
 	f.BoolVarP(&fl.quiet, "quiet", "q", false, "no progress output")
 	f.IntVar(&fl.threads, "threads", 0, "parallel converters (default: number of CPUs)")
+	f.StringVar(&fl.quantizeHeads, "quantize-heads", "none", "draft heads a quantized --outtype also applies to: markov, confidence (comma-separated), all or none; the others keep the checkpoint's dtype")
+	f.BoolVar(&fl.json, "json", false, "print the result (outputs, round-trip errors, verification) as JSON on stdout (schema: docs/convert.md)")
 	return cmd
 }
 
@@ -115,7 +120,14 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	if fl.splitMaxTensors < 0 || fl.threads < 0 {
 		return usagef("--split-max-tensors and --threads must be >= 0")
 	}
-	plan, err := convert.NewPlan(dir, convert.Options{OutType: outType, Target: fl.target, KeepEmbeddings: fl.keepEmbeddings})
+	heads, err := convert.ParseHeads(fl.quantizeHeads)
+	if err != nil {
+		return usagef("--quantize-heads: %v", err)
+	}
+	if fl.json && fl.dryRun {
+		return usagef("--json reports a written file; --dry-run writes nothing (it prints the plan as text)")
+	}
+	plan, err := convert.NewPlan(dir, convert.Options{OutType: outType, Target: fl.target, KeepEmbeddings: fl.keepEmbeddings, QuantizeHeads: heads})
 	if err != nil {
 		return err
 	}
@@ -149,24 +161,72 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s, %s, %d tensors, %s parameters\n", strings.Join(paths, ", "), plan.Arch, plan.OutType, len(plan.Tensors), groupDigits(plan.Params))
-	if !fl.verify {
-		return nil
-	}
-	rep, err := plan.Verify(paths[0], lintProblems)
-	if err != nil {
-		return err
-	}
-	if !rep.OK() {
-		for _, pr := range rep.Problems {
-			fmt.Fprintln(stderr, "convert: verify: "+pr)
+	var rep *convert.VerifyReport
+	if fl.verify {
+		if rep, err = plan.Verify(paths[0], lintProblems); err != nil {
+			return err
 		}
 	}
-	fmt.Fprintln(stdout, rep.Verdict())
-	if !rep.OK() {
+	if fl.json {
+		if err := writeConvertJSON(stdout, plan, paths, heads, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "wrote %s: %s, %s, %d tensors, %s parameters\n", strings.Join(paths, ", "), plan.Arch, plan.OutType, len(plan.Tensors), groupDigits(plan.Params))
+		if err := plan.PrintRoundTrips(stdout); err != nil {
+			return err
+		}
+		if rep != nil {
+			if !rep.OK() {
+				for _, pr := range rep.Problems {
+					fmt.Fprintln(stderr, "convert: verify: "+pr)
+				}
+			}
+			fmt.Fprintln(stdout, rep.Verdict())
+		}
+	}
+	if rep != nil && !rep.OK() {
 		return exitCodeError{exitFailure, fmt.Errorf("verification of %s failed", paths[0])}
 	}
 	return nil
+}
+
+// convertJSON is `convert --json`'s report (docs/convert.md).
+type convertJSON struct {
+	Schema        string              `json:"schema"`
+	Outputs       []string            `json:"outputs"`
+	Architecture  string              `json:"architecture"`
+	OutType       string              `json:"out_type"`
+	QuantizeHeads string              `json:"quantize_heads"`
+	Tensors       int                 `json:"tensors"`
+	Parameters    uint64              `json:"parameters"`
+	DataBytes     int64               `json:"data_bytes"`
+	Notes         []string            `json:"notes"`
+	RoundTrip     []convert.RoundTrip `json:"round_trip"`
+	Verify        *verifyJSON         `json:"verify,omitempty"`
+}
+
+type verifyJSON struct {
+	OK       bool     `json:"ok"`
+	Tensors  int      `json:"tensors"`
+	Keys     int      `json:"keys"`
+	Lint     int      `json:"lint_problems"`
+	Problems []string `json:"problems"`
+}
+
+func writeConvertJSON(w io.Writer, p *convert.Plan, paths []string, heads convert.Heads, rep *convert.VerifyReport) error {
+	r := convertJSON{
+		Schema: "dspark.convert/v1", Outputs: paths, Architecture: p.Arch, OutType: p.OutType.String(),
+		QuantizeHeads: heads.String(), Tensors: len(p.Tensors), Parameters: p.Params, DataBytes: p.DataBytes(),
+		Notes: append([]string{}, p.Notes...), RoundTrip: append([]convert.RoundTrip{}, p.RoundTrips...),
+	}
+	if rep != nil {
+		r.Verify = &verifyJSON{OK: rep.OK(), Tensors: rep.Tensors, Keys: rep.Keys, Lint: rep.Lint, Problems: append([]string{}, rep.Problems...)}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
 }
 
 func groupDigits(n uint64) string {

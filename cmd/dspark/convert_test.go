@@ -1,15 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/synth"
 )
 
@@ -162,4 +166,81 @@ func FuzzParseSplitSize(f *testing.F) {
 			t.Fatalf("%q -> %d does not round-trip: %d %v", s, n, again, err)
 		}
 	})
+}
+
+// TestInterruptedExitCode: a write interrupted by a signal exits 128 + the signal (130 for
+// SIGINT, 143 for SIGTERM), however deeply the error is wrapped; convert/signal_test.go
+// interrupts a real conversion.
+func TestInterruptedExitCode(t *testing.T) {
+	for sig, want := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143} {
+		err := fmt.Errorf("out.gguf: %w", &atomicfile.InterruptedError{Signal: sig})
+		if got := exitCode(err); got != want {
+			t.Errorf("%v: exit code %d, want %d", sig, got, want)
+		}
+		if !strings.Contains(err.Error(), "interrupted by SIG") {
+			t.Errorf("message %q", err)
+		}
+	}
+}
+
+// TestConvertQ8_0Report: --outtype q8_0 prints the round-trip table, keeps the draft's
+// heads BF16 (quantized with --quantize-heads), warns that a quantized draft may be slower,
+// and --json carries the same figures; bad flag combinations are usage errors.
+func TestConvertQ8_0Report(t *testing.T) {
+	tgt, drf := synthPair(t)
+	dir := t.TempDir()
+	out, err := runConvertArgs(t, drf, "--target", tgt, "-o", filepath.Join(dir, "q.gguf"), "--outtype", "q8_0", "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, w := range []string{"round-trip error of the", "fc.weight", "Q8_0  BF16", "worst: ", "heads keep their checkpoint dtype instead of Q8_0: markov_w1.weight (BF16)", "21 % slower"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+
+	cmd := newConvertCmd()
+	var stdout, stderr strings.Builder
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{drf, "--target", tgt, "-o", filepath.Join(dir, "j.gguf"), "--outtype", "q8_0", "--quantize-heads", "all", "--json", "--verify", "--quiet"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var r struct {
+		Schema        string
+		OutType       string `json:"out_type"`
+		QuantizeHeads string `json:"quantize_heads"`
+		Outputs       []string
+		RoundTrip     []map[string]any `json:"round_trip"`
+		Verify        *struct{ OK bool }
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout.String())
+	}
+	if r.Schema != "dspark.convert/v1" || r.OutType != "Q8_0" || r.QuantizeHeads != "markov,confidence" || len(r.Outputs) != 1 || r.Verify == nil || !r.Verify.OK {
+		t.Errorf("report %+v", r)
+	}
+	byName := map[string]map[string]any{}
+	for _, e := range r.RoundTrip {
+		byName[e["tensor"].(string)] = e
+	}
+	if e := byName["fc.weight"]; e == nil || e["type"] != "Q8_0" || e["source_dtype"] != "BF16" || e["rmse"].(float64) <= 0 || e["max_abs_error"].(float64) <= 0 {
+		t.Errorf("fc.weight entry %v", e)
+	}
+	if e := byName["markov_w1.weight"]; e == nil { // quantized (F16 in the tiny draft: rank 8 rows)
+		t.Errorf("markov_w1 not reported with --quantize-heads all: %v", r.RoundTrip)
+	}
+
+	for _, args := range [][]string{
+		{drf, "--target", tgt, "--quantize-heads", "lm_head"},
+		{drf, "--target", tgt, "--json", "--dry-run"},
+	} {
+		_, err := runConvertArgs(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
 }

@@ -342,3 +342,28 @@ func TestInspectHTTPSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectStdinAndMisnamed: "-" reads a GGUF from standard input; a GGUF named .gguf.gz
+// is an error that names the file and says what was expected (regression: a bare "gzip:
+// invalid header").
+func TestInspectStdinAndMisnamed(t *testing.T) {
+	dir := t.TempDir()
+	p := writeDraft(t, dir, "d.gguf", []int32{2, 5, 9}, false)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := newInspectCmd()
+	cmd.SetIn(bytes.NewReader(raw))
+	out, err := execFresh(t, cmd, "--check", "--no-tensors", "-")
+	if err != nil || !strings.Contains(out, "stream") || !strings.Contains(out, "Check (dflash rules): passed") {
+		t.Errorf("stdin: %v\n%s", err, out)
+	}
+	gz := filepath.Join(dir, "d.gguf.gz")
+	os.WriteFile(gz, raw, 0o644)
+	_, err = runInspectArgs(t, gz)
+	want := "gguf: " + gz + `: offset 0: gzip header: not gzip data: the file starts with 47 47 55 46, want 1f 8b; it is an uncompressed GGUF (starts with "GGUF"): drop the .gz from its name`
+	if err == nil || err.Error() != want {
+		t.Errorf("misnamed .gz: %v\nwant %s", err, want)
+	}
+}

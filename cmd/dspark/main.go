@@ -1,7 +1,8 @@
 // Command dspark converts, inspects and runs speculative-decoding draft models in GGUF.
 //
 // Exit codes: 0 success, 1 failure (bad input, failed check, I/O error), 2 usage error
-// (unknown command or flag, wrong number of arguments). See docs/cli.md.
+// (unknown command or flag, wrong number of arguments), 130/143 a write interrupted by
+// SIGINT/SIGTERM (nothing left behind). See docs/cli.md.
 package main
 
 import (
@@ -10,6 +11,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dspark-dev/dspark/internal/atomicfile"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -106,6 +109,10 @@ func exitCode(err error) int {
 	var ee exitCodeError
 	if errors.As(err, &ee) {
 		return ee.code
+	}
+	var ie *atomicfile.InterruptedError
+	if errors.As(err, &ie) {
+		return ie.ExitCode() // 130 for SIGINT, 143 for SIGTERM, as if the signal had ended the process
 	}
 	return exitFailure
 }

@@ -38,11 +38,11 @@ func buildEnglishDraft(dir, out, targetDir string, r *EnglishRecipe, g *geometry
 	}
 	defer ck.Close()
 	get := func(name string) ([]float32, []int64, error) {
-		ti, f, ok := ck.Tensor(name)
+		ti, ok := ck.Tensor(name)
 		if !ok {
 			return nil, nil, fmt.Errorf("demo: target checkpoint %s has no %s", targetDir, name)
 		}
-		b, err := f.Data(ti)
+		b, err := ck.TensorData(ti)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -20,7 +20,7 @@ func rewriteCheckpoint(dir string, change func(name string, t *safetensors.Tenso
 	var srcs []safetensors.TensorSource
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
-		data, err := f.Data(t)
+		data, err := f.TensorData(t)
 		if err != nil {
 			f.Close()
 			return err

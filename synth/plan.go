@@ -72,7 +72,6 @@ func (p *DraftPlan) ConfigJSON() ([]byte, error) {
 	return marshal(p.Config, "  ")
 }
 
-
 // PlanDraft returns the plan of the draft opts describe, with the break brk applied. With a
 // TargetDir it reads the target's config.json (not its weights).
 func PlanDraft(opts DraftOptions, brk string) (*DraftPlan, error) {

@@ -21,6 +21,9 @@ type Arch struct {
 	Draft bool
 	// Rules is the tensor table, in GGUF order.
 	Rules []Rule
+	// families names the tensor-name families of a draft's "|" alternatives, in order
+	// (nil: the MLA draft's DSpark | DFlash).
+	families []string
 	// read parses config.json into the dims and the architecture's key values; it sees
 	// the roster only to pick a tensor-name family.
 	read func(c *Config, r *roster, opt Options, kv *keyValues) (*archSpec, error)
@@ -85,6 +88,12 @@ type draftSpec struct {
 	targetHidden, targetLayers int64
 	layerIDs                   []int64
 	hidden, vocab              int64
+	// noLastTap: the target's last layer cannot be tapped (upstream's GQA drafts tap layer
+	// inputs: the output of the last layer is no layer's input).
+	noLastTap bool
+	// exactTables: embed_tokens and lm_head must equal the target's byte for byte to be
+	// dropped (a differing table is refused unless kept).
+	exactTables bool
 }
 
 // Plausibility caps on counts read from config.json.
@@ -95,7 +104,7 @@ const (
 )
 
 // registry lists every supported architecture; adding one is one file plus a line here.
-var registry = []*Arch{dflashArch, deepseek2Arch, qwen3Arch}
+var registry = []*Arch{dflashArch, dflashGQAArch, deepseek2Arch, qwen3Arch}
 
 // LookupArch finds the registry entry for an HF architectures[0] value, or returns an error
 // listing the supported ones.

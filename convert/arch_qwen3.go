@@ -1,8 +1,6 @@
 package convert
 
 import (
-	"fmt"
-
 	"github.com/dspark-dev/dspark/gguf/schema"
 )
 
@@ -110,70 +108,11 @@ func readQwen3(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, er
 		},
 		cross: func(ro *roster) error {
 			r := &cfgReader{c: c}
-			checkGQAHeads(r, ro, d, layers)
+			checkGQAHeads(r, ro, layers, d["hidden"], d["heads"], d["kv"], d["head"])
 			return r.err()
 		},
 		fp8:     blk,
 		vocab:   d["vocab"],
 		special: sp,
 	}, nil
-}
-
-// checkGQAHeads compares num_attention_heads, num_key_value_heads and head_dim with the
-// attention projections and per-head norms of every layer, and explains the first
-// disagreement of each tensor kind in the terms of both the config and the tensor.
-func checkGQAHeads(r *cfgReader, ro *roster, d dims, layers int64) {
-	hd := d["head"]
-	type check struct {
-		name  string
-		rows  bool  // the heads are in the rows (false: in the columns)
-		other int64 // the other dimension, which must match for a head disagreement
-		heads int64
-		what  string
-	}
-	checks := []check{
-		{"self_attn.q_proj.weight", true, d["hidden"], d["heads"], "num_attention_heads"},
-		{"self_attn.k_proj.weight", true, d["hidden"], d["kv"], "num_key_value_heads"},
-		{"self_attn.v_proj.weight", true, d["hidden"], d["kv"], "num_key_value_heads"},
-		{"self_attn.o_proj.weight", false, d["hidden"], d["heads"], "num_attention_heads"},
-	}
-	for _, c := range checks {
-		for l := int64(0); l < min(layers, maxLayers); l++ {
-			t, rows, cols, ok := shape2(ro, fmt.Sprintf("layers.%d.%s", l, c.name))
-			if !ok {
-				continue
-			}
-			n, side, other := rows, "rows", cols
-			if !c.rows {
-				n, side, other = cols, "columns", rows
-			}
-			if n == c.heads*hd || other != c.other {
-				continue // right, or wrong in another way (the roster check reports it)
-			}
-			split := heads(n, hd)
-			if c.heads > 0 && n%c.heads == 0 {
-				split = fmt.Sprintf(" = %d head%s x %d", c.heads, plural(c.heads), n/c.heads)
-			}
-			r.fail("%s %d x head_dim %d = %d %s disagrees with %s, which has %d %s%s",
-				c.what, c.heads, hd, c.heads*hd, side, located(t), n, side, split)
-			break
-		}
-	}
-	for _, name := range []string{"self_attn.q_norm.weight", "self_attn.k_norm.weight"} {
-		for l := int64(0); l < min(layers, maxLayers); l++ {
-			t, ok := ro.byName[fmt.Sprintf("layers.%d.%s", l, name)]
-			if !ok || len(t.Shape) != 1 || t.Shape[0] == hd {
-				continue
-			}
-			r.fail("head_dim %d disagrees with %s, which normalizes heads of %d values", hd, located(t), t.Shape[0])
-			break
-		}
-	}
-}
-
-func plural(n int64) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

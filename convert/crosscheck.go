@@ -31,6 +31,9 @@ func shape2(ro *roster, name string) (SrcTensor, int64, int64, bool) {
 // heads returns " = N heads" when n is a whole number of per-head widths.
 func heads(n, per int64) string {
 	if per > 0 && n%per == 0 {
+		if n == per {
+			return fmt.Sprintf(" = 1 head x %d", per)
+		}
 		return fmt.Sprintf(" = %d heads x %d", n/per, per)
 	}
 	return fmt.Sprintf(", not a multiple of the per-head %d", per)
@@ -97,5 +100,56 @@ func checkDraftShapes(r *cfgReader, ro *roster, d dims, family int, taps, target
 		}
 		r.fail("the confidence head reads [h ; W1[x]]: hidden_size %d + markov_rank %d = %d inputs, but %s takes %d%s",
 			d["hidden"], rank, d["conf_in"], located(t), cols, tail)
+	}
+}
+
+// checkGQAHeads compares num_attention_heads, num_key_value_heads and head_dim with the
+// attention projections and per-head norms of every layer of a GQA model (a Qwen3 target or
+// a GQA draft), and explains the first disagreement of each tensor kind in the terms of both
+// the config and the tensor. A layer's q_norm length is the checkpoint's own head size, so
+// the hint counts heads of that size.
+func checkGQAHeads(r *cfgReader, ro *roster, layers, hidden, nHead, nKV, hd int64) {
+	checks := []struct {
+		name  string
+		rows  bool // the head count is in the rows (false: in the columns)
+		heads int64
+		field string
+	}{
+		{"self_attn.q_proj.weight", true, nHead, "num_attention_heads"},
+		{"self_attn.k_proj.weight", true, nKV, "num_key_value_heads"},
+		{"self_attn.v_proj.weight", true, nKV, "num_key_value_heads"},
+		{"self_attn.o_proj.weight", false, nHead, "num_attention_heads"},
+	}
+	for _, c := range checks {
+		for l := int64(0); l < min(layers, maxLayers); l++ {
+			t, rows, cols, ok := shape2(ro, fmt.Sprintf("layers.%d.%s", l, c.name))
+			if !ok {
+				continue
+			}
+			n, side, other := rows, "rows", cols
+			if !c.rows {
+				n, side, other = cols, "columns", rows
+			}
+			if n == c.heads*hd || other != hidden {
+				continue // right, or wrong in another way (the roster check reports it)
+			}
+			hint := heads(n, hd)
+			if qn, ok := ro.byName[fmt.Sprintf("layers.%d.self_attn.q_norm.weight", l)]; ok && len(qn.Shape) == 1 && qn.Shape[0] != hd && qn.Shape[0] > 0 {
+				hint = heads(n, qn.Shape[0]) + " (the head size its q_norm says)"
+			}
+			r.fail("%s %d x head_dim %d = %d %s disagrees with %s, which has %d %s%s",
+				c.field, c.heads, hd, c.heads*hd, side, located(t), n, side, hint)
+			break
+		}
+	}
+	for _, name := range []string{"self_attn.q_norm.weight", "self_attn.k_norm.weight"} {
+		for l := int64(0); l < min(layers, maxLayers); l++ {
+			t, ok := ro.byName[fmt.Sprintf("layers.%d.%s", l, name)]
+			if !ok || len(t.Shape) != 1 || t.Shape[0] == hd {
+				continue
+			}
+			r.fail("head_dim %d disagrees with %s, which normalizes heads of %d values", hd, located(t), t.Shape[0])
+			break
+		}
 	}
 }

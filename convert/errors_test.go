@@ -22,23 +22,35 @@ func TestBrokenVariants(t *testing.T) {
 		synth.BreakIndexMissingShard: {"shard is missing"},
 		synth.BreakVocabMismatch:     {"vocabulary mismatch", "vocab_size"},
 	}
-	for _, kind := range []string{"target", "draft"} {
+	gqaWant := map[string][]string{
+		synth.BreakMissingTensor: {"missing tensors (1)", "layers.1.self_attn.k_norm.weight"},
+		synth.BreakWrongShape:    {"wrong shape (1)", "k_proj.weight is [64, 48], config.json implies [48, 64]"},
+	}
+	for _, kind := range []string{"target", "draft", "gqa-draft"} {
 		for _, brk := range synth.Breaks {
 			t.Run(kind+"/"+brk, func(t *testing.T) {
 				var dir string
 				opt := Options{}
-				if kind == "target" {
+				switch kind {
+				case "target":
 					dir = targetFixture(t, "broken-target-"+brk, synth.TargetOptions{Seed: 1}, brk)
-				} else {
+				case "draft":
 					dir = draftFixture(t, "broken-draft-"+brk, synth.DraftOptions{Seed: 2, TargetDir: baseTarget(t)}, brk)
 					opt.Target = baseTarget(t)
+				default:
+					dir = draftFixture(t, "broken-gqa-"+brk, synth.DraftOptions{Seed: 2, TargetDir: baseTarget(t), Backbone: synth.BackboneGQA}, brk)
+					opt.Target = baseTarget(t)
+				}
+				want := want[brk]
+				if w, ok := gqaWant[brk]; ok && kind == "gqa-draft" {
+					want = w
 				}
 				p, err := NewPlan(dir, opt)
 				if err == nil {
 					p.Close()
 					t.Fatalf("%s: no error", dir)
 				}
-				for _, w := range want[brk] {
+				for _, w := range want {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("error does not mention %q:\n%v", w, err)
 					}
@@ -61,7 +73,7 @@ func TestUnknownArchitecture(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, w := range []string{`"LlamaForCausalLM" is not supported`, "K3DSparkModel -> dflash", "DeepseekV3ForCausalLM -> deepseek2", "DeepseekV2ForCausalLM -> deepseek2"} {
+	for _, w := range []string{`"LlamaForCausalLM" is not supported`, "K3DSparkModel -> dflash", "Qwen3DSparkModel -> dflash", "DFlashDraftModel -> dflash", "DeepseekV3ForCausalLM -> deepseek2", "DeepseekV2ForCausalLM -> deepseek2"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}

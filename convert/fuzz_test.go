@@ -22,6 +22,14 @@ func FuzzConfig(f *testing.F) {
 "num_attention_heads":4,"num_key_value_heads":2,"head_dim":24,"vocab_size":1024,"rms_norm_eps":1e-6,
 "max_position_embeddings":40960,"rope_theta":1000000,"rope_scaling":null,"tie_word_embeddings":true,
 "layer_types":["full_attention","full_attention","full_attention"],"bos_token_id":960,"eos_token_id":962}`))
+	f.Add([]byte(`{"architectures":["Qwen3DSparkModel"],"hidden_size":64,"intermediate_size":112,"num_hidden_layers":2,
+"num_attention_heads":4,"num_key_value_heads":2,"head_dim":24,"rms_norm_eps":1e-6,"rope_theta":1000000,"rope_scaling":null,
+"max_position_embeddings":40960,"layer_types":["full_attention","full_attention"],"vocab_size":1024,"num_target_layers":3,
+"target_layer_ids":[0,1],"block_size":4,"mask_token_id":1021,"markov_rank":16,"markov_head_type":"vanilla",
+"enable_confidence_head":true,"confidence_head_with_markov":true}`))
+	f.Add([]byte(`{"architectures":["DFlashDraftModel"],"hidden_size":64,"intermediate_size":112,"num_hidden_layers":2,
+"num_attention_heads":4,"num_key_value_heads":0,"head_dim":24,"rms_norm_eps":1e-6,"rope_theta":1000000,"vocab_size":1024,
+"num_target_layers":3,"block_size":16,"dflash_config":{"mask_token_id":1021,"aux_hidden_state_layer_ids":[0,1]}}`))
 	f.Add([]byte(`{"hidden_size": 1.5, "rope_parameters": null, "x": [[[]]]}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, b []byte) {

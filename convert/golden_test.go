@@ -109,6 +109,10 @@ func TestGolden(t *testing.T) {
 			return draftFixture(t, "draft-dflash", synth.DraftOptions{Seed: 7, TargetDir: baseTarget(t), DFlashNames: true}, "")
 		}, Options{KeepEmbeddings: true}},
 		{"draft-no-target-f32", baseDraft, Options{OutType: F32}},
+		{"draft-gqa-dspark", gqaDraft, Options{}},
+		{"draft-gqa-dspark-keep-tables", gqaDraft, Options{KeepEmbeddings: true}},
+		{"draft-gqa-dflash-zlab", gqaDFlash, Options{}},
+		{"draft-gqa-causal-mqa-dspark-names-f16", gqaOddDims, Options{OutType: F16}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -175,7 +175,7 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 		if err := p.compareTargetEmbedding(opt, spec, ro); err != nil {
 			return err
 		}
-		if tsp != sp {
+		if differ(sp.bos, tsp.bos) || differ(sp.eos, tsp.eos) || differ(sp.pad, tsp.pad) {
 			p.Notes = append(p.Notes, fmt.Sprintf("bos/eos/pad ids of the draft's config.json (%d/%d/%d) differ from the target's (%d/%d/%d); the target's are written, since its tokenizer is", sp.bos, sp.eos, sp.pad, tsp.bos, tsp.eos, tsp.pad))
 		}
 		sp = tsp
@@ -199,6 +199,10 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 	}
 	return p.conform(arch.Schema)
 }
+
+// differ reports whether a draft's special id (-1: its config names none) differs from the
+// target's.
+func differ(draft, target int64) bool { return draft >= 0 && draft != target }
 
 // setGeneral plans the general.* keys of p.
 func setGeneral(kv *keyValues, p *Plan) {
@@ -259,6 +263,9 @@ func toUint(d []int64) []uint64 {
 func familyName(a *Arch, fam int) string {
 	if !a.Draft {
 		return "HF"
+	}
+	if fam < len(a.families) {
+		return a.families[fam]
 	}
 	if fam == 1 {
 		return "DFlash (fc/hidden_norm/norm)"

@@ -242,7 +242,7 @@ func TestQwen3BadTokenizer(t *testing.T) {
 			m := tok["model"].(map[string]any)
 			merges := m["merges"].([]any)
 			merges[3] = "qqqq zzzz"
-		}, []string{"tokenizer.json", "model.merges", "byte offset", "qqqq"}},
+		}, []string{"tokenizer.json", "model.merges", ": offset ", "qqqq"}},
 		{"added token past the vocabulary", func(tok map[string]any) {
 			added := tok["added_tokens"].([]any)
 			added[len(added)-1].(map[string]any)["id"] = 5000
@@ -320,8 +320,8 @@ func TestQwen3BadInput(t *testing.T) {
 			"model.layers.0.self_attn.o_proj.weight (in model.safetensors), which has 96 columns",
 			"head_dim 32 disagrees with model.layers.0.self_attn.q_norm.weight (in model.safetensors), which normalizes heads of 24 values"}},
 		{"heads vs projections", func(c map[string]any) { c["num_attention_heads"] = 2; c["num_key_value_heads"] = 1 }, []string{
-			"num_attention_heads 2 x head_dim 24 = 48 rows disagrees with model.layers.0.self_attn.q_proj.weight (in model.safetensors), which has 96 rows = 2 heads x 48",
-			"num_key_value_heads 1 x head_dim 24 = 24 rows disagrees with model.layers.0.self_attn.k_proj.weight (in model.safetensors), which has 48 rows = 1 head x 48"}},
+			"num_attention_heads 2 x head_dim 24 = 48 rows disagrees with model.layers.0.self_attn.q_proj.weight (in model.safetensors), which has 96 rows = 4 heads x 24",
+			"num_key_value_heads 1 x head_dim 24 = 24 rows disagrees with model.layers.0.self_attn.k_proj.weight (in model.safetensors), which has 48 rows = 2 heads x 24"}},
 		{"head_dim derived", func(c map[string]any) { delete(c, "head_dim") }, []string{"missing integer field head_dim", "never derives it"}},
 		{"kv heads do not divide", func(c map[string]any) { c["num_key_value_heads"] = 3 }, []string{"num_key_value_heads 3 does not divide num_attention_heads 4"}},
 		{"odd head", func(c map[string]any) { c["head_dim"] = 25 }, []string{"head_dim 25 is odd"}},

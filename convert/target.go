@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strings"
@@ -47,8 +48,11 @@ func (p *Plan) checkTargetConfig(opt Options, spec *archSpec) (specialIDs, error
 		probs = append(probs, fmt.Sprintf("the draft's vocab_size is %d, the target's is %d", ds.vocab, vocab))
 	}
 	for _, id := range ds.layerIDs {
-		if id >= layers {
+		switch {
+		case id >= layers:
 			probs = append(probs, fmt.Sprintf("target_layer_ids entry %d is not a layer of the %d-layer target", id, layers))
+		case ds.noLastTap && id == layers-1:
+			probs = append(probs, fmt.Sprintf("target_layer_ids entry %d is the last layer of the %d-layer target: upstream taps the input of layer id + 1, and the last layer's output is no layer's input", id, layers))
 		}
 	}
 	if len(probs) > 0 {
@@ -62,6 +66,9 @@ func (p *Plan) checkTargetConfig(opt Options, spec *archSpec) (specialIDs, error
 func (p *Plan) compareTargetEmbedding(opt Options, spec *archSpec, ro *roster) error {
 	if opt.SkipEmbeddingCheck {
 		return nil
+	}
+	if spec.draft.exactTables {
+		return p.compareTargetTables(opt, spec, ro)
 	}
 	tcfg, err := LoadConfig(opt.Target)
 	if err != nil {
@@ -165,4 +172,124 @@ func decodeInto(dst []float32, buf []byte, s *srcData, start, n int64) {
 	default:
 		dtype.DecodeF32(dst, raw)
 	}
+}
+
+// compareTargetTables checks a GQA draft's embed_tokens and lm_head (DeepSpec ships frozen
+// copies of its target's) against the target's embedding and output head (its embedding when
+// tied): byte for byte when the dtypes agree, value for value otherwise. Equal tables are
+// dropped (the runtime uses the target's); a table that differs is refused unless
+// --keep-embeddings keeps the draft's own, since dropping it would change what the draft
+// computes.
+func (p *Plan) compareTargetTables(opt Options, spec *archSpec, ro *roster) error {
+	_, hasE := ro.byName["embed_tokens.weight"]
+	_, hasH := ro.byName["lm_head.weight"]
+	if !hasE && !hasH {
+		return nil
+	}
+	tcfg, err := LoadConfig(opt.Target)
+	if err != nil {
+		return fmt.Errorf("--target: %w", err)
+	}
+	tck, err := openCheckpoint(opt.Target)
+	if err != nil {
+		return fmt.Errorf("--target: %w", err)
+	}
+	p.closers = append(p.closers, tck)
+	tro, err := newRoster(tck.Tensors())
+	if err != nil {
+		return fmt.Errorf("--target %s: %w", opt.Target, err)
+	}
+	targetHead := "lm_head.weight"
+	if !tro.has(targetHead) {
+		targetHead = "embed_tokens.weight" // tied: the target's head is its embedding
+	}
+	var diffs []string
+	for _, c := range []struct{ draft, target string }{{"embed_tokens.weight", "embed_tokens.weight"}, {"lm_head.weight", targetHead}} {
+		de, ok := ro.byName[c.draft]
+		if !ok {
+			continue
+		}
+		te, ok := tro.byName[c.target]
+		if !ok {
+			return fmt.Errorf("draft %s has %s but target %s has no %s to compare it with", p.Dir, de.Name, opt.Target, c.target)
+		}
+		if !equalShape(de.Shape, te.Shape) {
+			return fmt.Errorf("draft %s: %s is %s but the target's %s is %s", p.Dir, located(de), shapeStr(de.Shape), located(te), shapeStr(te.Shape))
+		}
+		dsrc, err := loadSrc(p.closers[0], ro, de, spec.fp8)
+		if err != nil {
+			return err
+		}
+		tsrc, err := loadSrc(tck, tro, te, targetFP8(tcfg))
+		if err != nil {
+			return err
+		}
+		n, first := exactDiff(dsrc, tsrc)
+		dsrc.release()
+		tsrc.release()
+		if n == 0 {
+			how := "byte for byte"
+			if de.Dtype != te.Dtype {
+				how = fmt.Sprintf("value for value (%s vs %s)", de.Dtype, te.Dtype)
+			}
+			p.Notes = append(p.Notes, fmt.Sprintf("the draft's %s equals the target's %s %s", de.Name, te.Name, how))
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s differs from the target's %s in %d of %d elements (first at element %d)", located(de), located(te), n, de.Elements(), first))
+	}
+	switch {
+	case len(diffs) == 0:
+	case opt.KeepEmbeddings:
+		p.Notes = append(p.Notes, "kept as the draft's own tables (--keep-embeddings): "+strings.Join(diffs, "; "))
+	default:
+		return fmt.Errorf("draft %s vs target %s: %s; dropping them would change what the draft computes (the runtime would use the target's tables): convert with --keep-embeddings to keep the draft's own", p.Dir, opt.Target, strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
+// exactDiff counts the elements of a and b (same element count) that differ, and the first
+// one: bytes when both have the same dtype, float32 values otherwise (NaN equals NaN).
+func exactDiff(a, b *srcData) (n, first int64) {
+	first = -1
+	total := a.t.Elements()
+	const chunk = 1 << 18
+	if a.elemDtype() == b.elemDtype() {
+		es := elemSize(a.elemDtype())
+		ab, bb := make([]byte, chunk*es), make([]byte, chunk*es)
+		for start := int64(0); start < total; start += chunk {
+			k := min(chunk, total-start)
+			a.readRange(ab[:k*es], start, k)
+			b.readRange(bb[:k*es], start, k)
+			if bytes.Equal(ab[:k*es], bb[:k*es]) {
+				continue
+			}
+			for i := int64(0); i < k; i++ {
+				if !bytes.Equal(ab[i*es:(i+1)*es], bb[i*es:(i+1)*es]) {
+					if n == 0 {
+						first = start + i
+					}
+					n++
+				}
+			}
+		}
+		return n, first
+	}
+	ab, bb := make([]byte, chunk*4), make([]byte, chunk*4)
+	af, bf := make([]float32, chunk), make([]float32, chunk)
+	for start := int64(0); start < total; start += chunk {
+		k := min(chunk, total-start)
+		decodeInto(af[:k], ab, a, start, k)
+		decodeInto(bf[:k], bb, b, start, k)
+		for i := range k {
+			x, y := af[i], bf[i]
+			if x == y && math.Signbit(float64(x)) == math.Signbit(float64(y)) || x != x && y != y {
+				continue
+			}
+			if n == 0 {
+				first = start + i
+			}
+			n++
+		}
+	}
+	return n, first
 }

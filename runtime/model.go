@@ -88,7 +88,8 @@ func (i DraftInfo) firstRow() int {
 
 // Draft is what the decode loop needs from a block drafter: context injection from the
 // target's tapped hidden states, one block forward per round, and the Markov and confidence
-// heads the drafter chain uses. dflashmla.Draft implements it.
+// heads the drafter chain uses. dflashmla.Draft (MLA backbone) and dflashgqa.Draft (GQA
+// backbone) implement it.
 type Draft interface {
 	// Info describes the draft's blocks.
 	Info() DraftInfo

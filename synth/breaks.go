@@ -49,6 +49,19 @@ func shardBreak(b string) bool { return b == BreakTruncatedShard || b == BreakIn
 // breakRoster applies the roster-level breaks to r. prefix is the tensor-name prefix of the
 // layers ("model." or ""), hidden the hidden size.
 func breakRoster(b string, r Roster, prefix string, hidden int) (Roster, error) {
+	return breakRosterWith(b, r, prefix, hidden, mlaBreakTensors)
+}
+
+// breakTensors are the tensors the roster-level breaks act on.
+type breakTensors struct{ missing, transposed string }
+
+var (
+	mlaBreakTensors = breakTensors{missing: "layers.1.self_attn.kv_a_layernorm.weight", transposed: "layers.0.self_attn.kv_b_proj.weight"}
+	gqaBreakTensors = breakTensors{missing: "layers.1.self_attn.k_norm.weight", transposed: "layers.0.self_attn.k_proj.weight"}
+)
+
+// breakRosterWith is breakRoster with the tensors of a backbone.
+func breakRosterWith(b string, r Roster, prefix string, hidden int, bt breakTensors) (Roster, error) {
 	find := func(suffix string) (int, error) {
 		if i := r.Find(prefix + suffix); i >= 0 {
 			return i, nil
@@ -57,7 +70,7 @@ func breakRoster(b string, r Roster, prefix string, hidden int) (Roster, error) 
 	}
 	switch b {
 	case BreakMissingTensor:
-		i, err := find("layers.1.self_attn.kv_a_layernorm.weight")
+		i, err := find(bt.missing)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +83,7 @@ func breakRoster(b string, r Roster, prefix string, hidden int) (Roster, error) 
 		extra := linear(prefix+"layers.0.mlp.extra_proj.weight", 8, hidden)
 		return append(r[:i+1:i+1], append(Roster{extra}, r[i+1:]...)...), nil
 	case BreakWrongShape:
-		i, err := find("layers.0.self_attn.kv_b_proj.weight")
+		i, err := find(bt.transposed)
 		if err != nil {
 			return nil, err
 		}

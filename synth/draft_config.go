@@ -32,6 +32,14 @@ type DraftOptions struct {
 	// them). Nothing is derived from the hidden size: 96 heads of a 7168-wide draft keep the
 	// preset's head dims.
 	Layers, Heads, Taps, BlockSize, MarkovRank int
+	// Backbone is BackboneMLA (""; the K3 DSpark, K3DSparkModel) or BackboneGQA (Qwen3-style:
+	// Qwen3DSparkModel, or DFlashDraftModel with NoHeads).
+	Backbone string
+	// NoHeads writes a head-less DFlash draft (DFlashDraftModel: no Markov or confidence
+	// head, mask-position blocks); GQA only.
+	NoHeads bool
+	// GQA, when set, replaces the preset's GQA draft dimensions.
+	GQA *GQADims
 }
 
 // RopeParameters is the YaRN block of the draft config (transformers 5 `rope_parameters`).

@@ -56,10 +56,20 @@ func PlanTarget(opts TargetOptions, brk string) (*TargetPlan, error) {
 
 // DraftPlan is everything WriteDraft writes, decided before any byte is written.
 type DraftPlan struct {
+	// Config is the config of an MLA draft, GQA that of a GQA draft (the other is nil).
 	Config *DraftConfig
+	GQA    *GQAConfig
 	Roster Roster
 	// TargetDir is the target whose embedding is copied ("" when regenerated).
 	TargetDir string
+}
+
+// ConfigJSON returns the draft's config.json bytes (indented as written).
+func (p *DraftPlan) ConfigJSON() ([]byte, error) {
+	if p.GQA != nil {
+		return marshal(p.GQA, "  ")
+	}
+	return marshal(p.Config, "  ")
 }
 
 // PlanDraft returns the plan of the draft opts describe, with the break brk applied. With a
@@ -67,6 +77,22 @@ type DraftPlan struct {
 func PlanDraft(opts DraftOptions, brk string) (*DraftPlan, error) {
 	if err := checkBreak(brk); err != nil {
 		return nil, err
+	}
+	switch opts.Backbone {
+	case "", BackboneMLA:
+		if opts.NoHeads {
+			return nil, fmt.Errorf("synth: head-less DFlash drafts have a GQA backbone (Backbone %q)", BackboneGQA)
+		}
+		if opts.GQA != nil {
+			return nil, fmt.Errorf("synth: GQA dims given for an MLA draft")
+		}
+	case BackboneGQA:
+		return planGQA(opts, brk)
+	default:
+		return nil, fmt.Errorf("synth: unknown draft backbone %q (want %s or %s)", opts.Backbone, BackboneMLA, BackboneGQA)
+	}
+	if opts.Preset == Qwen3_8B {
+		return nil, fmt.Errorf("synth: preset %s is a GQA draft preset (Backbone %q)", Qwen3_8B, BackboneGQA)
 	}
 	var t pairedTarget
 	switch {
@@ -155,4 +181,47 @@ func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
 	}
 	return pairedTarget{Vocab: *c.VocabSize, Hidden: *c.HiddenSize, Layers: *c.NumHiddenLayers,
 		Bos: *c.BosTokenID, Pad: *c.PadTokenID}, nil
+}
+
+// planGQA is PlanDraft for a GQA draft.
+func planGQA(opts DraftOptions, brk string) (*DraftPlan, error) {
+	d, preset, err := gqaDims(opts)
+	if err != nil {
+		return nil, err
+	}
+	var t pairedTarget
+	switch {
+	case opts.TargetDir != "":
+		if t, err = readTarget(opts.TargetDir); err != nil {
+			return nil, err
+		}
+	case preset != nil:
+		t = *preset
+	default:
+		cfg, err := TargetConfigFor(TargetOptions{Preset: opts.Preset})
+		if err != nil {
+			return nil, err
+		}
+		t = pairedTarget{Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Layers: cfg.NumHiddenLayers,
+			Bos: cfg.BosTokenID, Pad: cfg.PadTokenID}
+	}
+	cfg, err := gqaConfigFor(opts, d, t)
+	if err != nil {
+		return nil, err
+	}
+	prefix := ""
+	if opts.DFlashNames {
+		prefix = "model."
+	}
+	p := &DraftPlan{GQA: cfg, Roster: GQARoster(cfg, d.Tables, d.DSparkNames, prefix), TargetDir: opts.TargetDir}
+	if p.Roster, err = breakRosterWith(brk, p.Roster, prefix, cfg.HiddenSize, gqaBreakTensors); err != nil {
+		return nil, err
+	}
+	switch brk {
+	case BreakConfigRoster:
+		cfg.NumHiddenLayers++
+	case BreakVocabMismatch:
+		cfg.VocabSize += vocabBreakRows
+	}
+	return p, nil
 }

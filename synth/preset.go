@@ -13,8 +13,8 @@ const (
 	K3Full = "k3-full"
 )
 
-// Presets lists the preset names in size order.
-var Presets = []string{Tiny, Demo, Small, K3Full}
+// Presets lists the preset names in size order (qwen3-8b is a GQA draft preset).
+var Presets = []string{Tiny, Demo, Small, Qwen3_8B, K3Full}
 
 // TargetDims are the shape parameters of a synthetic target.
 type TargetDims struct {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/safetensors"
@@ -143,6 +144,9 @@ func draftTokenizer(dir string, opts DraftOptions, overwrite bool) ([]string, er
 		return out, nil
 	}
 	var cfg *TargetConfig
+	if opts.Preset == Qwen3_8B {
+		return nil, fmt.Errorf("synth: preset %s has no tokenizer of its own to write: give the target with TargetDir", Qwen3_8B)
+	}
 	if opts.Preset == K3Full {
 		t := k3Target
 		cfg = &TargetConfig{VocabSize: t.Vocab, BosTokenID: t.Bos, EosTokenID: t.Bos + eosOffset,
@@ -177,13 +181,24 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 			return nil, fmt.Errorf("synth: target: %w", err)
 		}
 		defer ck.Close()
-		embed := &p.Roster[0]
-		src, err := embeddingSource(ck, p.TargetDir, embed)
-		if err != nil {
-			return nil, err
+		copies = map[string]func(io.Writer) error{}
+		for i := range p.Roster {
+			t := &p.Roster[i]
+			var src func(io.Writer) error
+			switch {
+			case strings.HasSuffix(t.Name, "embed_tokens.weight"):
+				src, err = embeddingSource(ck, p.TargetDir, t)
+			case t.Name == "lm_head.weight":
+				src, err = headSource(ck, p.TargetDir, t)
+			default:
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			t.Init = Init{Encoding: Copy, Store: t.Dtype}
+			copies[t.Name] = src
 		}
-		embed.Init = Init{Encoding: Copy, Store: embed.Dtype}
-		copies = map[string]func(io.Writer) error{embed.Name: src}
 	}
 	for name, data := range wo.Tensors {
 		if copies == nil {
@@ -196,7 +211,7 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cj, err := marshal(p.Config, "  ")
+	cj, err := p.ConfigJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +233,21 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 // embeddingSource returns a Data function copying the target's model.embed_tokens.weight,
 // after checking that it has the draft embedding's dtype and shape.
 func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
-	const name = "model.embed_tokens.weight"
+	return copySource(ck, dir, "model.embed_tokens.weight", want)
+}
+
+// headSource returns a Data function copying the target's output head: its lm_head.weight,
+// or its embedding when it is tied (it has no lm_head).
+func headSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
+	if _, ok := ck.Tensor("lm_head.weight"); ok {
+		return copySource(ck, dir, "lm_head.weight", want)
+	}
+	return copySource(ck, dir, "model.embed_tokens.weight", want)
+}
+
+// copySource returns a Data function copying the target's tensor name, after checking that
+// it has the dtype and shape of want.
+func copySource(ck *safetensors.Checkpoint, dir, name string, want *Tensor) (func(io.Writer) error, error) {
 	ti, ok := ck.Tensor(name)
 	if !ok {
 		return nil, fmt.Errorf("synth: target %s has no %s", dir, name)

@@ -12,7 +12,7 @@ import (
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/registry"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"github.com/olekukonko/tablewriter"
 )
@@ -348,22 +348,26 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 		return err
 	}
 	defer df.Close()
-	cfg, err := dflashmla.ReadConfig(df)
+	arch, err := registry.LookupDraft(df)
 	if err != nil {
 		return err
 	}
-	vocab, embd := cfg.NVocab, cfg.NEmbd
+	info, err := arch.Info(df)
+	if err != nil {
+		return err
+	}
+	vocab, embd, tapWidth, layers, block := info.Vocab, info.Embd, info.TapWidth, info.Layers, info.Draft.BlockSize
 	head, headBytes, release, err := drafttime.StandInHead(vocab, embd, c.seed)
 	if err != nil {
 		return err
 	}
 	defer release()
-	d, err := dflashmla.LoadStandalone(df, head, runtime.Options{Context: 64, Pack: true, Activations: c.activations})
+	d, err := arch.Standalone(df, head, runtime.Options{Context: 64, Pack: true, Activations: c.activations})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	tm, err := drafttime.Block(d, headBytes, 32, 7, c.seed)
+	tm, err := drafttime.Block(drafttime.Subject{Draft: d, File: df, Vocab: vocab, TapWidth: tapWidth}, headBytes, 32, 7, c.seed)
 	if err != nil {
 		return err
 	}
@@ -371,7 +375,7 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 		return writeJSON(w, tm)
 	}
 	fmt.Fprintf(w, "draft: %s (%d tensors, %d layers, block size %d, vocab %d, hidden %d)\n",
-		c.draft, len(df.Tensors), d.Config.NLayer, d.Config.BlockSize, vocab, embd)
+		c.draft, len(df.Tensors), layers, block, vocab, embd)
 	fmt.Fprintln(w, numericsLine(tm.Numerics))
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)

@@ -18,19 +18,19 @@ import (
 
 // synthFlags are the flags of `dspark synth`.
 type synthFlags struct {
-	kind, arch, preset, out, target, brk     string
-	shardSize                                string
-	seed                                     uint64
-	noQLoRA, tied, dense, fp8, groupRouting  bool
-	dflashNames, withTokenizer, quiet, force bool
-	causal                                   bool
-	layers, heads, taps, block, markovRank   int
+	kind, arch, preset, out, target, brk    string
+	shardSize, backbone                     string
+	seed                                    uint64
+	noQLoRA, tied, dense, fp8, groupRouting bool
+	dflashNames, withTokenizer, quiet       bool
+	force, causal                           bool
+	layers, heads, taps, block, markovRank  int
 }
 
 func newSynthCmd() *cobra.Command {
 	var f synthFlags
 	cmd := &cobra.Command{
-		Use:   "synth --kind target|dspark [--arch deepseek2|qwen3] --preset tiny|demo|small|k3-full --out DIR",
+		Use:   "synth --kind target|dspark|dflash [--arch deepseek2|qwen3] [--backbone mla|gqa] --preset tiny|demo|small|qwen3-8b|k3-full --out DIR",
 		Short: "Write a synthetic Hugging Face checkpoint with the real schema (for tests and benchmarks)",
 		Long: `synth writes a complete, deterministic (per --seed) Hugging Face checkpoint directory:
 
@@ -43,6 +43,12 @@ func newSynthCmd() *cobra.Command {
                   (hidden size, vocab, layer ids, embed_tokens copied byte for byte). Without
                   --target it pairs with the target synth would write for the same preset and
                   seed; k3-full is the real Kimi-K3 DSpark shape (7,124,633,450 bytes).
+                  --backbone gqa writes a Qwen3-style GQA DSpark (Qwen3DSparkModel: Markov
+                  and confidence heads, frozen embed_tokens / lm_head copies); its
+                  qwen3-8b preset is DeepSpec's Qwen3-8B DSpark, k3-full the GQA Kimi-K3
+                  DSpark (62 tensors).
+  --kind dflash   a head-less GQA DFlash draft (DFlashDraftModel: no heads, mask-position
+                  blocks); qwen3-8b is z-lab's Qwen3-8B DFlash (block 16).
 
 --break NAME writes a deliberately broken variant for converter error tests: ` + strings.Join(synth.Breaks, ", ") + `.
 See docs/synth.md.`,
@@ -50,8 +56,9 @@ See docs/synth.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSynth(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.kind, "kind", "", "what to write: target or dspark (required)")
+	fl.StringVar(&f.kind, "kind", "", "what to write: target, dspark or dflash (required)")
 	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style) or qwen3 (dense Qwen3)")
+	fl.StringVar(&f.backbone, "backbone", "", "dspark/dflash: the draft backbone, "+strings.Join(synth.Backbones, " or ")+" (default: mla for dspark, gqa for dflash)")
 	fl.StringVar(&f.preset, "preset", synth.Tiny, "size: "+strings.Join(synth.Presets, ", "))
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the pseudo-random weights")
 	fl.StringVar(&f.out, "out", "", "output directory (required)")
@@ -104,8 +111,20 @@ func parseSize(s string) (int64, error) {
 
 // validate checks flag combinations; every error is a usage error.
 func (f *synthFlags) validate(cmd *cobra.Command) error {
-	if f.kind != "target" && f.kind != "dspark" {
-		return usagef("--kind must be target or dspark, got %q", f.kind)
+	if f.kind != "target" && f.kind != "dspark" && f.kind != "dflash" {
+		return usagef("--kind must be target, dspark or dflash, got %q", f.kind)
+	}
+	if f.backbone == "" {
+		f.backbone = synth.BackboneMLA
+		if f.kind == "dflash" {
+			f.backbone = synth.BackboneGQA
+		}
+	}
+	if !slices.Contains(synth.Backbones, f.backbone) {
+		return usagef("--backbone must be %s, got %q", strings.Join(synth.Backbones, " or "), f.backbone)
+	}
+	if f.kind == "dflash" && f.backbone != synth.BackboneGQA {
+		return usagef("--backbone %s: head-less DFlash drafts (--kind dflash) have a GQA backbone", f.backbone)
 	}
 	if !slices.Contains(synth.Presets, f.preset) {
 		return usagef("--preset must be one of %s, got %q", strings.Join(synth.Presets, ", "), f.preset)
@@ -117,15 +136,28 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
 	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing"}
-	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank"}
+	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone"}
 	wrong := targetOnly
 	if f.kind == "target" {
 		wrong = draftOnly
+	} else if f.kind == "dflash" {
+		wrong = append(slices.Clone(targetOnly), "markov-rank")
 	}
 	for _, name := range wrong {
 		if cmd.Flags().Changed(name) {
 			return usagef("--%s does not apply to --kind %s", name, f.kind)
 		}
+	}
+	gqaPresets := []string{synth.Tiny, synth.Small, synth.Qwen3_8B, synth.K3Full}
+	switch {
+	case f.kind != "target" && f.backbone == synth.BackboneGQA && !slices.Contains(gqaPresets, f.preset):
+		return usagef("--preset %s has no GQA draft (GQA presets: %s)", f.preset, strings.Join(gqaPresets, ", "))
+	case f.kind != "target" && f.backbone == synth.BackboneMLA && f.preset == synth.Qwen3_8B:
+		return usagef("--preset %s is a GQA draft preset: add --backbone gqa", f.preset)
+	case f.kind == "dflash" && f.preset == synth.K3Full:
+		return usagef("--preset %s has no head-less DFlash draft (the GQA K3 draft is a DSpark: --kind dspark --backbone gqa)", f.preset)
+	case f.kind == "target" && f.preset == synth.Qwen3_8B:
+		return usagef("--preset %s is draft-only: use --kind dspark --backbone gqa or --kind dflash", f.preset)
 	}
 	for _, n := range []struct {
 		name string
@@ -170,7 +202,7 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		Dense: f.dense, FP8: f.fp8, GroupRouting: f.groupRouting}
 	dopts := synth.DraftOptions{Preset: f.preset, Seed: f.seed, TargetDir: f.target, DFlashNames: f.dflashNames,
 		WithTokenizer: f.withTokenizer, Causal: f.causal, Layers: f.layers, Heads: f.heads, Taps: f.taps,
-		BlockSize: f.block, MarkovRank: f.markovRank}
+		BlockSize: f.block, MarkovRank: f.markovRank, Backbone: f.backbone, NoHeads: f.kind == "dflash"}
 
 	qopts := synth.Qwen3Options{Preset: f.preset, Seed: f.seed, Tied: f.tied}
 	qwen3 := f.kind == "target" && f.arch == "qwen3"

@@ -9,11 +9,14 @@ import (
 // dspark-k3.md section 3): upstream llama.cpp's dflash/DSpark key and head names,
 // deepseek2's MLA tensor names, no token embedding or output head of its own (the target's
 // are used) unless token_embd is kept. Keys are required only where the tensor shapes
-// cannot tell: the Markov rank and the vocabulary come from markov_w1 when absent.
+// cannot tell: the Markov rank and the vocabulary come from markov_w1 when absent. A dflash
+// file is read against it when it has MLA's latent rank or latent projection; other dflash
+// files are upstream's Qwen3-style GQA drafters (DFlashGQA).
 var DFlashMLA = register(&Schema{
 	Name:   "dflash-mla",
 	Arch:   "dflash",
 	Doc:    "DSpark / DFlash block drafters with an MLA backbone (Kimi-K3 DSpark)",
+	Select: "has(attention.kv_lora_rank) || any(blk.{i}.attn_kv_a_mqa.weight)",
 	Layers: "block_count",
 	Keys: concat(
 		[]Key{

@@ -14,5 +14,6 @@
 //
 // Adding an architecture is one declaration (a Schema passed to register) in one file;
 // readers find it with For, by general.architecture and, when several schemas share an
-// architecture, by the schema's Select expression.
+// architecture, by the schema's Select expression (the one without a Select is the
+// architecture's default: dflash files are upstream's GQA drafters unless they are MLA's).
 package schema

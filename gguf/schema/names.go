@@ -47,6 +47,10 @@ const (
 	RMSEpsilon     = "attention.layer_norm_rms_epsilon"
 	Causal         = "attention.causal"
 
+	SlidingWindow        = "attention.sliding_window"
+	SlidingWindowPattern = "attention.sliding_window_pattern"
+	LogitScale           = "logit_scale"
+
 	RopeDimensionCount = "rope.dimension_count"
 	RopeFreqBase       = "rope.freq_base"
 	RopeScalingType    = "rope.scaling.type"
@@ -96,6 +100,7 @@ const (
 	AttnVB      = "blk.{i}.attn_v_b.weight"
 	AttnKVB     = "blk.{i}.attn_kv_b.weight"
 	AttnOutput  = "blk.{i}.attn_output.weight"
+	AttnSinks   = "blk.{i}.attn_sinks.weight"
 	FFNNorm     = "blk.{i}.ffn_norm.weight"
 	FFNGate     = "blk.{i}.ffn_gate.weight"
 	FFNUp       = "blk.{i}.ffn_up.weight"

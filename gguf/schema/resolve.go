@@ -710,6 +710,22 @@ func (v *Values) Strs(name string) []string {
 	return s
 }
 
+// Bools returns a boolean array key's entries (nil when absent, mistyped or unreadable).
+func (v *Values) Bools(name string) []bool {
+	kc := v.s.key(name)
+	v.markRead(kc)
+	st := v.resolve(kc.index)
+	if !st.present || !st.typed {
+		return nil
+	}
+	x, err := st.raw.Load()
+	if err != nil {
+		return nil
+	}
+	b, _ := x.([]bool)
+	return b
+}
+
 // Raw returns a present key's value as stored.
 func (v *Values) Raw(name string) (gguf.Value, bool) {
 	kc := v.s.key(name)
@@ -783,7 +799,8 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // Encode returns a key with its declared type holding x: int64 for integer keys (range
-// checked), float64 for f32 keys, bool, string, []int64 for integer arrays, []string.
+// checked), float64 for f32 keys, bool, string, []int64 for integer arrays, []string,
+// []float32, []bool.
 func (s *Schema) Encode(name string, x any) (gguf.KV, error) {
 	kc := s.key(name)
 	bad := func() (gguf.KV, error) {
@@ -849,6 +866,12 @@ func (s *Schema) Encode(name string, x any) (gguf.KV, error) {
 				return bad()
 			}
 			val = gguf.F32s(fs)
+		case gguf.ValueBool:
+			bs, ok := x.([]bool)
+			if !ok {
+				return bad()
+			}
+			val = gguf.Bools(bs)
 		default:
 			return bad()
 		}

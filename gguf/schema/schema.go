@@ -108,7 +108,8 @@ type Schema struct {
 	// Name identifies the declaration ("dflash-mla"); Arch is general.architecture.
 	Name, Arch string
 	Doc        string
-	// Select, when set, is an expression that tells this schema from others of the same Arch.
+	// Select, when set, is an expression that tells this schema from others of the same Arch;
+	// the one schema of an Arch without a Select is the default (see For).
 	Select string
 	// Layers is the block count; Dense the leading dense block count ("" = every block is
 	// dense).
@@ -443,19 +444,24 @@ func register(s *Schema) *Schema {
 // All returns every architecture schema, in declaration order.
 func All() []*Schema { return slices.Clone(registry) }
 
-// For returns the schema of a file: the first whose architecture is the file's and whose
-// Select (if any) holds. It returns nil for an architecture without a declaration.
+// For returns the schema of a file: among the declarations of the file's architecture, the
+// first whose Select holds, else the one without a Select (the architecture's default). It
+// returns nil for an architecture without a declaration.
 func For(src Source) *Schema {
 	arch := ""
 	if v, ok := src.Lookup("general.architecture"); ok && v.Type() == gguf.ValueString {
 		arch = v.Any().(string)
 	}
+	var fallback *Schema
 	for _, s := range registry {
 		if s.Arch != arch {
 			continue
 		}
 		if s.c.sel == nil {
-			return s
+			if fallback == nil {
+				fallback = s
+			}
+			continue
 		}
 		v := &Values{s: s, src: src}
 		v.init()
@@ -463,7 +469,7 @@ func For(src Source) *Schema {
 			return s
 		}
 	}
-	return nil
+	return fallback
 }
 
 // ByArch returns the schemas declared for an architecture.

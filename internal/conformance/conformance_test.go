@@ -13,6 +13,7 @@ import (
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
 	"github.com/dspark-dev/dspark/synth"
@@ -96,8 +97,9 @@ func convertTo(t *testing.T, dir, out string, opt convert.Options) *gguf.File {
 }
 
 // TestDeclarationsCovered converts synthetic checkpoints of every variant the converter
-// supports, loads every output (and a hand-built draft without q-LoRA, which no supported
-// checkpoint has) in the runtime, and checks that each key and tensor of each declaration
+// supports (deepseek2 targets, MLA and GQA drafts), loads every output (and hand-built drafts
+// without q-LoRA or with sliding-window layers, which no supported checkpoint has) in the
+// runtime, and checks that each key and tensor of each declaration
 // is written by convert exactly when it is not marked NotProduced, and read or bound by the
 // runtime exactly when it is not marked NotRead / NotRun. Keys shared by every declaration
 // (general.*, tokenizer.*) count over all of them. It runs for both ways of loading: views
@@ -192,6 +194,62 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 		}
 		runtime.EOSOf(tg.Values())
 		c.loaded(tg.Values())
+	}
+	gqaDrafts := map[string]struct {
+		opts synth.DraftOptions
+		conv convert.Options
+	}{
+		"gqa-dspark":         {synth.DraftOptions{Seed: 9}, convert.Options{}},
+		"gqa-keep-tables":    {synth.DraftOptions{Seed: 10}, convert.Options{KeepEmbeddings: true}},
+		"gqa-dflash-zlab":    {synth.DraftOptions{Seed: 11, NoHeads: true, DFlashNames: true}, convert.Options{}},
+		"gqa-causal-variant": {synth.DraftOptions{Seed: 12, Causal: true, Layers: 1, MarkovRank: 8}, convert.Options{}},
+	}
+	for name, d := range gqaDrafts {
+		d.opts.Preset, d.opts.TargetDir, d.opts.Backbone = synth.Tiny, baseDir, synth.BackboneGQA
+		dir := filepath.Join(root, "d-"+name)
+		if _, err := synth.Draft(dir, d.opts, synth.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		d.conv.Target = baseDir
+		f := convertTo(t, dir, filepath.Join(root, name+".gguf"), d.conv)
+		c.written(t, f)
+		dr, err := dflashgqa.Load(f, base, runtime.Options{Pack: pack})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(dr.Close)
+		c.loaded(dr.Values())
+	}
+	// A GQA draft with sliding-window layers: declared and run, never converted.
+	{
+		ts := testmodel.DefaultTarget()
+		gs := testmodel.DefaultGQA(ts)
+		gs.Window, gs.Sliding = 4, []bool{true, false}
+		path := filepath.Join(root, "hand-gqa-sliding.gguf")
+		testmodel.BuildGQA(ts, gs, 3).Write(t, path)
+		tpath := filepath.Join(root, "hand-gqa-target.gguf")
+		testmodel.BuildTarget(ts, 4).Write(t, tpath)
+		gf, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gf.Close()
+		gtf, err := gguf.Open(tpath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gtf.Close()
+		gt, err := deepseek2.Load(gtf, runtime.Options{Context: 32, Pack: pack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(gt.Close)
+		gd, err := dflashgqa.Load(gf, gt, runtime.Options{Pack: pack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(gd.Close)
+		c.loaded(gd.Values())
 	}
 	// A draft with a full attn_q (no q-LoRA): declared and run, never converted.
 	ts := testmodel.DefaultTarget()

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/internal/mmap"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
@@ -78,18 +78,34 @@ type Timing struct {
 	Numerics         runtime.Numerics `json:"numerics"` // the draft's kernel path and activation precision
 }
 
+// Draft is a loaded draft that says which kernels and activation precision it runs with.
+type Draft interface {
+	runtime.Draft
+	Numerics() runtime.Numerics
+}
+
+// Subject is a loaded draft to time: the draft, its file (whose weights a block streams), its
+// vocabulary and the width of one tapped hidden state (its target's hidden size).
+type Subject struct {
+	Draft    Draft
+	File     *gguf.File
+	Vocab    int
+	TapWidth int
+}
+
 // Block feeds ctx positions of synthetic (seeded Gaussian) context features to d,
 // then drafts one block reps times (greedy, Markov head and confidence chain included), each
 // block followed by one streaming read of the same weight bytes, and reports the median of
 // the per-pair ratios: on a shared machine the memory bandwidth drifts by tens of percent
 // within minutes, and a block is only comparable with a read taken next to it. head is the
 // bytes of the lm_head the draft was loaded with (read by every block).
-func Block(d *dflashmla.Draft, head []byte, ctx, reps int, seed uint64) (*Timing, error) {
-	c := &d.Config
+func Block(s Subject, head []byte, ctx, reps int, seed uint64) (*Timing, error) {
+	d := s.Draft
+	info := d.Info()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	hidden := map[int][]float32{}
-	for _, l := range c.TargetLayers {
-		h := make([]float32, ctx*c.TargetHidden)
+	for _, l := range d.Taps() {
+		h := make([]float32, ctx*s.TapWidth)
 		for i := range h {
 			h[i] = float32(rng.NormFloat64())
 		}
@@ -103,11 +119,11 @@ func Block(d *dflashmla.Draft, head []byte, ctx, reps int, seed uint64) (*Timing
 	res := &Timing{ContextPositions: ctx, InjectTime: time.Since(t0), Numerics: d.Numerics()}
 	dr := speculative.Drafter{Bias: d.MarkovBias}
 	first := 0
-	if !c.SampleFromAnchor {
+	if !info.SampleFromAnchor {
 		first = 1
 	}
-	rows := make([][]float32, 0, c.BlockSize)
-	regions := append(blockRegions(d), head)
+	rows := make([][]float32, 0, info.BlockSize)
+	regions := append(blockRegions(s.File), head)
 	for _, b := range regions {
 		res.BlockBytes += int64(len(b))
 	}
@@ -119,10 +135,10 @@ func Block(d *dflashmla.Draft, head []byte, ctx, reps int, seed uint64) (*Timing
 			return nil, err
 		}
 		rows = rows[:0]
-		for k := first; k < c.BlockSize; k++ {
-			rows = append(rows, logits[k*c.NVocab:(k+1)*c.NVocab])
+		for k := first; k < info.BlockSize; k++ {
+			rows = append(rows, logits[k*s.Vocab:(k+1)*s.Vocab])
 		}
-		if c.HasConfidence {
+		if info.HasConfidence {
 			dr.Confidence = func(k, prev int) float64 { return d.Confidence(hid, first+k-1, prev) }
 		}
 		drafts, _ := dr.Draft(1, rows, nil)
@@ -146,14 +162,14 @@ func Block(d *dflashmla.Draft, head []byte, ctx, reps int, seed uint64) (*Timing
 
 // blockRegions lists the weight bytes a block forward reads: every layer, the norms, the
 // Markov and confidence heads (fc and the injected context are not part of a block).
-func blockRegions(d *dflashmla.Draft) [][]byte {
+func blockRegions(f *gguf.File) [][]byte {
 	var out [][]byte
-	for i := range d.File.Tensors {
-		t := &d.File.Tensors[i]
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
 		if t.Name == schema.FC || t.Name == schema.EncOutputNorm {
 			continue
 		}
-		if b, err := d.File.TensorData(t); err == nil {
+		if b, err := f.TensorData(t); err == nil {
 			out = append(out, b)
 		}
 	}

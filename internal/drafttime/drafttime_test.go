@@ -8,45 +8,69 @@ import (
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 )
 
-// TestDraftStandalone drafts with a stand-in head and checks the timing report's accounting.
+// TestDraftStandalone drafts with a stand-in head and checks the timing report's accounting,
+// for an MLA draft and for GQA DSpark and DFlash drafts.
 func TestDraftStandalone(t *testing.T) {
 	ts := testmodel.DefaultTarget()
-	ds := testmodel.DefaultDraft(ts)
-	m := testmodel.BuildDraft(ts, ds, 2)
-	path := filepath.Join(t.TempDir(), "draft.gguf")
-	m.Write(t, path)
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name   string
+		m      *testmodel.Model
+		drafts int
+		load   func(f *gguf.File, head EmbeddingHead) (Draft, error)
+	}{
+		{"mla", testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 2), testmodel.DefaultDraft(ts).Block,
+			func(f *gguf.File, h EmbeddingHead) (Draft, error) {
+				return dflashmla.LoadStandalone(f, h, runtime.Options{Context: 16})
+			}},
+		{"gqa-dspark", testmodel.BuildGQA(ts, testmodel.DefaultGQA(ts), 2), testmodel.DefaultGQA(ts).Block,
+			func(f *gguf.File, h EmbeddingHead) (Draft, error) {
+				return dflashgqa.LoadStandalone(f, h, runtime.Options{Context: 16})
+			}},
+		{"gqa-dflash", testmodel.BuildGQA(ts, testmodel.DefaultDFlashGQA(ts), 2), testmodel.DefaultDFlashGQA(ts).Block - 1,
+			func(f *gguf.File, h EmbeddingHead) (Draft, error) {
+				return dflashgqa.LoadStandalone(f, h, runtime.Options{Context: 16})
+			}},
 	}
-	defer f.Close()
-	head, data, release, err := StandInHead(ts.Vocab, ds.Embd, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	d, err := dflashmla.LoadStandalone(f, head, runtime.Options{Context: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, err := Block(d, data, 8, 3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want int64 = int64(len(data))
-	for i := range f.Tensors {
-		if n := f.Tensors[i].Name; n != schema.FC && n != schema.EncOutputNorm {
-			want += int64(f.Tensors[i].Size)
+	for _, c := range cases {
+		path := filepath.Join(t.TempDir(), "draft.gguf")
+		c.m.Write(t, path)
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		head, data, release, err := StandInHead(ts.Vocab, ts.Embd, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		d, err := c.load(f, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := Block(Subject{Draft: d, File: f, Vocab: ts.Vocab, TapWidth: ts.Embd}, data, 8, 3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want int64 = int64(len(data))
+		for i := range f.Tensors {
+			if n := f.Tensors[i].Name; n != schema.FC && n != schema.EncOutputNorm {
+				want += int64(f.Tensors[i].Size)
+			}
+		}
+		if len(tm.Drafts) != c.drafts || len(tm.BlockTimes) != 3 || len(tm.StreamTimes) != 3 || len(tm.Ratios) != 3 ||
+			tm.BlockBytes != want || tm.Ratio <= 0 {
+			t.Fatalf("%s: timing %+v (want %d drafts, %d bytes)", c.name, tm, c.drafts, want)
+		}
+		if d.Len() != 8 {
+			t.Fatalf("%s: context length %d after injecting 8 positions", c.name, d.Len())
 		}
 	}
-	if len(tm.Drafts) != ds.Block || len(tm.BlockTimes) != 3 || len(tm.StreamTimes) != 3 || len(tm.Ratios) != 3 ||
-		tm.BlockBytes != want || tm.Ratio <= 0 {
-		t.Fatalf("timing %+v (want %d drafts, %d bytes)", tm, ds.Block, want)
-	}
-	if d.Len() != 8 {
-		t.Fatalf("context length %d after injecting 8 positions", d.Len())
-	}
 }
+
+// EmbeddingHead is what the drafts' standalone loaders take.
+type EmbeddingHead = dflashgqa.EmbeddingHead

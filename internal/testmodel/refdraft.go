@@ -140,10 +140,14 @@ func RefMarkovBias(dm *Model, prev int) []float64 {
 	return out
 }
 
-// RefConfidence is sigmoid(conf_proj · [h ; W1[prev]] + b) in float64.
+// RefConfidence is sigmoid(conf_proj · [h ; W1[prev]] + b) in float64 (conf_proj · h + b
+// for a draft without a Markov head).
 func RefConfidence(dm *Model, h []float64, prev int) float64 {
 	w1, c, b := dm.T["markov_w1.weight"], dm.T["conf_proj.weight"], dm.T["conf_proj.bias"]
-	r := int(w1.Dims[0])
+	r := 0
+	if len(w1.Dims) > 0 {
+		r = int(w1.Dims[0])
+	}
 	z := float64(b.Vals[0])
 	for i, x := range h {
 		z += float64(c.Vals[i]) * x

@@ -18,6 +18,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
+	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
 )
@@ -39,6 +40,9 @@ type Info struct {
 	Layers, Embd, Vocab int
 	// Draft describes a draft's blocks (zero for a target).
 	Draft runtime.DraftInfo
+	// TapWidth is the width of one tapped target hidden state a draft reads (its target's
+	// hidden size as the file records it; zero for a target).
+	TapWidth int
 }
 
 // Target is a loaded target model.
@@ -73,6 +77,15 @@ type DraftArch struct {
 	Schema *schema.Schema
 	Info   func(f *gguf.File) (Info, error)
 	Load   func(f *gguf.File, target runtime.Target, opt runtime.Options) (Draft, error)
+	// Standalone loads the draft without its target, head (Vocab x Embd) standing in for the
+	// target's embedding and lm_head: for timing a full-size draft alone (run --draft-only).
+	Standalone func(f *gguf.File, head EmbeddingHead, opt runtime.Options) (Draft, error)
+}
+
+// EmbeddingHead is a stand-in for a target's token embedding and lm_head.
+type EmbeddingHead interface {
+	runtime.Head
+	Row(i int, dst []float32)
 }
 
 // perPosition formats a cache's size per position.
@@ -120,10 +133,30 @@ var Drafts = []*DraftArch{
 				return Info{}, err
 			}
 			return Info{CacheBytes: c.CacheBytes, Cache: perPosition(c.NLayer, c.Attn.KVLoraRank+c.Attn.DRope) + " plus one block",
-				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab, Draft: c.Info()}, nil
+				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab, Draft: c.Info(), TapWidth: c.TargetHidden}, nil
 		},
 		Load: func(f *gguf.File, t runtime.Target, opt runtime.Options) (Draft, error) {
 			return draft(dflashmla.Load(f, t, opt))
+		},
+		Standalone: func(f *gguf.File, head EmbeddingHead, opt runtime.Options) (Draft, error) {
+			return draft(dflashmla.LoadStandalone(f, head, opt))
+		},
+	},
+	{
+		Schema: schema.DFlashGQA,
+		Info: func(f *gguf.File) (Info, error) {
+			c, err := dflashgqa.ReadConfig(f)
+			if err != nil {
+				return Info{}, err
+			}
+			return Info{CacheBytes: c.CacheBytes, Cache: perPosition(c.NLayer, 2*c.NHeadKV*c.HeadDim) + " plus one block",
+				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab, Draft: c.Info(), TapWidth: c.NEmbd}, nil
+		},
+		Load: func(f *gguf.File, t runtime.Target, opt runtime.Options) (Draft, error) {
+			return draft(dflashgqa.Load(f, t, opt))
+		},
+		Standalone: func(f *gguf.File, head EmbeddingHead, opt runtime.Options) (Draft, error) {
+			return draft(dflashgqa.LoadStandalone(f, head, opt))
 		},
 	},
 }

@@ -47,7 +47,7 @@ type Drafter struct {
 // returns the drafts and, for each, the exact distribution q_k it was drawn from (to pass to
 // Verify). r may be nil when Params is greedy (no randomness is used then).
 func (d *Drafter) Draft(anchor int, logits [][]float32, r RNG) (drafts []int, q [][]float64) {
-	d.uni = uniform{r: r}
+	d.uni = uniformOf(r)
 	drafts, q = d.draft(anchor, logits, &d.uni)
 	d.uni.r = nil // do not keep the caller's generator alive
 	return drafts, q

@@ -5,52 +5,6 @@ import (
 	"testing"
 )
 
-// explorer is the brancher the exact tests plug into a uniform. A draw on [0, scale) is
-// tracked as the interval of values still consistent with the answers given so far; a
-// question "v < t" whose answer is not forced by that interval is a branch point, taken with
-// the probability of its sub-interval. enumerate replays the code under test once per branch
-// (depth-first, "true" first), so every path of the real code is followed with its exact
-// probability, and no branch of probability 0 is ever taken.
-type explorer struct {
-	script []bool // choices to replay at the first branch points
-	trace  []bool // choices taken at every branch point of this run
-	lo, hi float64
-	nan    bool
-	weight float64
-}
-
-func (e *explorer) draw(scale float64) {
-	e.nan = scale != scale
-	e.lo, e.hi = min(0, scale), max(0, scale)
-}
-
-func (e *explorer) below(t float64) bool {
-	switch {
-	case e.nan || t != t:
-		return false // comparisons with NaN are false, as in the real path
-	case t <= e.lo:
-		return false
-	case t >= e.hi || e.hi == e.lo:
-		return true // hi is excluded (u < 1); a zero-width draw is the point lo < t
-	}
-	var take bool
-	if n := len(e.trace); n < len(e.script) {
-		take = e.script[n]
-	} else {
-		take = true
-	}
-	e.trace = append(e.trace, take)
-	w := e.hi - e.lo
-	if take {
-		e.weight *= (t - e.lo) / w
-		e.hi = t
-	} else {
-		e.weight *= (e.hi - t) / w
-		e.lo = t
-	}
-	return take
-}
-
 // maxPaths bounds an enumeration so a test that branches more than intended fails instead of
 // running for hours.
 const maxPaths = 200000
@@ -59,23 +13,11 @@ const maxPaths = 200000
 // each outcome it reports. It fails t if the tree has more than maxPaths leaves.
 func enumerate(t testing.TB, run func(s *uniform) string) map[string]float64 {
 	t.Helper()
-	out := make(map[string]float64)
-	var script []bool
-	for paths := 1; ; paths++ {
-		if paths > maxPaths {
-			t.Fatalf("enumeration exceeded %d paths", maxPaths)
-		}
-		e := &explorer{script: script, weight: 1}
-		out[run(&uniform{split: e})] += e.weight
-		i := len(e.trace) - 1
-		for i >= 0 && !e.trace[i] {
-			i--
-		}
-		if i < 0 {
-			return out
-		}
-		script = append(e.trace[:i:i], false)
+	out, err := enumerateUniform(run, maxPaths)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 // maxAbsDiff is the largest |a[k] - b[k]| over the keys of either map, and that key.

@@ -44,7 +44,7 @@ func (s *uniform) below(t float64) bool {
 // sum exactly to 1. Sample returns -1 only if p has no positive mass (all zero, or NaN from
 // a row that failed CheckLogits).
 func Sample(p []float64, r RNG) int {
-	s := uniform{r: r}
+	s := uniformOf(r)
 	return sample(p, &s)
 }
 

@@ -21,7 +21,7 @@ type Result struct {
 // probability ~1e-16), Next is drawn from p_k. Verify panics on mismatched lengths or a draft
 // outside the vocabulary (programmer errors).
 func Verify(p, q [][]float64, drafts []int, r RNG) Result {
-	s := uniform{r: r}
+	s := uniformOf(r)
 	return verify(p, q, drafts, &s)
 }
 

@@ -1,0 +1,157 @@
+package dflashgqa
+
+import (
+	"math"
+	goruntime "runtime"
+	"sync"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
+
+// kvCache holds every layer's keys (normed and rotated) and values, one row of
+// NHeadKV x HeadDim values per position: the n injected context rows, then room for one
+// block whose rows are overwritten by every Block.
+type kvCache struct {
+	k, v [][]float32 // [layer] rows x width
+	rows int         // capacity in positions (context + one block)
+	n    int         // context positions held
+}
+
+func newKVCache(layers, rows, width int) kvCache {
+	c := kvCache{k: make([][]float32, layers), v: make([][]float32, layers), rows: rows}
+	for l := range c.k {
+		c.k[l] = make([]float32, rows*width)
+		c.v[l] = make([]float32, rows*width)
+	}
+	return c
+}
+
+// rmsNorm normalizes x in place with weight w (the per-head q/k norms).
+func rmsNorm(x, w []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	w = w[:len(x)]
+	for i, v := range x {
+		x[i] = v * scale * w[i]
+	}
+}
+
+// rope is NEOX-style rotary embedding over a whole head of d values (llama.cpp's NEOX mode,
+// Qwen3's): pair i is (v[i], v[i+d/2]), rotated by pos x base^(-2i/d). The cosines and sines
+// are computed in float64 and rounded once; the rotation is in float32.
+type rope struct {
+	invFreq []float64
+}
+
+func newRope(d int, base float64) rope {
+	r := rope{invFreq: make([]float64, d/2)}
+	for i := range r.invFreq {
+		r.invFreq[i] = math.Pow(base, -2*float64(i)/float64(d))
+	}
+	return r
+}
+
+// rotate applies the rotation of position pos to one head v.
+func (r *rope) rotate(v []float32, pos int) {
+	h := len(r.invFreq)
+	p := float64(pos)
+	for i, f := range r.invFreq {
+		s, c := math.Sincos(p * f)
+		cf, sf := float32(c), float32(s)
+		x0, x1 := v[i], v[i+h]
+		v[i] = x0*cf - x1*sf
+		v[i+h] = x0*sf + x1*cf
+	}
+}
+
+// parallelWork is the number of multiply-adds below which attention runs on the calling
+// goroutine.
+const parallelWork = 1 << 16
+
+// attention computes the block's attention over the cache. Heads are independent, and each
+// (head, row) pair is accumulated in the same order whatever the worker split, so the result
+// never depends on it.
+type attention struct {
+	c      *Config
+	scores [][]float32 // per worker: one row of scores
+	wg     sync.WaitGroup
+}
+
+func (a *attention) init(c *Config, rows int) {
+	a.c = c
+	workers := max(1, min(goruntime.GOMAXPROCS(0), c.NHead))
+	a.scores = make([][]float32, workers)
+	for w := range a.scores {
+		a.scores[w] = make([]float32, rows)
+	}
+}
+
+// run fills out (g rows of NHead x HeadDim) with the attention of the g block rows at
+// positions s0.. (queries q, normed and rotated) over layer li's cache: the context rows and
+// every block row, or the block rows up to the query's own (causal); with window > 0 only
+// the keys less than window positions before the query.
+func (a *attention) run(out, q []float32, cache *kvCache, li, s0, g int, causal bool, window int) {
+	c := a.c
+	work := g * c.NHead * (s0 + g) * c.HeadDim
+	workers := len(a.scores)
+	if workers == 1 || work < parallelWork {
+		a.heads(out, q, cache, li, s0, g, causal, window, 0, c.NHead, a.scores[0])
+		return
+	}
+	per := (c.NHead + workers - 1) / workers
+	for w := 1; w < workers; w++ {
+		lo, hi := w*per, min((w+1)*per, c.NHead)
+		if lo >= hi {
+			continue
+		}
+		a.wg.Add(1)
+		go func(lo, hi int, sc []float32) {
+			defer a.wg.Done()
+			a.heads(out, q, cache, li, s0, g, causal, window, lo, hi, sc)
+		}(lo, hi, a.scores[w])
+	}
+	a.heads(out, q, cache, li, s0, g, causal, window, 0, min(per, c.NHead), a.scores[0])
+	a.wg.Wait()
+}
+
+// heads runs attention for query heads [h0, h1), using sc as the score buffer.
+func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causal bool, window, h0, h1 int, sc []float32) {
+	c := a.c
+	D, qw, kw := c.HeadDim, c.NHead*c.HeadDim, c.kvWidth()
+	group := c.NHead / c.NHeadKV
+	scale := float32(1 / math.Sqrt(float64(D)))
+	keys, vals := cache.k[li], cache.v[li]
+	for hd := h0; hd < h1; hd++ {
+		kh := hd / group
+		for k := 0; k < g; k++ {
+			qp := s0 + k
+			lo, end := 0, s0+g
+			if causal {
+				end = qp + 1
+			}
+			if window > 0 {
+				lo = max(0, qp-window+1)
+			}
+			qh := q[k*qw+hd*D : k*qw+(hd+1)*D]
+			s := sc[:end-lo]
+			kernels.DotRows(qh, keys[lo*kw+kh*D:], kw, s)
+			mx := float32(math.Inf(-1))
+			for i, x := range s {
+				x *= scale
+				s[i] = x
+				mx = max(mx, x)
+			}
+			sum := kernels.ExpShift(s, mx)
+			o := out[k*qw+hd*D : k*qw+(hd+1)*D]
+			clear(o)
+			kernels.AxpyRows(o, s, vals[lo*kw+kh*D:], kw)
+			inv := float32(1 / sum)
+			for j := range o {
+				o[j] *= inv
+			}
+		}
+	}
+}

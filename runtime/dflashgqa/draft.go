@@ -146,9 +146,7 @@ type Draft struct {
 	fc      *kernels.Mat                // NEmbd x (taps*NEmbd)
 	encNorm []float32
 	outNorm []float32
-	w1, w2  *kernels.Mat // Markov head: V x r each
-	conf    *kernels.Mat // 1 x (NEmbd + r)
-	confB   []float32
+	heads   model.Heads // Markov and confidence heads
 	layers  []layer
 	cache   kvCache
 	rope    rope
@@ -175,15 +173,13 @@ type layer struct {
 }
 
 type scratch struct {
-	feat, ctx              []float32
-	x, h, q, attnOut, ao   []float32
-	a, b, ffo              []float32
-	logits                 []float32 // g x V
-	hidden                 []float32 // g x NEmbd (after output_norm)
-	w1row, confIn, confOut []float32
-	bias                   []float32 // V: the Markov bias of one row
-	att                    attention
-	maxRows                int // rows one context injection handles at a time
+	feat, ctx            []float32
+	x, h, q, attnOut, ao []float32
+	a, b, ffo            []float32
+	logits               []float32 // g x V
+	hidden               []float32 // g x NEmbd (after output_norm)
+	att                  attention
+	maxRows              int // rows one context injection handles at a time
 }
 
 // Load binds a dflash GQA GGUF and checks that it fits target (hidden size, vocabulary,
@@ -264,15 +260,8 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		}
 	}
 	d.Config.NVocab = d.head.Rows()
-	if c.MarkovRank > 0 {
-		d.w1 = b.Mat(schema.MarkovW1, -1)
-		d.w2 = b.Mat(schema.MarkovW2, -1)
-	}
-	if b.Has(schema.ConfProj, -1) {
-		d.conf = b.Mat(schema.ConfProj, -1)
-		d.confB = b.Vec(schema.ConfProjBias, -1)
-		d.Config.HasConfidence = true
-	}
+	d.heads = b.Heads(c.NEmbd, c.MarkovRank)
+	d.Config.HasConfidence = d.heads.HasConfidence()
 	for i := 0; i < c.NLayer; i++ {
 		l := layer{
 			attnNorm: b.Vec(schema.AttnNorm, i), ffnNorm: b.Vec(schema.FFNNorm, i),
@@ -287,9 +276,10 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 		return fail(err)
 	}
 	V := d.Config.NVocab
-	for _, m := range []*kernels.Mat{d.w1, d.w2} {
-		if m != nil && m.Rows() != V {
-			return fail(fmt.Errorf("%s: the Markov head has %d rows, the output head %d", f.Path, m.Rows(), V))
+	w1Rows, w2Rows := d.heads.MarkovRows()
+	for _, rows := range []int{w1Rows, w2Rows} {
+		if rows != 0 && rows != V {
+			return fail(fmt.Errorf("%s: the Markov head has %d rows, the output head %d", f.Path, rows, V))
 		}
 	}
 	if c.MaskToken >= V {
@@ -308,15 +298,15 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 	d.cache = newKVCache(c.NLayer, rows, c.kvWidth())
 	d.rope = newRope(c.HeadDim, c.RopeBase)
 	n := max(min(opt.MaxBatch, kernels.MaxBatch), 1)
-	g, E, r := c.BlockSize, c.NEmbd, c.MarkovRank
+	g, E := c.BlockSize, c.NEmbd
 	qw := c.NHead * c.HeadDim
+	d.heads.Prepare(V)
 	d.s = scratch{
 		feat: make([]float32, n*len(c.TargetLayers)*E), ctx: make([]float32, n*E), maxRows: n,
 		x: make([]float32, g*E), h: make([]float32, g*E), q: make([]float32, g*qw),
 		attnOut: make([]float32, g*qw), ao: make([]float32, g*E),
 		a: make([]float32, g*c.NFF), b: make([]float32, 2*g*c.NFF), ffo: make([]float32, g*E),
 		logits: make([]float32, g*V), hidden: make([]float32, g*E),
-		w1row: make([]float32, max(r, 1)), bias: make([]float32, V), confIn: make([]float32, E+r), confOut: make([]float32, 1),
 	}
 	d.s.att.init(&d.Config, rows)
 	return d, nil
@@ -493,32 +483,11 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 }
 
 // MarkovBias adds W2·W1[prev] to dst (the Markov head's logit bias); a no-op without the head.
-func (d *Draft) MarkovBias(prev int, dst []float32) {
-	if d.w1 == nil {
-		return
-	}
-	w1 := d.s.w1row[:d.Config.MarkovRank]
-	d.w1.Row(prev, w1)
-	bias := d.s.bias[:d.Config.NVocab]
-	d.w2.MatVec(bias, w1)
-	model.AddTo(dst, bias)
-}
+func (d *Draft) MarkovBias(prev int, dst []float32) { d.heads.MarkovBias(prev, dst) }
 
 // Confidence returns sigmoid(conf_proj · [h_row ; W1[prev]] + b) for block row row (hidden
-// as Block returns it), whose previous token is prev (without a Markov head the head reads
-// h_row alone). It is 1 without a confidence head.
+// as Block returns it), whose previous token is prev: the confidence of the draft drawn from
+// that row. It is 1 without a confidence head.
 func (d *Draft) Confidence(hidden []float32, row, prev int) float64 {
-	if d.conf == nil {
-		return 1
-	}
-	c := &d.Config
-	E, r := c.NEmbd, c.MarkovRank
-	in := d.s.confIn[:E+r]
-	copy(in, hidden[row*E:(row+1)*E])
-	if r > 0 {
-		d.w1.Row(prev, in[E:])
-	}
-	d.conf.MatVec(d.s.confOut, in)
-	z := float64(d.s.confOut[0] + d.confB[0])
-	return 1 / (1 + math.Exp(-z))
+	return d.heads.Confidence(hidden, row, prev)
 }

@@ -104,9 +104,7 @@ type Draft struct {
 	encNorm []float32
 	outNorm []float32
 	tokEmbd *kernels.Mat // nil: the target's embedding is used
-	w1, w2  *kernels.Mat // Markov head: V x r each
-	conf    *kernels.Mat // 1 x (NEmbd + r)
-	confB   []float32
+	heads   model.Heads  // Markov and confidence heads
 	layers  []layer
 	cache   *mla.LatentCache
 	mask    mla.Mask
@@ -135,8 +133,6 @@ type scratch struct {
 	pos                      []int
 	logits                   []float32 // g x V
 	hidden                   []float32 // g x NEmbd (after output_norm)
-	w1row, confIn, confOut   []float32
-	bias                     []float32 // V: the Markov bias of one row
 }
 
 // Load binds a dflash MLA GGUF and checks that it fits target (hidden sizes, vocabulary,
@@ -197,7 +193,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 	if opt.Context <= 0 {
 		opt.Context = 4096
 	}
-	E, V, r := c.NEmbd, c.NVocab, c.MarkovRank
+	E, V := c.NEmbd, c.NVocab
 	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
 	d := &Draft{Config: c, File: f, embed: embed, head: head, values: v, mask: mla.Block}
 	if c.Causal {
@@ -212,15 +208,8 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 			d.embed = d.tokEmbd.Row
 		}
 	}
-	if r > 0 {
-		d.w1 = b.Mat(schema.MarkovW1, -1)
-		d.w2 = b.Mat(schema.MarkovW2, -1)
-	}
-	if b.Has(schema.ConfProj, -1) {
-		d.conf = b.Mat(schema.ConfProj, -1)
-		d.confB = b.Vec(schema.ConfProjBias, -1)
-		d.Config.HasConfidence = true
-	}
+	d.heads = b.Heads(c.NEmbd, c.MarkovRank)
+	d.Config.HasConfidence = d.heads.HasConfidence()
 	a := c.Attn
 	for i := 0; i < c.NLayer; i++ {
 		var l layer
@@ -261,12 +250,12 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 	}
 	n := max(opt.MaxBatch, c.BlockSize)
 	g := c.BlockSize
+	d.heads.Prepare(V)
 	d.s = scratch{
 		feat: make([]float32, n*len(c.TargetLayers)*c.TargetHidden), ctx: make([]float32, n*E),
 		x: make([]float32, g*E), h: make([]float32, g*E), attnOut: make([]float32, g*E),
 		a: make([]float32, g*c.NFF), b: make([]float32, 2*g*c.NFF), ffo: make([]float32, g*E),
 		pos: make([]int, n), logits: make([]float32, g*V), hidden: make([]float32, g*E),
-		w1row: make([]float32, max(r, 1)), bias: make([]float32, V), confIn: make([]float32, E+r), confOut: make([]float32, 1),
 	}
 	return d, nil
 }
@@ -409,32 +398,11 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 }
 
 // MarkovBias adds W2·W1[prev] to dst (the Markov head's logit bias); a no-op without the head.
-func (d *Draft) MarkovBias(prev int, dst []float32) {
-	if d.w1 == nil {
-		return
-	}
-	w1 := d.s.w1row[:d.Config.MarkovRank]
-	d.w1.Row(prev, w1)
-	bias := d.s.bias[:d.Config.NVocab]
-	d.w2.MatVec(bias, w1)
-	model.AddTo(dst, bias)
-}
+func (d *Draft) MarkovBias(prev int, dst []float32) { d.heads.MarkovBias(prev, dst) }
 
 // Confidence returns sigmoid(conf_proj · [h_row ; W1[prev]] + b) for block row row (hidden
 // as Block returns it), whose previous token is prev: the confidence of the draft drawn from
 // that row. It is 1 without a confidence head.
 func (d *Draft) Confidence(hidden []float32, row, prev int) float64 {
-	if d.conf == nil {
-		return 1
-	}
-	c := &d.Config
-	E, r := c.NEmbd, c.MarkovRank
-	in := d.s.confIn[:E+r]
-	copy(in, hidden[row*E:(row+1)*E])
-	if r > 0 {
-		d.w1.Row(prev, in[E:])
-	}
-	d.conf.MatVec(d.s.confOut, in)
-	z := float64(d.s.confOut[0] + d.confB[0])
-	return 1 / (1 + math.Exp(-z))
+	return d.heads.Confidence(hidden, row, prev)
 }

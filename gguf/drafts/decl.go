@@ -82,6 +82,10 @@ type Decl struct {
 	// llama.cpp's +1; TapsWhy is where that is known from.
 	TapsHF  bool
 	TapsWhy string
+	// LastTapOK: the schema's runtime can tap the target's last layer (dspark's runtime
+	// can; llama.cpp's targets publish per-layer inputs, so the last layer's output is no
+	// tap there).
+	LastTapOK bool
 	// MaskIsNoise: the schema's block token is a noise token (DSV4), not a mask token.
 	MaskIsNoise bool
 	Fields      map[string][]Src
@@ -187,7 +191,7 @@ var Decls = []*Decl{
 	},
 	{
 		Name: "dspark-dflash-mla", Family: "dspark's dflash with an MLA backbone (Kimi-K3 DSpark)",
-		Arch: "dflash", Schema: schema.DFlashMLA, Backbone: "MLA",
+		Arch: "dflash", Schema: schema.DFlashMLA, Backbone: "MLA", LastTapOK: true,
 		TapsWhy: "dflash.target_layers: llama.cpp's +1 convention",
 		Fields: with(dflashFields, map[string][]Src{
 			fKVHeads:      {{Decl: schema.HeadCountKV, Why: "MLA: one latent key/value head"}},

@@ -130,9 +130,13 @@ func (l *linter) layerCounts() {
 			break
 		}
 	}
+	missing := 0
 	for _, n := range layers {
 		for _, name := range names {
 			if sets[n][name] {
+				continue
+			}
+			if missing++; missing > maxMissing {
 				continue
 			}
 			ref := fmt.Sprintf("the other layers have %d", len(union))
@@ -142,6 +146,16 @@ func (l *linter) layerCounts() {
 			l.add(l.f, false, fmt.Sprintf("blk.%d.%s", n, name), "missing: blk.%d has %d tensors, %s (loaders count the tensors: \"wrong number of tensors\")",
 				n, len(sets[n]), ref)
 		}
+	}
+	l.more(missing)
+}
+
+// maxMissing is how many missing tensors are listed one by one; the rest are counted.
+const maxMissing = 8
+
+func (l *linter) more(missing int) {
+	if missing > maxMissing {
+		l.add(l.f, false, "", "and %d more missing layer tensors", missing-maxMissing)
 	}
 }
 
@@ -161,14 +175,18 @@ func (l *linter) dsv4() {
 	if !v.SlidingWindow.Known() {
 		l.add(l.f, false, "dflash.attention.sliding_window", "missing: the DSV4 path uses sliding-window attention (128 in DeepSeek-V4); without the key the draft silently uses full attention")
 	}
+	missing := 0
 	for i := range min(v.Layers.Get(), 4096) {
 		for _, n := range dsv4Layer {
 			name := fmt.Sprintf("blk.%d.%s", i, n)
 			if _, ok := l.f.Tensor(name); !ok {
-				l.add(l.f, false, name, "missing: the DSV4 path has %d tensors per layer, and the loader counts them", len(dsv4Layer))
+				if missing++; missing <= maxMissing {
+					l.add(l.f, false, name, "missing: the DSV4 path has %d tensors per layer, and the loader counts them", len(dsv4Layer))
+				}
 			}
 		}
 	}
+	l.more(missing)
 }
 
 // mask reports a mask token outside a vocabulary.
@@ -212,6 +230,9 @@ func (l *linter) hiddenOut() {
 func (l *linter) target() {
 	v, t := l.v, l.t
 	ta := t.Architecture()
+	if ta == "deepseek2" && strings.HasPrefix(v.Schema, "llama.cpp-") {
+		l.add(t, true, "general.architecture", "is deepseek2: upstream llama.cpp's deepseek2 target does not publish the per-layer inputs a dflash draft taps, so upstream cannot run this pair (dspark's runtime can)")
+	}
 	n, okN := intKey(t, ta+".block_count")
 	if v.TapsHF.Known() && okN {
 		sub := strings.Fields(v.TapsHF.From)[0]
@@ -227,7 +248,7 @@ func (l *linter) target() {
 			case h > n-1:
 				l.add(l.f, false, sub, "entry %d is %d (HF layer %d): past the target's last layer (%s.block_count %d: HF layers 0..%d, %s)",
 					i, stored, h, ta, n, n-1, v.decl.TapsWhy)
-			case h == n-1:
+			case h == n-1 && !v.decl.LastTapOK:
 				l.add(l.f, false, sub, "entry %d is %d (HF layer %d): the target's last layer, whose output is the final hidden state and no layer's input (%s.block_count %d; %s); taps end at HF layer %d",
 					i, stored, h, ta, n, v.decl.TapsWhy, n-2)
 			}

@@ -121,11 +121,25 @@ func upstream(f *gguf.File, v *View) Verdict {
 		}
 		return yes(me, "DFlash2: the Qwen3-style tensors check exactly; the conv and selector tensors are present (their dims are not checked: not pinned down here)")
 	}
-	r, ok := qwen3Path(f, nil)
+	r, ok := v.qwen3(f)
 	if !ok {
 		return no(me, "%s", r)
 	}
 	return yes(me, "%s", r)
+}
+
+// qwen3 is qwen3Path(f, nil), computed once per View.
+func (v *View) qwen3(f *gguf.File) (string, bool) {
+	if v.q3 == nil || v.f != f {
+		r, ok := qwen3Path(f, nil)
+		v.q3 = &q3Result{r, ok}
+	}
+	return v.q3.reason, v.q3.ok
+}
+
+type q3Result struct {
+	reason string
+	ok     bool
 }
 
 // qwen3Path judges f against upstream's Qwen3-style dflash schema exactly (families.md
@@ -264,7 +278,7 @@ func ik(f *gguf.File, v *View) Verdict {
 		if v.Schema == "llama.cpp-dflash-dsv4" {
 			return yes(me, "arch dflash in the DSV4 layout (dflash.hyper_connection.count > 0), the only dflash layout ik accepts")
 		}
-		return no(me, "dflash.hyper_connection.count not found: ik's dflash architecture accepts only the DSV4 layout (this file is %s)", v.Family)
+		return no(me, "dflash.hyper_connection.count not found: ik's dflash architecture accepts only the DSV4 layout (this file: %s)", v.Family)
 	default:
 		return no(me, "unknown model architecture: '%s'", arch)
 	}
@@ -282,7 +296,7 @@ func ollama(f *gguf.File, v *View) Verdict {
 	case "llama.cpp-dflash-dsv4", "llama.cpp-dflash2":
 		return maybe(me, "ollama maps every dflash file to plain DFlash; how it treats the %s is not known", v.Family)
 	}
-	r, ok := qwen3Path(f, nil)
+	r, ok := v.qwen3(f)
 	if !ok {
 		return no(me, "ollama runs dflash files as plain Qwen3-style DFlash: %s", r)
 	}

@@ -99,6 +99,7 @@ type View struct {
 	f               *gguf.File
 	vals            *schema.Values
 	roles           map[string]*gguf.TensorInfo
+	q3              *q3Result
 }
 
 // MarshalJSON writes an unrecognized file's View as its recognition fields alone.

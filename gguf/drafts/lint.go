@@ -75,6 +75,7 @@ func Lint(f *gguf.File, v *View, target *gguf.File) []Finding {
 		if v.Schema != "llama.cpp-dflash-dsv4" { // dsv4 checks its layers against the path's list
 			l.layerCounts()
 		}
+		l.features()
 		l.window()
 		l.mask(v.Vocab)
 	}
@@ -156,6 +157,29 @@ const maxMissing = 8
 func (l *linter) more(missing int) {
 	if missing > maxMissing {
 		l.add(l.f, false, "", "and %d more missing layer tensors", missing-maxMissing)
+	}
+}
+
+// features checks a schema's tapped-feature width (n_target_features) against its taps and
+// the context projection's input width.
+func (l *linter) features() {
+	v := l.v
+	for _, src := range v.decl.Fields[fTargetHidden] {
+		if !src.PerTap {
+			continue
+		}
+		k := v.key(src.Key)
+		x, ok := intKey(l.f, k)
+		if !ok {
+			continue
+		}
+		if n := int64(len(v.TapsHF.Get())); v.TapsHF.Known() && (n == 0 || x%n != 0) {
+			l.add(l.f, false, k, "is %d, not a multiple of the %d taps of %s: the metadata lists the wrong target layers", x, n, v.TapsHF.From)
+		}
+		if fc := v.roles[rFC]; fc != nil && len(fc.Dims) == 2 && int64(fc.Dims[0]) != x {
+			l.add(l.f, false, k, "is %d, but %s takes %d inputs (its dim 0)", x, fc.Name, fc.Dims[0])
+		}
+		return
 	}
 }
 

@@ -78,6 +78,11 @@ func BrokenVariants() []Broken {
 	f.Set("dflash-draft.dflash.mask_token_id", gguf.U32(Vocab+5))
 	add(Broken{Name: "mask-outside-vocab", Draft: f, Subject: "dflash-draft.dflash.mask_token_id", Says: "outside the vocabulary"})
 
+	// Three taps listed, fc (and n_target_features) trained on two.
+	f = Lucebox()
+	f.Set("qwen35-dflash-draft.dflash.target_layer_ids", gguf.I32s([]int32{1, 5, 9}))
+	add(Broken{Name: "taps-vs-features", Draft: f, Subject: "qwen35-dflash-draft.dflash.n_target_features", Says: "wrong target layers"})
+
 	add(Broken{Name: "dspark-heads-ignored", Draft: Upstream(true), Subject: "markov_w1.weight", Says: "ignore", Warning: true})
 	return out
 }

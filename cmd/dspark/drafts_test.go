@@ -136,7 +136,13 @@ func TestInspectFixtures(t *testing.T) {
 		decodeJSON(t, js, &r)
 		if r.Draft.Schema != name || r.Check == nil || len(r.Check.Loaders) != 5 {
 			t.Errorf("%s: %+v %+v", name, r.Draft, r.Check)
+			continue
 		}
+		// dspark's runtime runs upstream's Qwen3-style schema only, among the foreign ones.
+		says := map[string]string{"llama.cpp-dflash": "runs it as a dflash-gqa draft", "llama.cpp-dflash-dsv4": "not the upstream llama.cpp dflash, DeepSeek-V4 path",
+			"llama.cpp-dflash2": "not the upstream llama.cpp DFlash2", "ik-dflash-draft": `"dflash-draft" has no declaration`,
+			"lucebox-qwen35-dflash-draft": `"qwen35-dflash-draft" has no declaration`, "ds4-mtp": `"deepseek4" has no declaration`}[name]
+		wantVerdict(t, r.Check, "dspark", name == "llama.cpp-dflash", says)
 	}
 	for _, b := range fx.BrokenVariants() {
 		p := writeFixture(t, b.Draft, "d.gguf")

@@ -83,7 +83,11 @@ var httpClient = &http.Client{Timeout: input.DefaultTimeout}
 var dsparkLoader = drafts.Loader{Name: "dspark", Check: func(f *gguf.File, v *drafts.View) drafts.Verdict {
 	err := registry.CheckDraft(f)
 	if err != nil {
-		return drafts.Verdict{Name: "dspark", Loads: new(false), Reason: strings.TrimPrefix(err.Error(), f.Path+": ")}
+		reason := strings.TrimPrefix(err.Error(), f.Path+": ")
+		if v.Recognized && v.Decl().Schema == nil && f.Architecture() == "dflash" {
+			reason = fmt.Sprintf("dspark's runtime runs the dflash MLA and Qwen3-style GQA drafts, not the %s (the GQA loader stops at: %s)", v.Family, reason)
+		}
+		return drafts.Verdict{Name: "dspark", Loads: new(false), Reason: reason}
 	}
 	a, _ := registry.LookupDraft(f)
 	return drafts.Verdict{Name: "dspark", Loads: new(true), Reason: fmt.Sprintf("runs it as a %s draft against any target whose sizes it fits", a.Schema.Name)}

@@ -84,8 +84,7 @@ func Lint(f *gguf.File, v *View, target *gguf.File) []Finding {
 	}
 	l.heads()
 	l.hiddenOut()
-	if f.Architecture() == "dflash" && v.Kind == "DSpark" {
-		heads := dsparkHeads(f)
+	if heads := dsparkHeads(f); f.Architecture() == "dflash" && v.Kind == "DSpark" && len(heads) > 0 {
 		l.add(f, true, heads[0], "a DSpark draft: DFlash-only loaders (ollama maps every dflash file to plain DFlash) ignore %s and run it without its Markov and confidence heads",
 			strings.Join(heads, ", "))
 	}
@@ -220,7 +219,7 @@ func (l *linter) mask(vocab Field[int64]) {
 		return
 	}
 	if m := v.MaskToken.Get(); m < 0 || m >= vocab.Get() {
-		subject := strings.Fields(v.MaskToken.From)[0]
+		subject := subjectOf(v.MaskToken.From)
 		l.add(l.f, false, subject, "is %d, outside the vocabulary of %d tokens (%s)", m, vocab.Get(), vocab.From)
 	}
 }
@@ -259,7 +258,7 @@ func (l *linter) target() {
 	}
 	n, okN := intKey(t, ta+".block_count")
 	if v.TapsHF.Known() && okN {
-		sub := strings.Fields(v.TapsHF.From)[0]
+		sub := subjectOf(v.TapsHF.From)
 		for i, h := range v.TapsHF.Get() {
 			stored := v.TapsLlama.Get()[i]
 			if v.TapsConvention == "hf" {
@@ -287,7 +286,7 @@ func (l *linter) target() {
 		want, why = v.Hidden, ": upstream's fc reads taps x the draft's own width, so the draft's hidden size must be the target's"
 	}
 	if th, ok := intKey(t, ta+".embedding_length"); ok && want.Known() && want.Get() != th {
-		subject := strings.Fields(want.From)[0]
+		subject := subjectOf(want.From)
 		l.add(l.f, false, subject, "is %d, the target's hidden size (%s.embedding_length) is %d%s", want.Get(), ta, th, why)
 	}
 	tv := Field[int64]{}
@@ -342,4 +341,12 @@ func Rules(f *gguf.File, v *View) string {
 		return f.Architecture()
 	}
 	return "generic"
+}
+
+// subjectOf is the key a field's source starts with ("dflash.target_layers - 1").
+func subjectOf(from string) string {
+	if i := strings.IndexByte(from, ' '); i >= 0 {
+		return from[:i]
+	}
+	return from
 }

@@ -486,3 +486,22 @@ func TestDeepseek2Target(t *testing.T) {
 		}
 	}
 }
+
+// TestDS4WholeModel: a ds4 file is a whole DeepSeek-V4 model: layers with different tensor
+// sets (dense, then MoE) are not reported as missing tensors.
+func TestDS4WholeModel(t *testing.T) {
+	f := fx.DS4()
+	f.Add("blk.0.ffn_up.weight", fx.Hidden, fx.FFN)
+	f.Add("blk.1.ffn_up_exps.weight", fx.Hidden, fx.FFN, 4)
+	g := parse(t, f)
+	for _, p := range Check(g, Recognize(g), nil) {
+		t.Errorf("%s", p)
+	}
+	// The same layers in an ik draft are a missing tensor each.
+	f = fx.IK()
+	f.Add("blk.1.ffn_up_exps.weight", fx.Hidden, fx.FFN, 4)
+	g = parse(t, f)
+	if n := len(Check(g, Recognize(g), nil)); n != 1 {
+		t.Errorf("ik draft with an extra layer tensor: %d findings, want 1", n)
+	}
+}

@@ -72,7 +72,9 @@ func Lint(f *gguf.File, v *View, target *gguf.File) []Finding {
 		return l.out // nothing else to say about the weights
 	}
 	if !declared {
-		if v.Schema != "llama.cpp-dflash-dsv4" { // dsv4 checks its layers against the path's list
+		// The DSV4 path checks its layers against the path's list; a ds4 file is a whole
+		// DeepSeek-V4 model, whose dense and MoE layers differ on purpose.
+		if v.Schema != "llama.cpp-dflash-dsv4" && v.decl.TensorPrefix == "" {
 			l.layerCounts()
 		}
 		l.features()

@@ -6,17 +6,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/drafts"
 	"github.com/dspark-dev/dspark/gguf/input"
 	"github.com/dspark-dev/dspark/gguf/report"
+	"github.com/dspark-dev/dspark/runtime/registry"
 )
 
 type inspectFlags struct {
 	json, fullArrays, noTensors, dataOffset, group, check bool
-	keys, tensors                                         string
+	keys, tensors, target                                 string
 }
 
 func newInspectCmd() *cobra.Command {
@@ -33,11 +36,24 @@ shown), a .gguf.zst or .gguf.gz file (decompressed as a stream up to the end of 
 header), a pipe or FIFO, - for standard input, or an http(s):// URL (read with range
 requests: only the header is fetched).
 
---check runs the architecture-aware lint (dflash, deepseek2; generic checks otherwise)
-and exits with status 1 if it finds any problem.`,
+Every file is also read as a block draft: the schema it follows (upstream llama.cpp's
+dflash on its Qwen3-style, DeepSeek-V4 or DFlash2 path, ik_llama.cpp's dflash-draft,
+Lucebox's qwen35-dflash-draft, ds4's mtp.* stages, dspark's MLA dflash) and one normalized
+view of it: backbone, sizes, block, taps in both conventions, mask token, Markov and
+confidence heads, tables, sliding window. A file of no known schema is "not recognized".
+
+--check runs the architecture-aware lint (dflash, deepseek2, qwen3; generic checks
+otherwise) and the draft lints (no tensors, per-layer tensor counts, head types a runtime
+refuses, sliding-window and output-width keys, the mask token, DSpark heads a DFlash-only
+loader ignores), says for each loader (llama.cpp, ik_llama.cpp, ollama, ds4, dspark)
+whether it loads the draft and if not the first key or tensor it would miss, and exits with
+status 1 if it finds any problem (warnings do not fail it). --target T.gguf also checks the
+draft against its target: taps at or past the target's last layer or off by the +1
+convention, hidden size, mask token within the vocabulary.`,
 		Example: `  dspark inspect draft.gguf
   dspark inspect --no-tensors --keys 'dflash.*' draft.gguf
   dspark inspect --check --json model-00001-of-00003.gguf
+  dspark inspect --check --target qwen3-8b.gguf draft.gguf
   dspark inspect https://example.com/model.gguf`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,7 +68,8 @@ and exits with status 1 if it finds any problem.`,
 	f.BoolVar(&fl.noTensors, "no-tensors", false, "omit the tensor list")
 	f.BoolVar(&fl.dataOffset, "data-offset", false, "show tensor offsets as absolute file offsets (default: relative to the data section)")
 	f.BoolVar(&fl.group, "group", false, "group tensors by block (blk.N), with per-block totals")
-	f.BoolVar(&fl.check, "check", false, "lint the file against its architecture; exit 1 on any problem")
+	f.BoolVar(&fl.check, "check", false, "lint the file against its architecture and draft schema, judge each loader; exit 1 on any problem")
+	f.StringVar(&fl.target, "target", "", "with --check: the target GGUF (FILE|URL) the draft is checked against")
 	return cmd
 }
 
@@ -61,11 +78,32 @@ func init() { rootCmd.AddCommand(newInspectCmd()) }
 // httpClient makes inspect's HTTP requests (tests may replace it).
 var httpClient = &http.Client{Timeout: input.DefaultTimeout}
 
+// dsparkLoader judges a draft by dspark's own runtime (runtime/registry, from the header
+// alone).
+var dsparkLoader = drafts.Loader{Name: "dspark", Check: func(f *gguf.File, v *drafts.View) drafts.Verdict {
+	err := registry.CheckDraft(f)
+	if err != nil {
+		reason := strings.TrimPrefix(err.Error(), f.Path+": ")
+		if v.Recognized && v.Decl().Schema == nil && f.Architecture() == "dflash" {
+			reason = fmt.Sprintf("dspark's runtime runs the dflash MLA and Qwen3-style GQA drafts, not the %s (the GQA loader stops at: %s)", v.Family, reason)
+		}
+		return drafts.Verdict{Name: "dspark", Loads: new(false), Reason: reason}
+	}
+	a, _ := registry.LookupDraft(f)
+	return drafts.Verdict{Name: "dspark", Loads: new(true), Reason: fmt.Sprintf("runs it as a %s draft against any target whose sizes it fits", a.Schema.Name)}
+}}
+
 func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, fl inspectFlags) error {
 	for _, g := range []string{fl.keys, fl.tensors} {
 		if err := report.ValidateGlob(g); err != nil {
 			return usagef("bad glob %q: %v", g, err)
 		}
+	}
+	if fl.target != "" && !fl.check {
+		return usagef("--target %q: checking a draft against a target needs --check", fl.target)
+	}
+	if fl.target != "" && fl.target == "-" && name == "-" {
+		return usagef("--target -: standard input is already the draft")
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -75,9 +113,19 @@ func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, 
 		return err
 	}
 	defer in.Close()
+	var target *gguf.File
+	if fl.target != "" {
+		tin, err := input.Open(ctx, fl.target, input.Options{Client: httpClient, Stdin: stdin, Read: []gguf.Option{gguf.AllowUnsupported()}})
+		if err != nil {
+			return err
+		}
+		defer tin.Close()
+		target = tin.File
+	}
 	r, err := report.Build(in.File, report.Options{
 		FullArrays: fl.fullArrays, Keys: fl.keys, Tensors: fl.tensors,
 		NoTensors: fl.noTensors, Check: fl.check, Source: in.Source,
+		Target: target, Loaders: []drafts.Loader{dsparkLoader},
 	})
 	if err != nil {
 		return err
@@ -91,7 +139,8 @@ func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, 
 		enc.SetEscapeHTML(false)
 		err = enc.Encode(r)
 	} else {
-		err = r.WriteText(w, report.TextOptions{FullArrays: fl.fullArrays, DataOffset: fl.dataOffset, Group: fl.group})
+		err = r.WriteText(w, report.TextOptions{FullArrays: fl.fullArrays, DataOffset: fl.dataOffset, Group: fl.group,
+			NoDraft: fl.keys != "" || fl.tensors != ""})
 	}
 	if err != nil {
 		return err

@@ -49,11 +49,15 @@ func Rules(f *gguf.File) string {
 }
 
 // Check returns every problem found in f. An empty result means the file passed.
-func Check(f *gguf.File) []Problem {
+func Check(f *gguf.File) []Problem { return CheckAs(f, schema.For(schema.FileSource(f))) }
+
+// CheckAs is Check against a given declaration; nil checks the layout and the general.* and
+// tokenizer.* keys only (for a file whose schema gguf/schema does not declare, such as
+// upstream's DSV4 dflash path, which shares the dflash architecture).
+func CheckAs(f *gguf.File, decl *schema.Schema) []Problem {
 	c := &checker{f: f}
 	c.layout()
 	src := schema.FileSource(f)
-	decl := schema.For(src)
 	s := decl
 	if s == nil {
 		s = schema.Common

@@ -2,8 +2,9 @@
 // a stable JSON schema (documented in docs/inspect-json.md) and its rendering as text
 // tables. Every string that came from the file is escaped before it reaches a terminal.
 //
-// It does not read tensor data and does not judge the file (package gguf/lint does; a
-// Report only carries lint's findings when asked).
+// It does not read tensor data and does not judge the file (packages gguf/lint and
+// gguf/drafts do; a Report carries gguf/drafts' view of a draft, and the findings and loader
+// verdicts only when asked).
 package report
 
 import (
@@ -16,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dspark-dev/dspark/gguf"
-	"github.com/dspark-dev/dspark/gguf/lint"
+	"github.com/dspark-dev/dspark/gguf/drafts"
 )
 
 // Schema identifies the JSON layout; it changes only when a field changes meaning or is
@@ -30,23 +31,29 @@ type Options struct {
 	Keys       string // glob over metadata keys ("" = all)
 	Tensors    string // glob over tensor names ("" = all)
 	NoTensors  bool
-	Check      bool   // run gguf/lint and include its findings
+	Check      bool   // run gguf/lint and gguf/drafts' lints and include their findings
 	Source     string // how the file was read: "file", "split", "http", "zstd-stream", ...
+	// Target is the target a draft is checked against with Check (nil: none).
+	Target *gguf.File
+	// Loaders are judged after gguf/drafts' own (drafts.Loaders) with Check: the caller's,
+	// such as dspark's runtime, which gguf/* does not import.
+	Loaders []drafts.Loader
 }
 
 // Report is everything inspect shows, in JSON-ready form.
 type Report struct {
-	Schema      string      `json:"schema"`
-	Path        string      `json:"path"`
-	Source      string      `json:"source"`
-	Format      Format      `json:"format"`
-	Summary     Summary     `json:"summary"`
-	Metadata    []Entry     `json:"metadata"`
-	Tensors     *[]Tensor   `json:"tensors,omitempty"`
-	InvalidUTF8 []BadString `json:"invalid_utf8"`
-	Unsupported []string    `json:"unsupported"`
-	Check       *Check      `json:"check,omitempty"`
-	Transfer    *Transfer   `json:"transfer,omitempty"`
+	Schema      string       `json:"schema"`
+	Path        string       `json:"path"`
+	Source      string       `json:"source"`
+	Format      Format       `json:"format"`
+	Summary     Summary      `json:"summary"`
+	Metadata    []Entry      `json:"metadata"`
+	Tensors     *[]Tensor    `json:"tensors,omitempty"`
+	InvalidUTF8 []BadString  `json:"invalid_utf8"`
+	Unsupported []string     `json:"unsupported"`
+	Draft       *drafts.View `json:"draft"`
+	Check       *Check       `json:"check,omitempty"`
+	Transfer    *Transfer    `json:"transfer,omitempty"`
 }
 
 // Format is the container-level header.
@@ -119,17 +126,29 @@ type BadString struct {
 	Hex   string `json:"hex"`
 }
 
-// Check is the result of gguf/lint.
+// Check is the result of gguf/lint and gguf/drafts' lints, with the loader verdicts.
 type Check struct {
-	Passed   bool      `json:"passed"`
-	Rules    string    `json:"rules"` // the architecture whose rules ran, or "generic"
+	Passed bool `json:"passed"`
+	// Rules is the architecture whose declaration ran, the recognized draft schema when
+	// gguf/schema does not declare it, or "generic".
+	Rules    string    `json:"rules"`
 	Problems []Problem `json:"problems"`
+	// Warnings do not fail the check: the file loads, but somewhere not as meant.
+	Warnings []Problem        `json:"warnings"`
+	Loaders  []drafts.Verdict `json:"loaders"`
+	// Target is the path of the target the draft was checked against ("" = none).
+	Target string `json:"target,omitempty"`
 }
 
 // Problem is one lint finding.
 type Problem struct {
 	Subject string `json:"subject"`
 	Message string `json:"message"`
+	// File is set when the finding is about another file than the report's (the target).
+	File string `json:"file,omitempty"`
+	// Offset is the byte offset of the subject's key or tensor info record (absent when the
+	// subject is the file as a whole or is missing from it).
+	Offset *int64 `json:"offset,omitempty"`
 }
 
 // Transfer reports what reading a remote file cost.
@@ -212,13 +231,28 @@ func Build(f *gguf.File, opt Options) (*Report, error) {
 	for _, u := range f.Unsupported {
 		r.Unsupported = append(r.Unsupported, u.Error())
 	}
+	r.Draft = drafts.Recognize(f)
 	if opt.Check {
-		c := &Check{Rules: "generic", Problems: []Problem{}}
-		if lint.Supported(f.Architecture()) {
-			c.Rules = f.Architecture()
+		c := &Check{Rules: drafts.Rules(f, r.Draft), Problems: []Problem{}, Warnings: []Problem{}, Loaders: []drafts.Verdict{}}
+		if opt.Target != nil {
+			c.Target = opt.Target.Path
 		}
-		for _, p := range lint.Check(f) {
-			c.Problems = append(c.Problems, Problem{Subject: p.Subject, Message: p.Msg})
+		for _, p := range drafts.Check(f, r.Draft, opt.Target) {
+			q := Problem{Subject: p.Subject, Message: p.Msg}
+			if p.File != f.Path {
+				q.File = p.File
+			}
+			if p.Offset >= 0 {
+				q.Offset = &p.Offset
+			}
+			if p.Warning {
+				c.Warnings = append(c.Warnings, q)
+			} else {
+				c.Problems = append(c.Problems, q)
+			}
+		}
+		if r.Draft.Recognized {
+			c.Loaders = drafts.Verdicts(f, r.Draft, opt.Loaders...)
 		}
 		c.Passed = len(c.Problems) == 0
 		r.Check = c

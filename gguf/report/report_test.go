@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/internal/draftfixture"
 )
 
 func build(t *testing.T, kvs []gguf.KV, ts []gguf.TensorSpec, opt Options) (*Report, []byte) {
@@ -94,8 +95,22 @@ func TestSchemaDocumented(t *testing.T) {
 	r, _ := build(t, kvs, ts, Options{Check: true})
 	r.Transfer = &Transfer{}
 	r.Unsupported = []string{"x"}
-	r.Check.Problems = append(r.Check.Problems, Problem{"s", "m"})
+	off := int64(1)
+	r.Check.Problems = append(r.Check.Problems, Problem{Subject: "s", Message: "m", File: "t", Offset: &off})
 	js, _ := json.Marshal(r)
+	// A recognized draft (every field of the draft view, the loader verdicts, warnings).
+	df, err := draftfixture.Upstream(true).Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr, err := Build(df, Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dr.Draft.Recognized || len(dr.Check.Loaders) == 0 || len(dr.Check.Warnings) == 0 {
+		t.Fatalf("draft report: %+v", dr.Check)
+	}
+	djs, _ := json.Marshal(dr)
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {
@@ -114,9 +129,11 @@ func TestSchemaDocumented(t *testing.T) {
 			}
 		}
 	}
-	var v any
-	json.Unmarshal(js, &v)
-	walk(v)
+	for _, b := range [][]byte{js, djs} {
+		var v any
+		json.Unmarshal(b, &v)
+		walk(v)
+	}
 	if len(documented) < 40 {
 		t.Errorf("only %d documented fields found; the doc's tables changed shape", len(documented))
 	}

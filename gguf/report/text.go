@@ -18,6 +18,7 @@ type TextOptions struct {
 	ArrayItems  int  // items shown per array otherwise (default 6)
 	DataOffset  bool // tensor offsets as absolute file offsets
 	Group       bool // tensors grouped by block
+	NoDraft     bool // omit the draft view (inspect does when --keys or --tensors narrows the output)
 }
 
 func newTable(w io.Writer, right ...int) *tablewriter.Table {
@@ -116,6 +117,11 @@ func (r *Report) WriteText(w io.Writer, opt TextOptions) error {
 			t.Append([]string{s.Type, strconv.Itoa(s.Tensors), Commas(s.Elements), Commas(s.Bytes), share})
 		}
 		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	if !opt.NoDraft {
+		if err := r.writeDraft(ew); err != nil {
 			return err
 		}
 	}
@@ -273,18 +279,74 @@ func (r *Report) writeTensors(w io.Writer, opt TextOptions) error {
 
 func (r *Report) writeCheck(w io.Writer) {
 	c := r.Check
-	if c.Passed {
-		fmt.Fprintf(w, "\nCheck (%s rules): passed\n", c.Rules)
-		return
+	against := ""
+	if c.Target != "" {
+		against = ", against target " + Safe(c.Target)
 	}
-	fmt.Fprintf(w, "\nCheck (%s rules): %d problem(s)\n", c.Rules, len(c.Problems))
+	if c.Passed {
+		fmt.Fprintf(w, "\nCheck (%s rules%s): passed\n", c.Rules, against)
+	} else {
+		fmt.Fprintf(w, "\nCheck (%s rules%s): %d problem(s)\n", c.Rules, against, len(c.Problems))
+	}
 	for _, p := range c.Problems {
-		if p.Subject == "" {
-			fmt.Fprintf(w, "  - %s\n", p.Message)
-		} else {
-			fmt.Fprintf(w, "  - %s: %s\n", Safe(p.Subject), p.Message)
+		fmt.Fprintf(w, "  - %s\n", p.text())
+	}
+	if len(c.Warnings) > 0 {
+		fmt.Fprintf(w, "Warnings (%d; they do not fail the check)\n", len(c.Warnings))
+		for _, p := range c.Warnings {
+			fmt.Fprintf(w, "  - %s\n", p.text())
 		}
 	}
+	if len(c.Loaders) > 0 {
+		fmt.Fprintln(w, "\nLoaders")
+		t := newTable(w)
+		t.Header("LOADER", "LOADS", "FIRST KEY OR TENSOR IT WOULD MISS OR REJECT / NOTE")
+		for _, l := range c.Loaders {
+			loads := "unknown"
+			if l.Loads != nil {
+				loads = map[bool]string{true: "yes", false: "no"}[*l.Loads]
+			}
+			t.Append([]string{l.Name, loads, Safe(l.Reason)})
+		}
+		_ = t.Render() // errWriter keeps the first write error
+	}
+}
+
+// text formats a finding: "[file: ]subject (offset N): message".
+func (p Problem) text() string {
+	var b strings.Builder
+	if p.File != "" {
+		b.WriteString(Safe(p.File) + ": ")
+	}
+	if p.Subject != "" {
+		b.WriteString(Safe(p.Subject))
+		if p.Offset != nil {
+			fmt.Fprintf(&b, " (offset %d)", *p.Offset)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// writeDraft renders the draft view: one row per normalized field, its value and where it
+// came from (or why it is unknown).
+func (r *Report) writeDraft(w io.Writer) error {
+	v := r.Draft
+	if v == nil {
+		return nil
+	}
+	if !v.Recognized {
+		fmt.Fprintf(w, "\nDraft schema: %s\n", Safe(v.Reason))
+		return nil
+	}
+	fmt.Fprintf(w, "\nDraft (%s: %s, %s)\n", v.Schema, v.Family, v.Kind)
+	t := newTable(w)
+	t.Header("FIELD", "VALUE", "FROM")
+	for _, row := range v.Rows() {
+		t.Append([]string{row.Name, Safe(row.Value), Safe(row.From)})
+	}
+	return t.Render()
 }
 
 // errWriter remembers the first write error.

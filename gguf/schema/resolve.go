@@ -880,3 +880,19 @@ func (s *Schema) Encode(name string, x any) (gguf.KV, error) {
 	}
 	return gguf.KV{Key: kc.full, Value: val}, nil
 }
+
+// Origin says where a key's value comes from: "file" (present), "inferred from EXPR",
+// "default", or "" when it has no value.
+func (v *Values) Origin(name string) string {
+	kc := v.s.key(name)
+	st := v.resolve(kc.index)
+	switch {
+	case st.present:
+		return "file"
+	case st.inferred != "":
+		return "inferred from " + st.inferred
+	case st.defaulted:
+		return "default"
+	}
+	return ""
+}

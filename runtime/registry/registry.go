@@ -20,6 +20,7 @@ import (
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
 )
 
@@ -230,4 +231,26 @@ func draftNames() []string {
 		out = append(out, a.Schema.Name)
 	}
 	return out
+}
+
+// CheckDraft reports why dspark's runtime would not load f as a draft, from its header
+// alone (nothing is loaded and no tensor data is read): no registered draft architecture,
+// hyperparameters its package refuses, or the first tensor the loader would refuse. nil
+// means the file loads (against any target whose sizes it fits).
+func CheckDraft(f *gguf.File) error {
+	a, err := LookupDraft(f)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Info(f); err != nil {
+		return err
+	}
+	v, err := model.Resolve(f, a.Schema)
+	if err != nil {
+		return err
+	}
+	if err := model.CheckTensors(f, v); err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return nil
 }

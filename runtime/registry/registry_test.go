@@ -8,6 +8,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/draftfixture"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
 )
@@ -157,5 +158,70 @@ func TestFailedLoadIsNil(t *testing.T) {
 	}
 	if d != nil {
 		t.Fatalf("a failed draft load returned %#v, not nil", d)
+	}
+}
+
+// TestCheckDraft: CheckDraft agrees with Load on dspark's drafts, and names what the runtime
+// refuses in the others, from the header alone.
+func TestCheckDraft(t *testing.T) {
+	ts := testmodel.DefaultTarget()
+	for name, m := range map[string]*testmodel.Model{
+		"mla": testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 1),
+		"gqa": testmodel.BuildGQA(ts, testmodel.DefaultGQA(ts), 1),
+	} {
+		if err := CheckDraft(open(t, m)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	tf, err := draftfixture.Target().Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, err := LookupTarget(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := ta.Load(tf, runtime.Options{Context: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	for name, c := range map[string]struct {
+		f    *draftfixture.File
+		says string
+	}{
+		"upstream": {draftfixture.Upstream(true), ""},
+		"sinks": {func() *draftfixture.File {
+			f := draftfixture.Upstream(true)
+			f.Add("blk.0.attn_sinks.weight", draftfixture.Heads)
+			return f
+		}(), "not run by dspark's runtime"},
+		"missing": {func() *draftfixture.File {
+			f := draftfixture.Upstream(true)
+			f.Drop("blk.1.ffn_up.weight")
+			return f
+		}(), "missing tensor blk.1.ffn_up.weight"},
+		"ik":   {draftfixture.IK(), `"dflash-draft" has no declaration`},
+		"dsv4": {draftfixture.DSV4(), "dflash"},
+	} {
+		g, err := c.f.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckDraft(g)
+		if c.says == "" && err != nil || c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)) {
+			t.Errorf("%s: %v, want %q", name, err, c.says)
+		}
+		// Where CheckDraft says the draft loads, or names a tensor, the loader agrees.
+		if name == "upstream" || name == "sinks" || name == "missing" {
+			da, err := LookupDraft(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lerr := da.Load(g, tg, runtime.Options{})
+			if (lerr == nil) != (c.says == "") || (lerr != nil && !strings.Contains(lerr.Error(), c.says)) {
+				t.Errorf("%s: Load says %v, CheckDraft %v", name, lerr, err)
+			}
+		}
 	}
 }

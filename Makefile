@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo bench-schedule bench-llamacpp k3-full demo-assets clean
+	bench-convert bench-synth bench-run bench-demo bench-schedule bench-calibrate bench-llamacpp k3-full demo-assets clean
 
 all: build
 
@@ -83,6 +83,12 @@ bench-demo:
 ## process, greedy and sampled (paired alternating runs, median ratio of tokens per second).
 bench-schedule:
 	$(GO) test -run '^$$' -bench '^BenchmarkSchedule$$' -benchtime 9x -count 1 ./cmd/dspark
+
+## bench-calibrate: on the English demo pair, the confidence head's held-out ECE before and
+## after `dspark calibrate`, greedy and sampled, on the built-in prompts and on the 200 of
+## testdata/calibration-prompts.txt (about five minutes).
+bench-calibrate:
+	$(GO) test -run '^$$' -bench '^BenchmarkCalibrate$$' -benchtime 1x -count 1 -timeout 30m ./cmd/dspark
 
 ## bench-llamacpp: target decode side by side with llama.cpp's CPU backend on the same GGUF, in
 ## one run, with the same-run streaming read (needs node and npm: installs the npm package

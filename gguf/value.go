@@ -426,3 +426,47 @@ type KV struct {
 	Key   string
 	Value Value
 }
+
+// Ints returns the entries of an array of any integer element type as int64 (loading a lazy
+// array); unsigned 64-bit entries above math.MaxInt64 become math.MaxInt64, so a range check
+// on the result still rejects them. A value that is not an integer array is an error.
+func (v Value) Ints() ([]int64, error) {
+	if v.typ != ValueArray {
+		return nil, fmt.Errorf("not an integer array")
+	}
+	x, err := v.Load()
+	if err != nil {
+		return nil, err
+	}
+	switch a := x.(type) {
+	case []int64:
+		return a, nil
+	case []uint64:
+		out := make([]int64, len(a))
+		for i, e := range a {
+			out[i] = int64(min(e, math.MaxInt64))
+		}
+		return out, nil
+	case []int32:
+		return widen(a), nil
+	case []uint32:
+		return widen(a), nil
+	case []int16:
+		return widen(a), nil
+	case []uint16:
+		return widen(a), nil
+	case []int8:
+		return widen(a), nil
+	case []uint8:
+		return widen(a), nil
+	}
+	return nil, fmt.Errorf("not an integer array")
+}
+
+func widen[T int8 | uint8 | int16 | uint16 | int32 | uint32](a []T) []int64 {
+	out := make([]int64, len(a))
+	for i, e := range a {
+		out[i] = int64(e)
+	}
+	return out
+}

@@ -540,56 +540,16 @@ func boolKey(f *gguf.File, key string) (bool, bool) {
 	return b, ok
 }
 
-// intsKey reads an integer array key of any integer element type.
+// intsKey reads an integer array key of any integer element type (at most 2^16 entries, each
+// at most 2^62).
 func intsKey(f *gguf.File, key string) ([]int64, bool) {
 	val, ok := f.Lookup(key)
 	if !ok || val.Type() != gguf.ValueArray || val.Len() > 1<<16 {
 		return nil, false
 	}
-	x, err := val.Load()
-	if err != nil {
+	out, err := val.Ints()
+	if err != nil || slices.ContainsFunc(out, func(e int64) bool { return e > 1<<62 }) {
 		return nil, false
-	}
-	var out []int64
-	switch xs := x.(type) {
-	case []int32:
-		for _, e := range xs {
-			out = append(out, int64(e))
-		}
-	case []uint32:
-		for _, e := range xs {
-			out = append(out, int64(e))
-		}
-	case []int64:
-		out = xs
-	case []uint64:
-		for _, e := range xs {
-			if e > 1<<62 {
-				return nil, false
-			}
-			out = append(out, int64(e))
-		}
-	case []int16:
-		for _, e := range xs {
-			out = append(out, int64(e))
-		}
-	case []uint16:
-		for _, e := range xs {
-			out = append(out, int64(e))
-		}
-	case []int8:
-		for _, e := range xs {
-			out = append(out, int64(e))
-		}
-	case []uint8:
-		for _, e := range xs {
-			out = append(out, int64(e))
-		}
-	default:
-		return nil, false
-	}
-	if out == nil {
-		out = []int64{}
 	}
 	return out, true
 }

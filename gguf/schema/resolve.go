@@ -382,7 +382,7 @@ func (v *Values) checkRange(kc *keyC, st *keyState) {
 	if !st.typed {
 		return
 	}
-	xs, err := ints(st.raw)
+	xs, err := st.raw.Ints()
 	if err != nil {
 		v.problem(kc.full, "cannot be read: %v", err)
 		return
@@ -425,50 +425,6 @@ func bound(n node, x val) string {
 		return fmt.Sprintf("%d (%s)", x.i, nn.ref.key.full)
 	}
 	return strconv.FormatInt(x.i, 10)
-}
-
-// ints returns the entries of an integer array.
-func ints(raw gguf.Value) ([]int64, error) {
-	x, err := raw.Load()
-	if err != nil {
-		return nil, err
-	}
-	var out []int64
-	switch a := x.(type) {
-	case []int32:
-		for _, e := range a {
-			out = append(out, int64(e))
-		}
-	case []uint32:
-		for _, e := range a {
-			out = append(out, int64(e))
-		}
-	case []int64:
-		out = a
-	case []uint64:
-		for _, e := range a {
-			out = append(out, int64(min(e, math.MaxInt64)))
-		}
-	case []int16:
-		for _, e := range a {
-			out = append(out, int64(e))
-		}
-	case []uint16:
-		for _, e := range a {
-			out = append(out, int64(e))
-		}
-	case []int8:
-		for _, e := range a {
-			out = append(out, int64(e))
-		}
-	case []uint8:
-		for _, e := range a {
-			out = append(out, int64(e))
-		}
-	default:
-		return nil, fmt.Errorf("not an integer array")
-	}
-	return out, nil
 }
 
 // countLayers is the block count (the Layers expression, else the blk.N tensors present).
@@ -687,7 +643,7 @@ func (v *Values) Ints(name string) []int64 {
 	if !st.present || !st.typed {
 		return nil
 	}
-	xs, err := ints(st.raw)
+	xs, err := st.raw.Ints()
 	if err != nil {
 		return nil
 	}

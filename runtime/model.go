@@ -16,6 +16,13 @@ type Dims struct {
 // whose rows are bit-identical whether computed alone or in a batch).
 type Head = mla.Linear
 
+// EmbeddingHead is a matrix usable as both the token embedding (its rows) and the output
+// head: the stand-in a draft is loaded and timed with when its target is not loaded.
+type EmbeddingHead interface {
+	Head
+	Row(i int, dst []float32)
+}
+
 // Step is the result of one Target.Forward.
 type Step struct {
 	// Logits holds len(tokens) rows of NVocab logits (only rows >= logitsFrom are computed).

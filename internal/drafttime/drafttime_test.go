@@ -73,4 +73,4 @@ func TestDraftStandalone(t *testing.T) {
 }
 
 // EmbeddingHead is what the drafts' standalone loaders take.
-type EmbeddingHead = dflashgqa.EmbeddingHead
+type EmbeddingHead = runtime.EmbeddingHead

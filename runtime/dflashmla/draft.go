@@ -158,17 +158,10 @@ func Load(f *gguf.File, target runtime.Target, opt runtime.Options) (*Draft, err
 	return load(f, c, v, target.Embed, target.Head(), opt)
 }
 
-// EmbeddingHead is a matrix usable as both the token embedding (its rows) and the output
-// head: the stand-in a draft is timed with when its target is not loaded.
-type EmbeddingHead interface {
-	runtime.Head
-	Row(i int, dst []float32)
-}
-
 // LoadStandalone binds a dflash MLA GGUF without its target, using head (vocab x NEmbd) as
 // both the token embedding and the lm_head. It exists to time a full-size draft on its own
 // (dspark run --draft-only); its drafts mean nothing.
-func LoadStandalone(f *gguf.File, head EmbeddingHead, opt runtime.Options) (*Draft, error) {
+func LoadStandalone(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Options) (*Draft, error) {
 	c, v, err := readConfig(f)
 	if err != nil {
 		return nil, err

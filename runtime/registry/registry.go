@@ -80,13 +80,7 @@ type DraftArch struct {
 	Load   func(f *gguf.File, target runtime.Target, opt runtime.Options) (Draft, error)
 	// Standalone loads the draft without its target, head (Vocab x Embd) standing in for the
 	// target's embedding and lm_head: for timing a full-size draft alone (run --draft-only).
-	Standalone func(f *gguf.File, head EmbeddingHead, opt runtime.Options) (Draft, error)
-}
-
-// EmbeddingHead is a stand-in for a target's token embedding and lm_head.
-type EmbeddingHead interface {
-	runtime.Head
-	Row(i int, dst []float32)
+	Standalone func(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Options) (Draft, error)
 }
 
 // perPosition formats a cache's size per position.
@@ -139,7 +133,7 @@ var Drafts = []*DraftArch{
 		Load: func(f *gguf.File, t runtime.Target, opt runtime.Options) (Draft, error) {
 			return draft(dflashmla.Load(f, t, opt))
 		},
-		Standalone: func(f *gguf.File, head EmbeddingHead, opt runtime.Options) (Draft, error) {
+		Standalone: func(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Options) (Draft, error) {
 			return draft(dflashmla.LoadStandalone(f, head, opt))
 		},
 	},
@@ -156,7 +150,7 @@ var Drafts = []*DraftArch{
 		Load: func(f *gguf.File, t runtime.Target, opt runtime.Options) (Draft, error) {
 			return draft(dflashgqa.Load(f, t, opt))
 		},
-		Standalone: func(f *gguf.File, head EmbeddingHead, opt runtime.Options) (Draft, error) {
+		Standalone: func(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Options) (Draft, error) {
 			return draft(dflashgqa.LoadStandalone(f, head, opt))
 		},
 	},

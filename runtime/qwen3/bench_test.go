@@ -144,13 +144,7 @@ func BenchmarkTargetDecode(b *testing.B) {
 			}
 			b.SetBytes(plan.Total)
 			kern, read, ratio, _ := benchutil.Interleave(b, clock, func() { readSink += plan.Read() }, step)
-			wb := float64(plan.Total)
-			b.ReportMetric(1/kern.Seconds(), "tok/s")
-			b.ReportMetric(1/read.Seconds(), "read-limit-tok/s")
-			b.ReportMetric(wb/kern.Seconds()/1e9, "GB/s")
-			b.ReportMetric(wb/read.Seconds()/1e9, "read-GB/s")
-			b.ReportMetric(ratio, "ratio-to-read")
-			b.ReportMetric(wb/1e6, "weight-MB/tok")
+			benchutil.ReportDecode(b, plan.Total, kern, read, ratio)
 		})
 	}
 }

@@ -181,3 +181,16 @@ func ProcessCPUTime() time.Duration {
 	}
 	return time.Duration(ts.Nano())
 }
+
+// ReportDecode reports a decode step's figures against the same-run read of its weight
+// bytes: tokens per second of the step (kern) and of the read (read), both as GB/s of
+// weights, their ratio, and the weight bytes one step reads.
+func ReportDecode(b *testing.B, weightBytes int64, kern, read time.Duration, ratio float64) {
+	wb := float64(weightBytes)
+	b.ReportMetric(1/kern.Seconds(), "tok/s")
+	b.ReportMetric(1/read.Seconds(), "read-limit-tok/s")
+	b.ReportMetric(wb/kern.Seconds()/1e9, "GB/s")
+	b.ReportMetric(wb/read.Seconds()/1e9, "read-GB/s")
+	b.ReportMetric(ratio, "ratio-to-read")
+	b.ReportMetric(wb/1e6, "weight-MB/tok")
+}

@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo bench-schedule bench-calibrate bench-llamacpp k3-full demo-assets clean
+	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets clean
 
 all: build
 
@@ -83,6 +83,12 @@ bench-demo:
 ## process, greedy and sampled (paired alternating runs, median ratio of tokens per second).
 bench-schedule:
 	$(GO) test -run '^$$' -bench '^BenchmarkSchedule$$' -benchtime 9x -count 1 ./cmd/dspark
+
+## bench-schedule-bound: on the English demo pair, what any verify schedule could gain over
+## full blocks with this machine's measured costs (an oracle that knows each block's outcome,
+## the draft's head, a head refitted to greedy acceptance; about 8 minutes).
+bench-schedule-bound:
+	$(GO) test -run '^$$' -bench '^BenchmarkScheduleBound$$' -benchtime 1x -count 1 -timeout 60m ./internal/demo
 
 ## bench-calibrate: on the English demo pair, the confidence head's held-out ECE before and
 ## after `dspark calibrate`, greedy and sampled, on the built-in prompts and on the 200 of

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -96,8 +97,15 @@ func median64(x []float64) float64 {
 // machine slows single decodes by tens of percent), the ratio the cost model predicts for the
 // rounds the two actually made (sched/full-modelled: the scheduler's choices, without the
 // timing noise), the verify rows saved, the drafts verified per round and tau of each.
-// Greedy outputs must be identical. make bench-schedule runs it.
+// Greedy outputs must be identical. make bench-schedule runs it; DSPARK_BENCH_KERNELS=avx2
+// runs it on the AVX2 kernels (those of an AVX2-only machine) on a CPU that has AVX-512.
 func BenchmarkSchedule(b *testing.B) {
+	if p := os.Getenv("DSPARK_BENCH_KERNELS"); p != "" {
+		defer kernels.SelectPath(kernels.Implementation()) //nolint:errcheck // the path that ran before
+		if err := kernels.SelectPath(p); err != nil {
+			b.Fatal(err)
+		}
+	}
 	defer func(d func() string) { costCacheDir = d }(costCacheDir)
 	costCacheDir = userCostCache // pooled with earlier runs' passes, as a user's runs are
 	f, err := demo.Open(demo.OpenOptions{CacheDir: os.Getenv("DSPARK_DEMO_CACHE")})

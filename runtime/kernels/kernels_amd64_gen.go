@@ -599,6 +599,16 @@ func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int,
 //go:noescape
 func expShiftAsm(x []float32, m float32)
 
+// expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).
+//
+//go:noescape
+func expPDAsm(dst, x []float64)
+
+// siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).
+//
+//go:noescape
+func siluMulAsm(dst, gate, up []float32)
+
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.
 var (

@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 )
 
@@ -92,3 +93,11 @@ func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int,
 	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
 }
 func expShiftAsm(x []float32, m float32) { expShiftGeneric(x, m) }
+
+func siluMulAsm(dst, gate, up []float32) { siluMulGeneric(dst, gate, up) }
+
+func expPDAsm(dst, x []float64) {
+	for i, v := range x {
+		dst[i] = math.Exp(v)
+	}
+}

@@ -224,3 +224,56 @@ func expShiftGeneric(x []float32, m float32) {
 		x[i] = math.Float32frombits(math.Float32bits(p) + uint32(int32(n))<<23)
 	}
 }
+
+// SiluMul sets dst[i] = silu(gate[i]) * up[i] for i < len(gate), with silu(v) = v / (1 +
+// float32(math.Exp(-float64(v)))): the SwiGLU of a feed-forward. Its bits are those of that
+// Go expression on every path. The assembly (avx2 and avx512 paths) repeats math.Exp's own
+// amd64 FMA algorithm four lanes at a time, several times faster than calling it; a block of
+// values holding one with |gate[i]| >= 708 (or a NaN) goes through math.Exp itself. len(dst)
+// and len(up) must be at least len(gate); dst may be gate itself (in place), not otherwise
+// overlap it or up.
+func SiluMul(dst, gate, up []float32) {
+	n := len(gate)
+	dst, up = dst[:n], up[:n]
+	if !vecAsm() {
+		siluMulGeneric(dst, gate, up)
+		return
+	}
+	for i := 0; i < n; i += siluBlock {
+		j := min(i+siluBlock, n)
+		k := i + (j-i)&^3
+		if k > i && siluInRange(gate[i:k]) {
+			siluMulAsm(dst[i:k], gate[i:k], up[i:k])
+		} else {
+			k = i
+		}
+		siluMulGeneric(dst[k:j], gate[k:j], up[k:j])
+	}
+}
+
+// siluBlock is how many values SiluMul checks against siluFastLimit at a time.
+const siluBlock = 256
+
+// siluInRange reports whether every |v| < siluFastLimit (false for a NaN).
+func siluInRange(g []float32) bool {
+	for _, v := range g {
+		if !(v > -siluFastLimit && v < siluFastLimit) {
+			return false
+		}
+	}
+	return true
+}
+
+// siluFastLimit bounds |gate| for siluMulAsm: below it math.Exp(-gate) neither overflows nor
+// goes denormal, the only steps of math.Exp the assembly does not repeat.
+const siluFastLimit = 708
+
+// silu is the definition of SiluMul's bits.
+func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
+
+// siluMulGeneric is the portable SiluMul.
+func siluMulGeneric(dst, gate, up []float32) {
+	for i, v := range gate {
+		dst[i] = silu(v) * up[i]
+	}
+}

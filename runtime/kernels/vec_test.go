@@ -345,3 +345,102 @@ func TestVecPathsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestSiluMul checks SiluMul bit for bit against its definition, the Go expression with
+// math.Exp, on every path: random values of every scale, the specials, the values around
+// the assembly's limit of 708 and every length up to 19 (the tail and the lanes it leaves).
+func TestSiluMul(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-40, -1e-40, 3e38, -3e38,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 707.99994, -707.99994, 708, -708,
+		708.00006, -708.00006, 88.72, -88.72, 103.97, -103.97, 16.6, -16.6}
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			switch rng.IntN(8) {
+			case 0:
+				v[i] = special[rng.IntN(len(special))]
+			case 1:
+				v[i] = math.Float32frombits(rng.Uint32())
+			case 2:
+				v[i] = float32((rng.Float64()*2 - 1) * 720)
+			default:
+				v[i] = float32(rng.NormFloat64() * 4)
+			}
+		}
+		return v
+	}
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b) }
+	withPath(t, func(t *testing.T) {
+		for n := 0; n <= 19; n++ {
+			for rep := 0; rep < 200; rep++ {
+				g, u := vals(n), vals(n)
+				got := make([]float32, n)
+				SiluMul(got, g, u)
+				inPlace := append([]float32(nil), g...)
+				SiluMul(inPlace, inPlace, u)
+				for i := range g {
+					if !same(inPlace[i], got[i]) {
+						t.Fatalf("n %d: in place %v, into another slice %v", n, inPlace[i], got[i])
+					}
+					if want := (g[i] / (1 + float32(math.Exp(float64(-g[i]))))) * u[i]; !same(got[i], want) {
+						t.Fatalf("n %d: silu(%v) * %v = %v (%#x), want %v (%#x)", n, g[i], u[i], got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+					}
+				}
+			}
+		}
+		// A sweep over all of float32: every 4,099th bit pattern (about a million values).
+		const n = 1 << 12
+		g, u, got := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range u {
+			u[i] = 1
+		}
+		var bits uint32
+		for done := false; !done; {
+			for i := range g {
+				g[i] = math.Float32frombits(bits)
+				if bits += 4099; bits < 4099 {
+					done = true
+				}
+			}
+			SiluMul(got, g, u)
+			for i, v := range g {
+				if want := v / (1 + float32(math.Exp(float64(-v)))); !same(got[i], want) {
+					t.Fatalf("silu(%v) = %v, want %v", v, got[i], want)
+				}
+			}
+		}
+	})
+}
+
+// TestExpPD checks siluMulAsm's exponential alone, at full float64 precision, against
+// math.Exp bit for bit over millions of arguments in (-708, 708) (where SiluMul uses it):
+// the float32 rounding after it would hide most errors of the algorithm.
+func TestExpPD(t *testing.T) {
+	if !vecAsm() {
+		t.Skip("no assembly in this build or on this CPU (the portable SiluMul calls math.Exp itself)")
+	}
+	rng := rand.New(rand.NewPCG(73, 74))
+	const n = 1 << 16
+	x, got := make([]float64, n), make([]float64, n)
+	for rep := 0; rep < 40; rep++ {
+		for i := range x {
+			switch i % 4 {
+			case 0:
+				x[i] = (rng.Float64()*2 - 1) * 707.999
+			case 1:
+				x[i] = rng.NormFloat64() * 5
+			case 2:
+				x[i] = math.Ldexp(rng.Float64()*2-1, -rng.IntN(60))
+			default:
+				x[i] = float64(float32(rng.NormFloat64() * 20))
+			}
+		}
+		expPDAsm(got, x)
+		for i, v := range x {
+			if want := math.Exp(v); math.Float64bits(got[i]) != math.Float64bits(want) {
+				t.Fatalf("exp(%v) = %v (%#x), math.Exp %v (%#x)", v, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+			}
+		}
+	}
+}

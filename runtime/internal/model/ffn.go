@@ -30,11 +30,7 @@ func (f *FFN) Forward(dst, x []float32, n int, a, b []float32) {
 	gu := b[:2*n*ff]
 	f.GateUp.MatMul(gu, x, n)
 	for i := 0; i < n; i++ {
-		g, u := gu[2*i*ff:(2*i+1)*ff], gu[(2*i+1)*ff:(2*i+2)*ff]
-		row := a[i*ff : (i+1)*ff]
-		for k := range row {
-			row[k] = Silu(g[k]) * u[k]
-		}
+		kernels.SiluMul(a[i*ff:(i+1)*ff], gu[2*i*ff:(2*i+1)*ff], gu[(2*i+1)*ff:(2*i+2)*ff])
 	}
 	f.Down.MatMul(dst, a, n)
 }

@@ -1,14 +1,9 @@
 package model
 
 import (
-	"math"
-
 	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
-
-// Silu is x * sigmoid(x).
-func Silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
 
 // RMSRows applies RMSNorm with weight w to n rows of width E.
 func RMSRows(dst, x, w []float32, n, E int, eps float32) {
@@ -37,8 +32,6 @@ func Grow(b []float32, n int) []float32 {
 func SwiGLU(dst, x []float32, n int, gate, up, down *kernels.Mat, a, b []float32) {
 	gate.MatMul(a, x, n)
 	up.MatMul(b, x, n)
-	for i := range a {
-		a[i] = Silu(a[i]) * b[i]
-	}
+	kernels.SiluMul(a, a, b)
 	down.MatMul(dst, a, n)
 }

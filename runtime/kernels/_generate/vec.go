@@ -185,6 +185,8 @@ func (g *gen) vecKernels() {
 	g.axpyRows()
 	g.axpy3Rows()
 	g.expShift()
+	g.siluMul()
+	g.expPDHook()
 }
 
 // axpyRows emits axpyRowsAsm: acc[j] += p[t]*rows[t*stride+j] for t = 0, 1, ... in order, one
@@ -369,6 +371,139 @@ func (g *gen) expShift() {
 	g.f("\tRET\n")
 }
 
+// siluConsts are the float64 constants of siluMulAsm's exponential, each stored four times
+// (one YMM): those of the FMA path of Go's math.Exp on amd64 (math/exp_amd64.s), as the
+// same decimal literals, so that the assembler rounds them to the same doubles.
+var siluConsts = []struct{ name, lit string }{
+	{"LOG2E", "1.4426950408889634073599246810018920"},
+	{"LN2U", "0.69314718055966295651160180568695068359375"},
+	{"LN2L", "0.28235290563031577122588448175013436025525412068e-12"},
+	{"1/16", "0.0625"},
+	{"1/8!", "2.4801587301587301587e-5"},
+	{"1/7!", "1.9841269841269841270e-4"},
+	{"1/6!", "1.3888888888888888889e-3"},
+	{"1/5!", "8.3333333333333333333e-3"},
+	{"1/4!", "4.1666666666666666667e-2"},
+	{"1/3!", "1.6666666666666666667e-1"},
+	{"1/2", "0.5"},
+	{"1", "1.0"},
+}
+
+// siluMul emits siluMulAsm: dst[i] = g[i] / (1 + float32(math.Exp(-float64(g[i])))) * u[i]
+// for len(g) a multiple of 4, four lanes at a time, bit for bit as the portable loop gives
+// for |g[i]| < 708 (the caller recomputes the other lanes). The exponential repeats the FMA
+// path of math.Exp on amd64 operation for operation (Go uses that path wherever AVX and FMA
+// exist, which the avx2 and avx512 paths require): k = round-to-even(x log2 e); r = x - k
+// ln2 in two fused steps; r/16; the degree-8 Taylor polynomial of e^r by Horner with FMAs;
+// four squarings y = y(y+2) (the last one + 1, fused); times 2^k. Then the float32 part as
+// the Go expression computes it: round to float32, add 1, divide g by it, multiply by u.
+func (g *gen) siluMul() {
+	g.f("// siluData holds siluConsts, four copies each.")
+	for i, c := range siluConsts {
+		for j := 0; j < 4; j++ {
+			g.f("DATA siluData<>+%d(SB)/8, $%s // %s", 32*i+8*j, c.lit, c.name)
+		}
+	}
+	g.f("GLOBL siluData<>(SB), RODATA|NOPTR, $%d\n", 32*len(siluConsts))
+	g.f("// func siluMulAsm(dst, gate, up []float32)")
+	g.f("TEXT ·siluMulAsm(SB), NOSPLIT, $0-72")
+	g.f("\tMOVQ dst_base+0(FP), DI")
+	g.f("\tMOVQ gate_base+24(FP), SI")
+	g.f("\tMOVQ gate_len+32(FP), CX")
+	g.f("\tMOVQ up_base+48(FP), BX")
+	g.siluRegs()
+	g.f("\tXORQ DX, DX")
+	g.f("siluloop:")
+	g.f("\tCMPQ DX, CX")
+	g.f("\tJGE siludone")
+	g.f("\tVCVTPS2PD (SI)(DX*4), Y0")
+	g.f("\tVXORPD Y15, Y0, Y0")
+	g.expPD()
+	g.f("\tVCVTPD2PSY Y0, X0")
+	g.f("\tVADDPS X9, X0, X0")
+	g.f("\tVMOVUPS (SI)(DX*4), X6")
+	g.f("\tVDIVPS X0, X6, X6")
+	g.f("\tVMULPS (BX)(DX*4), X6, X6")
+	g.f("\tVMOVUPS X6, (DI)(DX*4)")
+	g.f("\tADDQ $4, DX")
+	g.f("\tJMP siluloop")
+	g.f("siludone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// siluRegs loads the register constants of siluMulAsm and expPDAsm.
+func (g *gen) siluRegs() {
+	for _, k := range []struct {
+		reg  int
+		bits string
+		name string
+	}{
+		{15, "0x8000000000000000", "sign"},
+		{11, "0x4000000000000000", "2.0"},
+		{10, "0x3ff0000000000000", "1.0"},
+		{8, "0x00000000000003ff", "exponent bias 1023"},
+	} {
+		g.f("\tMOVQ $%s, AX // %s", k.bits, k.name)
+		g.f("\tVMOVQ AX, X%d", k.reg)
+		g.f("\tVPBROADCASTQ X%d, Y%d", k.reg, k.reg)
+	}
+	g.f("\tMOVL $0x3f800000, AX // float32 1")
+	g.f("\tVMOVD AX, X9")
+	g.f("\tVBROADCASTSS X9, X9")
+}
+
+// expPD emits the exponential of siluMulAsm and expPDAsm: Y0 = e^Y0 (four doubles), by the
+// FMA path of math.Exp on amd64. It needs Y10 = 1.0, Y11 = 2.0 and Y8 = 1023 (int64) in
+// every lane, and uses Y1-Y5.
+func (g *gen) expPD() {
+	c := func(i int) string { return fmt.Sprintf("siluData<>+%d(SB)", 32*i) }
+	g.f("\tVMULPD %s, Y0, Y1", c(0))
+	g.f("\tVROUNDPD $0, Y1, Y1")
+	g.f("\tVCVTPD2DQY Y1, X4")
+	g.f("\tVFNMADD231PD %s, Y1, Y0", c(1))
+	g.f("\tVFNMADD231PD %s, Y1, Y0", c(2))
+	g.f("\tVMULPD %s, Y0, Y0", c(3))
+	g.f("\tVMOVUPD %s, Y2", c(4))
+	for i := 5; i < len(siluConsts); i++ {
+		g.f("\tVFMADD213PD %s, Y0, Y2", c(i))
+	}
+	g.f("\tVMULPD Y2, Y0, Y0")
+	for i := 0; i < 3; i++ {
+		g.f("\tVADDPD Y11, Y0, Y3")
+		g.f("\tVMULPD Y3, Y0, Y0")
+	}
+	g.f("\tVADDPD Y11, Y0, Y3")
+	g.f("\tVFMADD213PD Y10, Y3, Y0")
+	g.f("\tVPMOVSXDQ X4, Y5")
+	g.f("\tVPADDQ Y8, Y5, Y5")
+	g.f("\tVPSLLQ $52, Y5, Y5")
+	g.f("\tVMULPD Y5, Y0, Y0")
+}
+
+// expPDHook emits expPDAsm, the test hook that runs expPD alone: dst[i] = e^x[i] for len(x)
+// a multiple of 4.
+func (g *gen) expPDHook() {
+	g.f("// func expPDAsm(dst, x []float64)")
+	g.f("TEXT ·expPDAsm(SB), NOSPLIT, $0-48")
+	g.f("\tMOVQ dst_base+0(FP), DI")
+	g.f("\tMOVQ x_base+24(FP), SI")
+	g.f("\tMOVQ x_len+32(FP), CX")
+	g.siluRegs()
+	g.f("\tXORQ DX, DX")
+	g.f("exppdloop:")
+	g.f("\tCMPQ DX, CX")
+	g.f("\tJGE exppddone")
+	g.f("\tVMOVUPD (SI)(DX*8), Y0")
+	g.expPD()
+	g.f("\tVMOVUPD Y0, (DI)(DX*8)")
+	g.f("\tADDQ $4, DX")
+	g.f("\tJMP exppdloop")
+	g.f("exppddone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
 // vecDecls emits the Go declarations of the vector kernels.
 func (g *gen) vecDecls() {
 	for _, d := range []struct{ doc, sig string }{
@@ -379,6 +514,8 @@ func (g *gen) vecDecls() {
 		{"dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and four rows; the caller guarantees the rows and out[11] exist.", "dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)"},
 		{"axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.", "axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
+		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},
+		{"siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).", "siluMulAsm(dst, gate, up []float32)"},
 	} {
 		g.f("// %s", d.doc)
 		g.f("//")

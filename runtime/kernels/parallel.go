@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // minPartWork is the least number of multiply-adds worth handing to another goroutine.
@@ -117,7 +118,8 @@ func ensureWorkers(n int) {
 	}
 	for ; workers.started < n; workers.started++ {
 		go func(ch <-chan *job) {
-			for j := range ch {
+			for {
+				j := receive(ch)
 				if j.work() {
 					j.finished <- struct{}{}
 				}
@@ -153,7 +155,36 @@ func (m *Mat) run(c *geo, n, units int) {
 		workers.ch <- j
 	}
 	if !j.work() {
-		<-j.finished // a worker finishes the last chunk and says so, exactly once
+		receive(j.finished) // a worker finishes the last chunk and says so, exactly once
 	}
 	j.release()
+}
+
+// spinWait is how long a goroutine polls for its next job (a worker) or for the last chunk
+// (a caller) before it blocks. A decoding step is a few dozen calls with microseconds of
+// other work between them; a goroutine that blocked in between has to be woken by the
+// scheduler (futex wake-ups cost tens of microseconds under KVM), by which time the caller
+// has taken most chunks itself. The poll is bounded, so a worker whose vCPU is wanted
+// elsewhere gives it up after one window, and the caller never waits for a worker anyway.
+const spinWait = 50 * time.Microsecond
+
+// receive returns the next value from ch, polling it for up to spinWait before blocking.
+func receive[T any](ch <-chan T) T {
+	var deadline time.Time
+	for i := 0; ; i++ {
+		select {
+		case v := <-ch:
+			return v
+		default:
+		}
+		if i&63 == 0 { // the clock costs more than a poll
+			runtime.Gosched() // other goroutines of this P go first
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(spinWait)
+			} else if now.After(deadline) {
+				return <-ch
+			}
+		}
+	}
 }

@@ -193,25 +193,11 @@ func boundRounds(b *testing.B, tg runtime.Target, d *dflashmla.Draft, w1 []float
 	seq := append(append([]int{}, prompt...), res.Tokens...)
 	V, E, H := tg.Dims().NVocab, tg.Dims().NEmbd, d.Config.TargetHidden
 	r, g1 := d.Config.MarkovRank, d.Info().MaxDrafts()
-	taps := d.Taps()
-	hidden := map[int][]float32{}
-	for _, l := range taps {
-		hidden[l] = make([]float32, len(seq)*H)
-	}
-	logits := make([]float32, len(seq)*V)
 	var st runtime.Step
-	tg.Reset()
-	for s := 0; s < len(seq); s += 64 {
-		m := min(64, len(seq)-s)
-		if err := tg.Forward(seq[s:s+m], 0, taps, &st); err != nil {
-			b.Fatal(err)
-		}
-		copy(logits[s*V:], st.Logits[:m*V])
-		for _, l := range taps {
-			copy(hidden[l][s*H:], st.Hidden[l][:m*H])
-		}
+	logits, hidden, err := forcedPass(tg, d.Taps(), H, seq, &st)
+	if err != nil {
+		b.Fatal(err)
 	}
-	tg.Reset()
 	d.Reset()
 	defer d.Reset()
 	q := make([]float32, V)

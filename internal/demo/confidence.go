@@ -41,24 +41,10 @@ func confidenceSamples(ctx context.Context, t runtime.Target, d *dflashmla.Draft
 			return nil, nil, err
 		}
 		prompt := seq[:warm]
-		// Target logits and taps of every position, in forwards of at most 64 rows.
-		logits := make([]float32, len(seq)*V)
-		hidden := map[int][]float32{}
-		for _, l := range taps {
-			hidden[l] = make([]float32, len(seq)*dc.TargetHidden)
+		logits, hidden, err := forcedPass(t, taps, dc.TargetHidden, seq, &st)
+		if err != nil {
+			return nil, nil, err
 		}
-		t.Reset()
-		for b := 0; b < len(seq); b += 64 {
-			m := min(64, len(seq)-b)
-			if err := t.Forward(seq[b:b+m], 0, taps, &st); err != nil {
-				return nil, nil, err
-			}
-			copy(logits[b*V:], st.Logits[:m*V])
-			for _, l := range taps {
-				copy(hidden[l][b*dc.TargetHidden:], st.Hidden[l][:m*dc.TargetHidden])
-			}
-		}
-		t.Reset()
 		d.Reset()
 		if err := d.AddContext(hidden, 0, len(prompt)-1); err != nil {
 			return nil, nil, err
@@ -91,6 +77,31 @@ func confidenceSamples(ctx context.Context, t runtime.Target, d *dflashmla.Draft
 		d.Reset()
 	}
 	return feats, targets, nil
+}
+
+// forcedPass runs the target over seq (teacher-forced, in forwards of at most 64 rows, from
+// an empty cache, which it leaves empty) and returns every position's logits and the hidden
+// states of the tapped layers (H values per position).
+func forcedPass(t runtime.Target, taps []int, H int, seq []int, st *runtime.Step) ([]float32, map[int][]float32, error) {
+	V := t.Dims().NVocab
+	logits := make([]float32, len(seq)*V)
+	hidden := map[int][]float32{}
+	for _, l := range taps {
+		hidden[l] = make([]float32, len(seq)*H)
+	}
+	t.Reset()
+	defer t.Reset()
+	for b := 0; b < len(seq); b += 64 {
+		m := min(64, len(seq)-b)
+		if err := t.Forward(seq[b:b+m], 0, taps, st); err != nil {
+			return nil, nil, err
+		}
+		copy(logits[b*V:], st.Logits[:m*V])
+		for _, l := range taps {
+			copy(hidden[l][b*H:], st.Hidden[l][:m*H])
+		}
+	}
+	return logits, hidden, nil
 }
 
 // fitConfidence fits sigmoid(w . f + b) to the soft targets by L2-regularized cross-entropy

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+
 	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
@@ -21,6 +23,22 @@ type Head = mla.Linear
 type EmbeddingHead interface {
 	Head
 	Row(i int, dst []float32)
+}
+
+// StandaloneHead checks a stand-in head for a draft of width embd loaded without its target
+// (dspark run --draft-only; the draft file is named path in errors), sets opt's default
+// context (256) and returns the head computed with opt's activation precision.
+func StandaloneHead(path string, head EmbeddingHead, embd int, opt *Options) (EmbeddingHead, error) {
+	if head.Cols() != embd {
+		return nil, fmt.Errorf("%s: stand-in head has width %d, draft %d", path, head.Cols(), embd)
+	}
+	if opt.Context <= 0 {
+		opt.Context = 256
+	}
+	if m, ok := head.(*kernels.Mat); ok {
+		head = m.WithPrecision(opt.Precision())
+	}
+	return head, nil
 }
 
 // Step is the result of one Target.Forward.

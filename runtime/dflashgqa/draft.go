@@ -208,14 +208,8 @@ func LoadStandalone(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Option
 	if err != nil {
 		return nil, err
 	}
-	if head.Cols() != c.NEmbd {
-		return nil, fmt.Errorf("%s: stand-in head has width %d, draft %d", f.Path, head.Cols(), c.NEmbd)
-	}
-	if opt.Context <= 0 {
-		opt.Context = 256
-	}
-	if m, ok := head.(*kernels.Mat); ok {
-		head = m.WithPrecision(opt.Precision())
+	if head, err = runtime.StandaloneHead(f.Path, head, c.NEmbd, &opt); err != nil {
+		return nil, err
 	}
 	return load(f, c, v, head.Row, head, opt)
 }

@@ -1,9 +1,15 @@
-// Package evex encodes the few AVX-512 instructions that the kernels use and the Go
-// assembler (as of Go 1.26) does not know: the AVX512_BF16 dot product VDPBF16PS. The kernel
-// generator (runtime/kernels/_generate) emits the bytes as BYTE directives.
+// Package evex encodes the few x86 instructions that the kernels use and the Go assembler (as
+// of Go 1.26) does not know. The kernel generator (runtime/kernels/_generate) emits the bytes
+// as BYTE directives (see GoAsm).
 //
-// Only the register-to-register, 512-bit, unmasked form is encoded; that is all the kernels
-// need, and every other form is refused rather than guessed.
+//   - The AVX512_BF16 dot product VDPBF16PS (EVEX). Only the register-to-register, 512-bit,
+//     unmasked form is encoded.
+//   - The AMX-TILE and AMX-BF16 instructions LDTILECFG, STTILECFG, TILELOADD, TILELOADDT1,
+//     TILESTORED, TILEZERO, TILERELEASE and TDPBF16PS (VEX, 64-bit mode). Memory operands
+//     are [base] or [base + index*1] with displacement 0; GPR maps Go register names to the
+//     hardware numbers the encoders take.
+//
+// That is all the kernels need, and every other form is refused rather than guessed.
 package evex
 
 import (

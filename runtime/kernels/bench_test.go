@@ -137,10 +137,10 @@ type benchPath struct {
 // has its own benchmark), for weights of type dt (the BF16 dot path only for BF16).
 func forBenchPaths(b *testing.B, dt DType, f func(b *testing.B, bp benchPath)) {
 	for _, bp := range benchPaths() {
-		if bp.prec == BF16Activations && dt != BF16 {
+		if bp.prec.bf16Family() && dt != BF16 {
 			continue
 		}
-		if bp.prec == BF16Activations && strings.HasPrefix(b.Name(), "BenchmarkSmallMatrices/") {
+		if bp.prec.bf16Family() && strings.HasPrefix(b.Name(), "BenchmarkSmallMatrices/") {
 			continue // the f32 paths' streaming rate; the bf16 one is the same reads
 		}
 		b.Run("path="+bp.name, func(b *testing.B) {

@@ -66,17 +66,22 @@ func FuzzMatMul(f *testing.F) {
 		}
 		want := make([]float32, n*rows)
 		wantBF := make([]float32, n*rows)
+		wantAMX := make([]float32, n*rows)
 		func() {
 			defer setPath(pathPortable)()
 			for j := 0; j < n; j++ {
 				m.MatVec(want[j*rows:(j+1)*rows], x[j*cols:(j+1)*cols])
 				m.WithPrecision(BF16Activations).MatVec(wantBF[j*rows:(j+1)*rows], x[j*cols:(j+1)*cols])
+				m.WithPrecision(BF16AMXActivations).MatVec(wantAMX[j*rows:(j+1)*rows], x[j*cols:(j+1)*cols])
 			}
 		}()
 		allPaths(func(name string, prec Precision) {
 			ref := want
-			if prec == BF16Activations {
+			switch prec {
+			case BF16Activations:
 				ref = wantBF
+			case BF16AMXActivations:
+				ref = wantAMX
 			}
 			for _, mm := range []*Mat{m, p} {
 				mm = mm.WithPrecision(prec)

@@ -19,10 +19,9 @@ const maxChunk = 8
 func (m *Mat) rawRows(s *seg, n, i0, i1 int) {
 	rb, _ := m.t.rowBytes(m.cols)
 	dot := s.xb != nil
-	pairs := (m.cols + 1) / 2
 	var tile [q8Block][panelRows]float64
 	var w [q8Block]float32
-	var acc [maxChunk][panelRows]float64
+	var acc, even, odd [maxChunk][panelRows]float64
 	for r0 := i0; r0 < i1; r0 += panelRows {
 		nr := min(panelRows, i1-r0)
 		for j0 := 0; j0 < n; j0 += maxChunk {
@@ -40,8 +39,18 @@ func (m *Mat) rawRows(s *seg, n, i0, i1 int) {
 					}
 				}
 				for j := 0; j < c; j++ {
+					if s.amx { // a block of 32 columns is one chunk of the AMX contract
+						xb := s.xb[(j0+j)*s.xbRow+k0/2:]
+						even[j], odd[j] = [panelRows]float64{}, [panelRows]float64{}
+						for q := 0; q < (kn+1)/2; q++ {
+							dotHalf(&even[j], &tile[2*q], bf16(uint16(xb[q])))
+							dotHalf(&odd[j], &tile[2*q+1], bf16(uint16(xb[q]>>16)))
+						}
+						amxLanes(&acc[j], &even[j], &odd[j])
+						continue
+					}
 					if dot {
-						xb := s.xb[(j0+j)*pairs+k0/2:]
+						xb := s.xb[(j0+j)*s.xbRow+k0/2:]
 						for q := 0; q < (kn+1)/2; q++ {
 							dotLanes(&acc[j], &tile[2*q+1], &tile[2*q], xb[q])
 						}
@@ -177,6 +186,9 @@ func (m *Mat) panelsGeneric(s *seg, n, p0, p1 int) {
 // BF16-activation recipe (the reference of the AVX512_BF16 kernels).
 func (m *Mat) panelsDotGeneric(s *seg, n, p0, p1 int) {
 	pairs := (m.cols + 1) / 2
+	if s.amx {
+		panic("kernels: panelsDotGeneric on AMX-contract activations")
+	}
 	var even, odd [panelRows]float64
 	var acc [maxChunk][panelRows]float64
 	var out [maxChunk * panelRows]float32
@@ -193,11 +205,55 @@ func (m *Mat) panelsDotGeneric(s *seg, n, p0, p1 int) {
 					odd[r] = float64(dazBF16(uint16(v >> 16)))
 				}
 				for j := 0; j < c; j++ {
-					dotLanes(&acc[j], &odd, &even, s.xb[(j0+j)*pairs+q])
+					dotLanes(&acc[j], &odd, &even, s.xb[(j0+j)*s.xbRow+q])
 				}
 			}
 			storeLanes(s, out[:], acc[:c], j0, pn)
 		}
+	}
+}
+
+// panelsAMXGeneric computes the group's local panels [p0, p1) for all n batch rows by the
+// AMX contract (the reference of the AMX kernels): per 16 pairs, an even and an odd chain from
+// zero, then their sum added to the output.
+func (m *Mat) panelsAMXGeneric(s *seg, n, p0, p1 int) {
+	pairs := (m.cols + 1) / 2
+	var we, wo [panelRows]float64
+	var acc, even, odd [maxChunk][panelRows]float64
+	var out [maxChunk * panelRows]float32
+	for pn := p0; pn < p1; pn++ {
+		mem := m.pk.mem[(s.base+pn)*m.pk.panelBytes:]
+		for j0 := 0; j0 < n; j0 += maxChunk {
+			c := min(maxChunk, n-j0)
+			acc = [maxChunk][panelRows]float64{}
+			for q0 := 0; q0 < pairs; q0 += amxPairs {
+				even, odd = [maxChunk][panelRows]float64{}, [maxChunk][panelRows]float64{}
+				for q := q0; q < min(q0+amxPairs, pairs); q++ {
+					blk := mem[q*64 : q*64+64]
+					for r := range we {
+						v := binary.LittleEndian.Uint32(blk[4*r:])
+						we[r] = float64(dazBF16(uint16(v)))
+						wo[r] = float64(dazBF16(uint16(v >> 16)))
+					}
+					for j := 0; j < c; j++ {
+						xp := s.xb[(j0+j)*s.xbRow+q]
+						dotHalf(&even[j], &we, bf16(uint16(xp)))
+						dotHalf(&odd[j], &wo, bf16(uint16(xp>>16)))
+					}
+				}
+				for j := 0; j < c; j++ {
+					amxLanes(&acc[j], &even[j], &odd[j])
+				}
+			}
+			storeLanes(s, out[:], acc[:c], j0, pn)
+		}
+	}
+}
+
+// amxLanes ends one 32-column block of the AMX contract on 16 lanes: acc += (even + odd).
+func amxLanes(acc, even, odd *[panelRows]float64) {
+	for r := range acc {
+		acc[r] = float64(amxAdd(float32(acc[r]), amxAdd(float32(even[r]), float32(odd[r]))))
 	}
 }
 

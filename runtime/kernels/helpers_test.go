@@ -180,4 +180,12 @@ func allPaths(f func(name string, p Precision)) {
 		f("avx512bf16", BF16Activations)
 		restore()
 	}
+	restore = setPath(pathPortable)
+	f("portable-bf16-amx", BF16AMXActivations)
+	restore()
+	if amxOn() {
+		restore := setPath(pathAVX512)
+		f("amx", BF16AMXActivations)
+		restore()
+	}
 }

@@ -100,6 +100,7 @@ const (
 	famAVX2 = iota
 	famAVX512
 	famDot
+	famAMX
 )
 
 func (m *Mat) panelsAVX2(s *seg, n, p0, p1 int) {
@@ -123,6 +124,8 @@ func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer,
 		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step)
 	case famAVX512:
 		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step)
+	case famAMX:
+		callAMX(&amxConfigs[mr][np][0], np, w, ps, (*uint32)(x), xs, cols, out)
 	default:
 		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step)
 	}
@@ -137,7 +140,7 @@ func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer,
 // batch goes panel by panel: the first chunk of rows reads the panel from memory and the
 // following chunks find it in cache.
 func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows int, x unsafe.Pointer, xStride, cols int) {
-	var out [max512Rows * 6 * panelRows]float32
+	var out [amxMaxRows * maxPanelsAMX * panelRows]float32 // >= max512Rows * 6 * panelRows
 	pk := m.pk
 	mem := pk.mem[s.base*pk.panelBytes:]
 	base := uintptr(unsafe.Pointer(&mem[0]))
@@ -193,5 +196,17 @@ func pathNotes() []string {
 		yes(cpuAVX512, "avx512", "AVX-512F"),
 		yes(cpuDot, "avx512bf16", map[bool]string{false: "AVX512_BF16",
 			true: "a VDPBF16PS that matches the reference (dotAgrees failed: see TestDotInstruction)"}[cpuBF16]),
+		yes(cpuAMX, "amx", amxWhy()),
 	}
+}
+
+// amxWhy says why the AMX path cannot run here (when it cannot).
+func amxWhy() string {
+	switch {
+	case !cpuAMXHW:
+		return "AMX-TILE and AMX-BF16"
+	case amxPermErr != nil:
+		return "the OS permission for the tile state (" + amxPermErr.Error() + ")"
+	}
+	return "a TDPBF16PS that matches the reference (amxAgrees failed: see TestAMXInstruction)"
 }

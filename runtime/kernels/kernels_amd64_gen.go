@@ -564,6 +564,57 @@ func dotLoop(n int)
 //go:noescape
 func dpbf16(acc *float32, a, b *uint32)
 
+// amxP1 multiplies 1 packed BF16 panels by the batch rows of x (bf16 pairs, xStride bytes
+// per row) with AMX tiles configured by cfg, for blocks blocks of 16 pairs.
+//
+//go:noescape
+func amxP1(cfg *byte, w *byte, panelStride int, x *uint32, xStride int, blocks int, out *float32)
+
+// amxP2 multiplies 2 packed BF16 panels by the batch rows of x (bf16 pairs, xStride bytes
+// per row) with AMX tiles configured by cfg, for blocks blocks of 16 pairs.
+//
+//go:noescape
+func amxP2(cfg *byte, w *byte, panelStride int, x *uint32, xStride int, blocks int, out *float32)
+
+// amxP3 multiplies 3 packed BF16 panels by the batch rows of x (bf16 pairs, xStride bytes
+// per row) with AMX tiles configured by cfg, for blocks blocks of 16 pairs.
+//
+//go:noescape
+func amxP3(cfg *byte, w *byte, panelStride int, x *uint32, xStride int, blocks int, out *float32)
+
+// amxDot runs one TDPBF16PS on 16 x 16 accumulators c, 16 x 16 activation pairs a and 16
+// x 16 weight pairs b (rows of 64 bytes), with the tile configuration cfg (a test hook
+// that probes the instruction itself; needs AMX-BF16 and the OS permission).
+//
+//go:noescape
+func amxDot(cfg *byte, c *float32, a, b *uint32)
+
+// amxLoop runs n iterations of 4 independent TDPBF16PS on full 16 x 16 x 32 tiles (4 x
+// 16384 flops): the arithmetic peak of the AMX path (cfg: tiles 0..5 of 16 rows x 64
+// bytes).
+//
+//go:noescape
+func amxLoop(cfg *byte, n int)
+
+// callAMX runs the AMX kernel of np panels (1..3) with the configuration cfg.
+func callAMX(cfg *byte, np int, w *byte, panelStride int, x *uint32, xStride int, blocks int, out *float32) {
+	switch np {
+	case 1:
+		amxP1(cfg, w, panelStride, x, xStride, blocks, out)
+		return
+	case 2:
+		amxP2(cfg, w, panelStride, x, xStride, blocks, out)
+		return
+	case 3:
+		amxP3(cfg, w, panelStride, x, xStride, blocks, out)
+		return
+	}
+	panic("kernels: no AMX kernel for this panel count")
+}
+
+// maxPanelsAMX is the largest panel count of an AMX kernel.
+const maxPanelsAMX = 3
+
 // dotAsm computes dotGeneric's dot product (len(b) == len(a)).
 //
 //go:noescape

@@ -23,8 +23,17 @@ func benchPaths() []benchPath {
 	if cpuDot {
 		ps = append(ps, benchPath{"avx512bf16", pathAVX512, BF16Activations, dotLoop, 1024})
 	}
+	if cpuAMX {
+		ps = append(ps, benchPath{"amx", pathAVX512, BF16AMXActivations, amxPeak, 4 * 16 * 16 * 32 * 2})
+	}
 	return ps
 }
+
+// amxPeakConfig gives tiles 0..5 16 rows of 64 bytes (amxLoop).
+var amxPeakConfig = tileConfig([]int{16, 16, 16, 16, 16, 16})
+
+// amxPeak runs n iterations of the AMX peak loop.
+func amxPeak(n int) { amxLoop(&amxPeakConfig[0], n) }
 
 // BenchmarkKernel measures each assembly kernel shape alone (M batch rows x P panels, the
 // widest P per M) on weights that stay in L2, against its path's peak loop on the same core:
@@ -32,6 +41,9 @@ func benchPaths() []benchPath {
 // best of 50*b.N rounds of the thread's CPU time for both.
 func BenchmarkKernel(b *testing.B) {
 	for _, bp := range benchPaths() {
+		if bp.prec == BF16AMXActivations {
+			continue // its kernels take a tile configuration: BenchmarkGEMM8 has its L2 shape
+		}
 		fam, maxP := famAVX2, maxPanelsAVX2
 		switch {
 		case bp.prec == BF16Activations:

@@ -18,6 +18,10 @@ func cpuPaths() []path { return []path{pathPortable} }
 func (m *Mat) panelsAVX2(s *seg, n, p0, p1 int) { m.panelsGeneric(s, n, p0, p1) }
 func (m *Mat) panels512(s *seg, n, p0, p1 int)  { m.panelsGeneric(s, n, p0, p1) }
 func (m *Mat) panelsDot(s *seg, n, p0, p1 int)  { m.panelsDotGeneric(s, n, p0, p1) }
+func (m *Mat) panelsAMX(s *seg, n, p0, p1 int)  { m.panelsAMXGeneric(s, n, p0, p1) }
+
+// amxActive is false: this build has no AMX kernels.
+func amxActive() bool { return false }
 
 // readBytes sums n bytes of p as 64-bit words (the benchmarks' bandwidth reference).
 func readBytes(p *byte, n int) uint64 {
@@ -64,7 +68,7 @@ var fmaSink float32
 func pathNotes() []string {
 	return []string{
 		"portable: present (tested)",
-		"avx2, avx512, avx512bf16: NOT TESTED: not built (purego, noasm or not amd64)",
+		"avx2, avx512, avx512bf16, amx: NOT TESTED: not built (purego, noasm or not amd64)",
 	}
 }
 

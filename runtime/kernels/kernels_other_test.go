@@ -4,3 +4,6 @@ package kernels
 
 // benchPaths lists the assembly paths of this build: none.
 func benchPaths() []benchPath { return nil }
+
+// amxOn is false: this build has no AMX kernels.
+func amxOn() bool { return false }

@@ -296,7 +296,7 @@ func TestPathsAgree(t *testing.T) {
 		m := matsOf(t, tm)["packed"]
 		for _, n := range []int{1, 2, 3, 5, 7, 8, 9, 13, 17, 64} {
 			x := randVec(r, n*tm.cols)
-			for _, prec := range []Precision{F32Activations, BF16Activations} {
+			for _, prec := range []Precision{F32Activations, BF16Activations, BF16AMXActivations} {
 				mp := m.WithPrecision(prec)
 				want := make([]float32, n*tm.rows)
 				restore := setPath(pathPortable)

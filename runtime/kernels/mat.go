@@ -57,10 +57,11 @@ func (m *Mat) DType() DType { return m.t }
 func (m *Mat) Packed() bool { return m.pk != nil }
 
 // Precision returns the activation precision of m's products: BF16Activations only for a
-// BF16 matrix given that precision (WithPrecision), else F32Activations.
+// BF16 matrix given that precision (WithPrecision), BF16AMXActivations likewise, else
+// F32Activations.
 func (m *Mat) Precision() Precision {
-	if m.t == BF16 && m.prec == BF16Activations {
-		return BF16Activations
+	if m.t == BF16 && m.prec.bf16Family() {
+		return m.prec
 	}
 	return F32Activations
 }
@@ -69,7 +70,7 @@ func (m *Mat) Precision() Precision {
 // with activations of precision p (see Precision; only BF16 weights are affected). Release
 // of the result does nothing; releasing m invalidates both.
 func (m *Mat) WithPrecision(p Precision) *Mat {
-	if p != F32Activations && p != BF16Activations {
+	if p != F32Activations && !p.bf16Family() {
 		panic("kernels: unknown precision")
 	}
 	c := *m

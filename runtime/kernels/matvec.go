@@ -67,8 +67,9 @@ func (m *Mat) MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, x
 
 // geo is where one call reads and writes: group g's batch row j reads
 // x[j*xRow+g*xGroup:][:Cols] and writes dst[j*dRow+g*dGroup:][:rows of a group]. With
-// BF16 activations, xb holds the rounded inputs as pairs: group g's row j at
-// xb[(g*xbGroup+j)*pairs:] (xbGroup is 0 when every group reads the same x, else n).
+// BF16 activations (either contract), xb holds the rounded inputs as pairs: group g's row j
+// at xb[(g*xbGroup+j)*xbRow:] (xbGroup is 0 when every group reads the same x, else n; xbRow
+// is the pair count, rounded up to a multiple of 16 for the AMX contract's 32-column blocks).
 type geo struct {
 	dst          []float32
 	dRow, dGroup int
@@ -76,28 +77,32 @@ type geo struct {
 	xRow, xGroup int
 	xb           []uint32
 	xbGroup      int
+	xbRow        int
 }
 
-// start rounds the activations once when the call uses the BF16 dot product, then runs it.
+// start rounds the activations once when the call uses a BF16 dot product, then runs it.
 func (m *Mat) start(c geo, n int) {
 	units := (m.rows + panelRows - 1) / panelRows
 	if m.pk != nil {
 		units = m.pk.panels
 	}
-	if m.Precision() != BF16Activations {
+	if !m.Precision().bf16Family() {
 		m.run(&c, n, units)
 		return
 	}
-	pairs := (m.cols + 1) / 2
+	c.xbRow = (m.cols + 1) / 2
+	if m.Precision() == BF16AMXActivations {
+		c.xbRow = (c.xbRow + amxPairs - 1) / amxPairs * amxPairs
+	}
 	g := m.Groups()
 	if c.xGroup == 0 {
 		g = 1
 	} else {
 		c.xbGroup = n
 	}
-	buf := getPairs(g * n * pairs)
+	buf := getPairs(g * n * c.xbRow)
 	for gi := 0; gi < g; gi++ {
-		roundPairs((*buf)[gi*n*pairs:], c.x[gi*c.xGroup:], n, c.xRow, m.cols, pairs)
+		roundPairs((*buf)[gi*n*c.xbRow:], c.x[gi*c.xGroup:], n, c.xRow, m.cols, c.xbRow)
 	}
 	c.xb = *buf
 	m.run(&c, n, units)
@@ -130,34 +135,45 @@ func putPairs(b *[]uint32) {
 }
 
 // seg is one group's part of a call, as the per-path code sees it: its batch row j reads
-// x[j*xRow:][:cols] (or the bf16 pairs xb[j*pairs:]) and writes the group's rows to
+// x[j*xRow:][:cols] (or the bf16 pairs xb[j*xbRow:]) and writes the group's rows to
 // dst[j*dRow:]; its panels start at panel base of the packed memory.
 type seg struct {
-	dst  []float32
-	dRow int
-	x    []float32
-	xRow int
-	xb   []uint32
-	rows int
-	base int
+	dst   []float32
+	dRow  int
+	x     []float32
+	xRow  int
+	xb    []uint32
+	xbRow int
+	amx   bool // xb follows the AMX contract
+	rows  int
+	base  int
 }
 
 // compute fills the rows of units (panels) [u0, u1) for all n batch rows.
 func (m *Mat) compute(c *geo, n, u0, u1 int) {
+	amx := m.Precision() == BF16AMXActivations
 	if m.pk == nil {
-		s := seg{dst: c.dst, dRow: c.dRow, x: c.x, xRow: c.xRow, xb: c.xb, rows: m.rows}
+		s := seg{dst: c.dst, dRow: c.dRow, x: c.x, xRow: c.xRow, xb: c.xb, xbRow: c.xbRow, amx: amx, rows: m.rows}
 		m.rawRows(&s, n, u0*panelRows, min(u1*panelRows, m.rows))
 		return
 	}
 	pk := m.pk
-	pairs := (m.cols + 1) / 2
 	dot := m.Precision() == BF16Activations
 	for g := u0 / pk.groupPanels; g*pk.groupPanels < u1; g++ {
 		base := g * pk.groupPanels
 		a, b := max(u0, base)-base, min(u1, base+pk.groupPanels)-base
 		s := seg{dst: c.dst[g*c.dGroup:], dRow: c.dRow, x: c.x[g*c.xGroup:], xRow: c.xRow, rows: pk.groupRows, base: base}
+		if amx {
+			s.xb, s.xbRow, s.amx = c.xb[g*c.xbGroup*c.xbRow:], c.xbRow, true
+			if amxActive() {
+				m.panelsAMX(&s, n, a, b)
+			} else {
+				m.panelsAMXGeneric(&s, n, a, b)
+			}
+			continue
+		}
 		if dot {
-			s.xb = c.xb[g*c.xbGroup*pairs:]
+			s.xb, s.xbRow = c.xb[g*c.xbGroup*c.xbRow:], c.xbRow
 			if dotActive() {
 				m.panelsDot(&s, n, a, b)
 			} else {

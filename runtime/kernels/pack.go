@@ -18,11 +18,17 @@ const panelRows = 16
 //	      weight of column 2q in its low half and of column 2q+1 in its high half (a last
 //	      odd column has a zero high half). This is the operand layout of VDPBF16PS; for
 //	      float32 activations a shift left by 16 yields the even column and masking the low
-//	      half the odd one.
+//	      half the odd one. A panel holds a whole number of blocks of 16 pairs (the pad is
+//	      zero): 1024 contiguous bytes of a block are one AMX weight tile (16 rows of 64 bytes,
+//	      row q of the tile = pair q of the block, in the layout TDPBF16PS multiplies).
 //	F16:  32 bytes per column, rows 0..15 in order.
 //	F32:  64 bytes per column, rows 0..15 in order.
 //	Q8_0: per block, 16 float32 scales (rows 0..15) then 32 columns of 16 int8 (rows 0..15).
 const q8PanelBlockBytes = panelRows*4 + q8Block*panelRows
+
+// amxPairs is the number of BF16 column pairs of one AMX block (one TDPBF16PS): 16 pairs,
+// 32 columns.
+const amxPairs = 16
 
 // packed is a matrix repacked into panels, in anonymous huge-page memory. Its rows form
 // `groups` groups of groupRows rows; each group starts on a panel (groupPanels panels per
@@ -49,7 +55,8 @@ func panelBytesFor(t DType, cols int) int {
 	case F16:
 		return cols * panelRows * 2
 	case BF16:
-		return (cols + 1) / 2 * 64
+		// whole blocks of 16 pairs (32 columns, zero-padded): one AMX weight tile each
+		return ((cols+1)/2 + amxPairs - 1) / amxPairs * amxPairs * 64
 	default: // Q8_0
 		return cols / q8Block * q8PanelBlockBytes
 	}

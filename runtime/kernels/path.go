@@ -56,17 +56,38 @@ func dotActive() bool { return curPath == pathAVX512 && cpuDot }
 //
 //	F32Activations:  "avx512", "avx2" or "portable" (all give the same bits);
 //	BF16Activations: "avx512bf16" (VDPBF16PS) or "portable" (the slow reference of the
-//	                 same bits) for BF16 weights; other weight types use the F32 path.
+//	                 same bits) for BF16 weights; other weight types use the F32 path;
+//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise.
 //
 // Matrices made by NewMat and never packed always use the portable code.
 func Path(p Precision) string {
-	if p == BF16Activations {
+	switch p {
+	case BF16Activations:
 		if dotActive() {
 			return "avx512bf16"
 		}
 		return "portable"
+	case BF16AMXActivations:
+		if amxActive() {
+			return "amx"
+		}
+		return "portable"
 	}
 	return curPath.String()
+}
+
+// Accelerated reports whether products at precision p run on hardware kernels here (for
+// F32Activations: whether the path is not the portable code). A bf16 precision without them
+// is computed by its portable reference, which gives the same bits but is far slower than
+// the float32 path: a runtime should then keep float32 activations.
+func Accelerated(p Precision) bool {
+	switch p {
+	case BF16Activations:
+		return dotActive()
+	case BF16AMXActivations:
+		return amxActive()
+	}
+	return curPath != pathPortable
 }
 
 // Implementation names the path that multiplies packed matrices with float32 activations:
@@ -80,8 +101,8 @@ func Implementation() string { return Path(F32Activations) }
 func FastBF16() bool { return dotActive() }
 
 // SelectPath makes packed matrices use the named f32 path ("avx512", "avx2" or
-// "portable"; all give the same bits) and, for "avx2" and "portable", the portable reference
-// for BF16 activations. It is for benchmarks and comparisons (e.g. the AVX2 path on a CPU that
+// "portable"; all give the same bits) and, for "avx2" and "portable", the portable references
+// for both bf16 precisions. It is for benchmarks and comparisons (e.g. the AVX2 path on a CPU that
 // has AVX-512); it must not be called while products are running. It fails for a path this
 // build or CPU lacks.
 func SelectPath(name string) error {

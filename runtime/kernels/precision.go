@@ -19,29 +19,43 @@ const (
 	// fast on CPUs with AVX512_BF16 and costs accuracy: the relative error of an activation
 	// grows from 2^-24 to 2^-8.
 	BF16Activations
+	// BF16AMXActivations rounds the activations to bfloat16 like BF16Activations and
+	// accumulates the exact products the way the AMX tile instruction TDPBF16PS does: per
+	// block of 32 columns, one chain for the even columns and one for the odd, then their sum
+	// added to the output. It applies to BF16 weights only. On CPUs with AMX-BF16 a batch of
+	// up to 16 rows costs about one read of the weights; its accuracy is that of
+	// BF16Activations (a different rounding order, so different bits).
+	BF16AMXActivations
 )
 
-// String returns "f32" or "bf16".
+// String returns "f32", "bf16" or "bf16-amx".
 func (p Precision) String() string {
 	switch p {
 	case F32Activations:
 		return "f32"
 	case BF16Activations:
 		return "bf16"
+	case BF16AMXActivations:
+		return "bf16-amx"
 	}
 	return fmt.Sprintf("Precision(%d)", int(p))
 }
 
-// ParsePrecision parses "f32" or "bf16".
+// ParsePrecision parses "f32", "bf16" or "bf16-amx".
 func ParsePrecision(s string) (Precision, error) {
 	switch s {
 	case "f32":
 		return F32Activations, nil
 	case "bf16":
 		return BF16Activations, nil
+	case "bf16-amx":
+		return BF16AMXActivations, nil
 	}
-	return 0, fmt.Errorf("activation precision %q is not f32 or bf16", s)
+	return 0, fmt.Errorf("activation precision %q is not f32, bf16 or bf16-amx", s)
 }
+
+// bf16Family reports whether p rounds activations to bfloat16 (either dot-product contract).
+func (p Precision) bf16Family() bool { return p == BF16Activations || p == BF16AMXActivations }
 
 // The BF16-activation contract. For an output with weights w[k] (BF16) and activations x[k]
 // (float32), with cols padded to an even count by w = x = 0:
@@ -68,6 +82,25 @@ func ParsePrecision(s string) (Precision, error) {
 // says the same in fewer words ("FP32 FMA with DAZ in, FTZ out and RNE rounding", odd element
 // first); the definition of tininess is the part it leaves open. The product of two BF16
 // values is exact in the FMA.
+
+// The AMX contract (BF16AMXActivations). With the same xb, daz and dotStep, cols padded to a
+// multiple of 32 by w = x = 0:
+//
+//	acc := float32(0)
+//	for c := 0; c < cols; c += 32 {                  // one TDPBF16PS per 32 columns
+//		e, o := float32(0), float32(0)
+//		for k := c; k < c+32; k += 2 {
+//			e = dotStep(daz(w[k]), xb[k], e)           // the even columns' chain
+//			o = dotStep(daz(w[k+1]), xb[k+1], o)       // the odd columns' chain
+//		}
+//		acc = dotStep(1, acc, dotStep(1, e, o))     // (e + o), then added to acc
+//	}
+//
+// Every addition is rounded to float32 (nearest even) and flushed to a zero of its sign when
+// tiny, by dotStep's rule. This was established by running TDPBF16PS on this Intel Emerald
+// Rapids VM (docs/kernels.md): 800,000 random outputs against six candidate orders, with
+// only this one matching all, then the edge cases of TestAMXInstruction. Intel's pseudocode
+// describes the same two temporaries per pair position and one horizontal add.
 
 // roundBF16 rounds f to the nearest bfloat16, ties to even, as VCVTNEPS2BF16 does: a
 // subnormal becomes a zero of its sign, a NaN stays a (quiet) NaN.
@@ -145,11 +178,17 @@ func dotPairRef(acc float32, a, b uint32) float32 {
 	return dotStep(dazBF16(uint16(a)), dazBF16(uint16(b)), acc)
 }
 
+// amxAdd is the combining step of the AMX contract: a + b by dotStep's rule.
+func amxAdd(a, b float32) float32 { return dotStep(1, a, b) }
+
 // roundPairs rounds the n rows of x (cols values each, row j at x[j*xRow:]) to bf16 pairs,
-// pairs words per row, the odd pad of each row zero: dst[j*pairs+q] = xb[2q] | xb[2q+1]<<16.
-func roundPairs(dst []uint32, x []float32, n, xRow, cols, pairs int) {
+// stride words per row (at least (cols+1)/2), the pad of each row zero:
+// dst[j*stride+q] = xb[2q] | xb[2q+1]<<16.
+func roundPairs(dst []uint32, x []float32, n, xRow, cols, stride int) {
+	pairs := (cols + 1) / 2
 	for j := 0; j < n; j++ {
-		roundRow(dst[j*pairs:(j+1)*pairs], x[j*xRow:j*xRow+cols])
+		roundRow(dst[j*stride:j*stride+pairs], x[j*xRow:j*xRow+cols])
+		clear(dst[j*stride+pairs : (j+1)*stride])
 	}
 }
 
@@ -162,4 +201,37 @@ func roundRow(d []uint32, row []float32) {
 	if len(row) == 1 {
 		d[0] = roundBits(math.Float32bits(row[0]))
 	}
+}
+
+// amxSeparating writes, into output row 0, cases that tell the AMX order from the others:
+// (0) two chains rather than one (1+2^24-2^24 on the even chain alone gives 0 and the odd
+// chain's 1 survives; one chain in either order gives 2); (1) a tiny sum of the two chains flushed; (2) a subnormal accumulator
+// taken as zero. Output column n uses weight pairs b[q*16+n].
+func amxSeparating(c *[256]float32, a, b *[256]uint32) {
+	for q := 0; q < 16; q++ {
+		a[q] = 0
+		for n := 0; n < 3; n++ {
+			b[q*16+n] = 0
+		}
+	}
+	one, big, nbig := uint32(0x3f80), uint32(0x4b80), uint32(0xcb80) // 1, 2^24, -2^24
+	a[0], a[1], a[2] = one|one<<16, big, nbig
+	b[0], b[16], b[32] = one|one<<16, one, one // output 0: even 1, 2^24, -2^24; odd 1 first
+	c[0] = 0
+	a[3] = 0x00c0 | 0x8080<<16 // even 1.5*2^-126, odd -2^-126 (x 1): their sum is subnormal
+	b[48+1] = one | one<<16
+	c[1] = 0x1p-125
+	c[2] = math.Float32frombits(0x00400000) // subnormal accumulator, no products
+}
+
+// amxRef is output n of one TDPBF16PS by the contract: acc plus the sum of the even and the
+// odd chains of the 16 pairs a[q] (activations) times b[q*16+n] (weights).
+func amxRef(acc float32, a []uint32, b []uint32, n int) float32 {
+	var e, o float32
+	for q := 0; q < 16; q++ {
+		x, w := a[q], b[q*16+n]
+		e = dotStep(dazBF16(uint16(w)), dazBF16(uint16(x)), e)
+		o = dotStep(dazBF16(uint16(w>>16)), dazBF16(uint16(x>>16)), o)
+	}
+	return amxAdd(ftz32(acc), amxAdd(e, o))
 }

@@ -1,7 +1,7 @@
 // Command _generate writes the amd64 assembly of package kernels (kernels_amd64.s) and its Go
 // declarations and dispatch switches (kernels_amd64_gen.go).
 //
-// Run it from runtime/kernels with `go generate` (or `go run ./_generate`). It emits four
+// Run it from runtime/kernels with `go generate` (or `go run ./_generate`). It emits five
 // families of code, all for amd64 with the build tags amd64 && !purego && !noasm:
 //
 //   - avx2.go: the AVX2+FMA panel kernels (f32 activations, 16 YMM registers);
@@ -10,6 +10,8 @@
 //   - dot.go: the AVX512_BF16 panel kernels (VDPBF16PS on BF16 weights and bf16-rounded
 //     activations), whose instruction the Go assembler lacks: its EVEX bytes come from
 //     package internal/evex;
+//   - amx.go: the AMX-BF16 panel kernels (TDPBF16PS tiles, the BF16AMXActivations contract)
+//     and their test hook and peak loop, all tile instructions as VEX bytes from internal/evex;
 //   - vec.go: the vector kernels of attention (dot products, axpy, exp) and helpers.go the
 //     reference loops of the benchmarks (memory read, FMA and dot-product peaks).
 //
@@ -195,7 +197,11 @@ func main() {
 	for _, s := range shapesFor(maxPanelsDot) {
 		decls = append(decls, a.dotKernel(s))
 	}
+	for p := 1; p <= maxPanelsAMX; p++ {
+		a.amxKernel(p)
+	}
 	a.helpers()
+	a.amxHelpers()
 	a.vecKernels()
 
 	var g gen
@@ -210,6 +216,7 @@ func main() {
 		g.f("func %s(w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep int)\n", k.name, xt)
 	}
 	g.helperDecls()
+	g.amxDecls()
 	g.vecDecls()
 	g.f("// Largest panel count per batch-row count (index) of each kernel family; the generator")
 	g.f("// keeps the same tables.")

@@ -1,0 +1,213 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// bigAMX is the AMX recipe of precision.go computed independently of the package's fast
+// code: activations rounded by roundBF16Slow, every addition by math/big (bigStep), blocks of
+// 32 columns with an even and an odd chain each.
+func bigAMX(tm *testMat, x []float32, n int) []float32 {
+	out := make([]float32, n*tm.rows)
+	daz := func(v float64) float32 {
+		if math.Abs(v) < 0x1p-126 {
+			return float32(math.Copysign(0, v))
+		}
+		return float32(v)
+	}
+	cols := (tm.cols + 31) / 32 * 32
+	for j := 0; j < n; j++ {
+		xb := make([]float32, cols)
+		for k := 0; k < tm.cols; k++ {
+			xb[k] = bf16(roundBF16Slow(x[j*tm.cols+k]))
+		}
+		for i := 0; i < tm.rows; i++ {
+			w := func(k int) float32 {
+				if k >= tm.cols {
+					return 0
+				}
+				return daz(tm.w[i*tm.cols+k])
+			}
+			var acc float32
+			for c := 0; c < cols; c += 32 {
+				var e, o float32
+				for k := c; k < c+32; k += 2 {
+					e = bigStep(w(k), xb[k], e)
+					o = bigStep(w(k+1), xb[k+1], o)
+				}
+				acc = bigStep(1, acc, bigStep(1, e, o))
+			}
+			out[j*tm.rows+i] = acc
+		}
+	}
+	return out
+}
+
+// withAMXPath runs f once per path of the AMX contract this build and CPU have: the
+// portable reference, and the AMX kernels when present.
+func withAMXPath(t *testing.T, f func(t *testing.T)) {
+	t.Run("portable", func(t *testing.T) {
+		defer setPath(pathPortable)()
+		f(t)
+	})
+	if amxOn() {
+		t.Run("amx", func(t *testing.T) {
+			defer setPath(pathAVX512)()
+			f(t)
+		})
+	}
+}
+
+// TestAMXRecipe checks every path of the AMX contract bit for bit against the math/big
+// recipe, on odd shapes (columns that end inside a 32-column block, one panel or many),
+// adversarial data (cancellation within and across the chains, results that underflow,
+// subnormal weights) and every layout.
+func TestAMXRecipe(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	type tcase struct {
+		tm   *testMat
+		x    []float32
+		n    int
+		want []float32
+	}
+	var cases []tcase
+	for _, sh := range [][2]int{{1, 1}, {3, 5}, {16, 32}, {17, 31}, {33, 64}, {40, 7}, {5, 130}, {50, 97}} {
+		for v := 0; v < 3; v++ {
+			tm := randMat(r, BF16, sh[0], sh[1])
+			n := 1 + r.IntN(18)
+			x := randVec(r, n*tm.cols)
+			switch v {
+			case 1:
+				scaleBF16(tm, -60)
+				for i := range x {
+					x[i] = float32(math.Ldexp(float64(x[i]), -64))
+				}
+			case 2: // the second half of each row negates the first
+				for i := 0; i < tm.rows; i++ {
+					for k := tm.cols / 2; k < tm.cols; k++ {
+						setBF16(tm, i, k, -tm.w[i*tm.cols+k-tm.cols/2])
+					}
+				}
+				for j := 0; j < n; j++ {
+					for k := tm.cols / 2; k < tm.cols; k++ {
+						x[j*tm.cols+k] = x[j*tm.cols+k-tm.cols/2]
+					}
+				}
+			}
+			cases = append(cases, tcase{tm, x, n, bigAMX(tm, x, n)})
+		}
+	}
+	withAMXPath(t, func(t *testing.T) {
+		for _, c := range cases {
+			for name, m := range matsOf(t, c.tm) {
+				m = m.WithPrecision(BF16AMXActivations)
+				dst, check := guarded(t, c.n*c.tm.rows)
+				m.MatMul(dst, c.x, c.n)
+				check()
+				for o := range dst {
+					if !sameFloat(dst[o], c.want[o]) {
+						t.Fatalf("%dx%d %s n=%d out %d: %v (%#08x), recipe %v (%#08x)", c.tm.rows, c.tm.cols, name, c.n, o, dst[o], math.Float32bits(dst[o]), c.want[o], math.Float32bits(c.want[o]))
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAMXDiffersFromDot checks that the two bf16 contracts are different contracts (so that
+// a path mix-up cannot pass the tests of either) while their accuracy is the same.
+func TestAMXDiffersFromDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	tm := randMat(r, BF16, 64, 1000)
+	x := randVec(r, 4*tm.cols)
+	ref, scale := reference(tm, x, 4)
+	m := matsOf(t, tm)["packed"]
+	dot := make([]float32, 4*tm.rows)
+	amx := make([]float32, 4*tm.rows)
+	m.WithPrecision(BF16Activations).MatMul(dot, x, 4)
+	m.WithPrecision(BF16AMXActivations).MatMul(amx, x, 4)
+	differ := 0
+	var worst float64
+	for o := range amx {
+		if amx[o] != dot[o] {
+			differ++
+		}
+		worst = max(worst, math.Abs(float64(amx[o])-ref[o])/scale[o])
+	}
+	if differ < len(amx)/4 {
+		t.Errorf("only %d of %d outputs differ between the bf16 and bf16-amx contracts", differ, len(amx))
+	}
+	if worst > 0x1p-8 {
+		t.Errorf("bf16-amx: worst relative error %g > 2^-8", worst)
+	}
+	t.Logf("bf16-amx: %d of %d outputs differ from bf16; worst |err|/sum|wx| = %.3g", differ, len(amx), worst)
+}
+
+// TestAMXSeparatingCases checks that the cases amxAgrees runs first tell the AMX recipe from
+// its plausible neighbours (one chain in column order; the VDPBF16PS order; no flush of the
+// chains' sum; an accumulator taken as it is), so that the start-up check can fail.
+func TestAMXSeparatingCases(t *testing.T) {
+	var c [256]float32
+	var a, b [256]uint32
+	amxSeparating(&c, &a, &b)
+	oneChain := func(acc float32, n int) float32 {
+		acc = ftz32(acc)
+		for q := 0; q < 16; q++ {
+			x, w := a[q], b[q*16+n]
+			acc = dotStep(dazBF16(uint16(w)), dazBF16(uint16(x)), acc)
+			acc = dotStep(dazBF16(uint16(w>>16)), dazBF16(uint16(x>>16)), acc)
+		}
+		return acc
+	}
+	vdp := func(acc float32, n int) float32 {
+		for q := 0; q < 16; q++ {
+			acc = dotPairRef(acc, a[q], b[q*16+n])
+		}
+		return acc
+	}
+	noFlush := func(acc float32, n int) float32 {
+		var e, o float32
+		for q := 0; q < 16; q++ {
+			x, w := a[q], b[q*16+n]
+			e = dotStep(dazBF16(uint16(w)), dazBF16(uint16(x)), e)
+			o = dotStep(dazBF16(uint16(w>>16)), dazBF16(uint16(x>>16)), o)
+		}
+		return ftz32(acc) + (e + o)
+	}
+	noDAZ := func(acc float32, n int) float32 {
+		var e, o float32
+		for q := 0; q < 16; q++ {
+			x, w := a[q], b[q*16+n]
+			e = dotStep(dazBF16(uint16(w)), dazBF16(uint16(x)), e)
+			o = dotStep(dazBF16(uint16(w>>16)), dazBF16(uint16(x>>16)), o)
+		}
+		return acc + amxAdd(e, o)
+	}
+	for _, alt := range []struct {
+		name string
+		f    func(float32, int) float32
+		n    int
+	}{{"one chain", oneChain, 0}, {"VDPBF16PS order", vdp, 0}, {"no flush of the sum", noFlush, 1}, {"accumulator as is", noDAZ, 2}} {
+		want := amxRef(c[alt.n], a[:16], b[:], alt.n)
+		if got := alt.f(c[alt.n], alt.n); math.Float32bits(got) == math.Float32bits(want) {
+			t.Errorf("case %d does not separate %q from the AMX recipe: both give %v", alt.n, alt.name, got)
+		}
+	}
+}
+
+func TestParsePrecisionAMX(t *testing.T) {
+	p, err := ParsePrecision("bf16-amx")
+	if err != nil || p != BF16AMXActivations || p.String() != "bf16-amx" {
+		t.Fatalf("ParsePrecision(bf16-amx) = %v, %v", p, err)
+	}
+	m, _ := NewMat(BF16, 1, 2, make([]byte, 4))
+	if m.WithPrecision(p).Precision() != BF16AMXActivations {
+		t.Error("a BF16 matrix does not keep bf16-amx")
+	}
+	q8, _ := NewMat(Q8_0, 1, 32, make([]byte, 34))
+	if q8.WithPrecision(p).Precision() != F32Activations {
+		t.Error("a Q8_0 matrix takes bf16-amx")
+	}
+}

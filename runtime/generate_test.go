@@ -55,14 +55,16 @@ func openFile(t testing.TB, m *testmodel.Model) *gguf.File {
 
 // parityOptions are the ways a pair is loaded for the parity tests: unpacked (portable
 // kernels), packed (fused matrices, the fastest f32 path), and BF16 weights packed with bf16
-// activations (the VDPBF16PS kernels where the CPU has them; elsewhere f32).
+// activations of either contract (the VDPBF16PS or AMX kernels where the CPU has them;
+// elsewhere f32).
 var parityOptions = map[string]struct {
 	opt  runtime.Options
 	bf16 bool // BF16 weights
 }{
-	"unpacked":         {runtime.Options{Context: 128}, false},
-	"packed":           {runtime.Options{Context: 128, Pack: true}, false},
-	"bf16-packed-bf16": {runtime.Options{Context: 128, Pack: true, Activations: kernels.BF16Activations}, true},
+	"unpacked":             {runtime.Options{Context: 128}, false},
+	"packed":               {runtime.Options{Context: 128, Pack: true}, false},
+	"bf16-packed-bf16":     {runtime.Options{Context: 128, Pack: true, Activations: kernels.BF16Activations}, true},
+	"bf16-packed-bf16-amx": {runtime.Options{Context: 128, Pack: true, Activations: kernels.BF16AMXActivations}, true},
 }
 
 // TestGreedyParity: at T = 0, speculative decoding must equal plain greedy decoding token for

@@ -152,9 +152,11 @@ type Options struct {
 	Pack bool
 	// Activations is the precision of the activations in the products of BF16 weight
 	// matrices: kernels.F32Activations (the default: the reference, identical on every
-	// machine and kernel path) or kernels.BF16Activations (activations rounded to bfloat16,
-	// as llama.cpp does for BF16 weights; faster where VDPBF16PS is fast, and less accurate).
-	// BF16 activations are only used where the kernels run them on hardware
-	// (kernels.FastBF16); elsewhere the model keeps F32Activations and its Numerics says why.
+	// machine and kernel path), kernels.BF16Activations (activations rounded to bfloat16,
+	// as llama.cpp does for BF16 weights; faster where VDPBF16PS is fast, and less accurate)
+	// or kernels.BF16AMXActivations (the same rounding, summed the way AMX tiles do: batches
+	// nearly as cheap as one row where AMX-BF16 runs). A bf16 precision is only used where
+	// the kernels run it on hardware (kernels.Accelerated); elsewhere the model keeps
+	// F32Activations and its Numerics says why.
 	Activations kernels.Precision
 }

@@ -3,10 +3,11 @@ package runtime
 import "github.com/dspark-dev/dspark/runtime/kernels"
 
 // Precision returns the activation precision the options give the kernels on this machine:
-// BF16Activations only when requested and kernels.FastBF16, else F32Activations.
+// a bf16 precision (BF16Activations, BF16AMXActivations) only when requested and run on
+// hardware kernels here (kernels.Accelerated), else F32Activations.
 func (o Options) Precision() kernels.Precision {
-	if o.Activations == kernels.BF16Activations && kernels.FastBF16() {
-		return kernels.BF16Activations
+	if o.Activations != kernels.F32Activations && kernels.Accelerated(o.Activations) {
+		return o.Activations
 	}
 	return kernels.F32Activations
 }
@@ -15,7 +16,7 @@ func (o Options) Precision() kernels.Precision {
 // precision used and, when it differs, the one requested and why.
 type Numerics struct {
 	Kernels     string `json:"kernels"`                         // kernels.Path of the precision used
-	Activations string `json:"activations"`                     // "f32" or "bf16"
+	Activations string `json:"activations"`                     // "f32", "bf16" or "bf16-amx"
 	Requested   string `json:"activations_requested,omitempty"` // set when it differs from Activations
 	Note        string `json:"note,omitempty"`
 }
@@ -36,12 +37,18 @@ func NumericsFor(opt Options, bf16 bool) Numerics {
 	case !bf16:
 		n.Requested = opt.Activations.String()
 		n.Note = "no BF16 weight matrices: bf16 activations apply to BF16 weights only"
+	case opt.Activations == kernels.BF16AMXActivations:
+		n.Requested = opt.Activations.String()
+		n.Note = "this CPU or OS has no usable AMX-BF16 tiles (see `make test-paths`); f32 activations used"
 	default:
 		n.Requested = opt.Activations.String()
 		n.Note = "this CPU has no fast bf16 kernels (AVX512_BF16 with the reference's results); f32 activations used"
 	}
-	if p == kernels.BF16Activations {
+	switch p {
+	case kernels.BF16Activations:
 		n.Note = "bf16 activations on BF16 weights: less accurate than the f32 reference (llama.cpp's log-probs move by 0.02-0.07 this way); docs/kernels.md says where it is faster"
+	case kernels.BF16AMXActivations:
+		n.Note = "bf16 activations on BF16 weights, summed the AMX way: less accurate than the f32 reference (as bf16), different bits from bf16; a batch of up to 16 rows costs about one weight read"
 	}
 	return n
 }

@@ -78,12 +78,21 @@ func TestTargetMatchesReference(t *testing.T) {
 // row a lot): the bound here, a quarter of the range, only catches a broken path (a wrong
 // layout or order gives errors of the order of the range).
 func TestTargetBF16Activations(t *testing.T) {
-	if !kernels.FastBF16() {
-		t.Skip("no fast bf16 kernels on this CPU: bf16 activations fall back to f32")
+	for _, p := range []kernels.Precision{kernels.BF16Activations, kernels.BF16AMXActivations} {
+		t.Run(p.String(), func(t *testing.T) { testTargetBF16Activations(t, p) })
+	}
+}
+
+func testTargetBF16Activations(t *testing.T, p kernels.Precision) {
+	if !kernels.Accelerated(p) {
+		t.Skipf("no hardware kernels for %v activations on this CPU: they fall back to f32", p)
 	}
 	spec := targetVariants()["bf16"]
 	m := testmodel.BuildTarget(spec, 11)
-	tg := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: kernels.BF16Activations})
+	tg := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: p})
+	if got := tg.Numerics().Activations; got != p.String() {
+		t.Fatalf("%v requested, numerics %+v", p, tg.Numerics())
+	}
 	tokens := []int{3, 14, 15, 9, 26, 5, 35, 8}
 	ref := &testmodel.Ref{S: spec, M: m}
 	want, _ := ref.Forward(tokens)
@@ -102,7 +111,7 @@ func TestTargetBF16Activations(t *testing.T) {
 		}
 		worst = math.Max(worst, e/(hi-lo))
 	}
-	t.Logf("bf16 activations: worst |logit error| / range %.2g", worst)
+	t.Logf("%v activations: worst |logit error| / range %.2g", p, worst)
 }
 
 // TestTargetBatchBitIdentity checks that a row's logits are bit-identical whether it is
@@ -111,18 +120,21 @@ func TestTargetBF16Activations(t *testing.T) {
 // With bf16 activations the unpacked target runs the portable reference of that contract and
 // the packed one the VDPBF16PS kernels (where the CPU has them): they must agree too.
 func TestTargetBatchBitIdentity(t *testing.T) {
-	for _, name := range []string{"moe", "bf16", "bf16-act"} {
+	for _, name := range []string{"moe", "bf16", "bf16-act", "bf16-amx-act"} {
 		act := kernels.F32Activations
-		if name == "bf16-act" {
+		switch name {
+		case "bf16-act":
 			name, act = "bf16", kernels.BF16Activations
+		case "bf16-amx-act":
+			name, act = "bf16", kernels.BF16AMXActivations
 		}
 		spec := targetVariants()[name]
 		t.Run(name+"/"+act.String(), func(t *testing.T) {
 			m := testmodel.BuildTarget(spec, 5)
 			a := openTarget(t, m, runtime.Options{Context: 64, Activations: act})
 			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: act}) // packed (fused) vs unpacked too
-			if act == kernels.BF16Activations && kernels.FastBF16() && b.Numerics().Activations != "bf16" {
-				t.Fatalf("bf16 requested, numerics %+v", b.Numerics())
+			if act != kernels.F32Activations && kernels.Accelerated(act) && b.Numerics().Activations != act.String() {
+				t.Fatalf("%v requested, numerics %+v", act, b.Numerics())
 			}
 			prompt := []int{1, 5, 9, 2}
 			block := []int{7, 3, 3, 8, 0, 12, 4, 6}

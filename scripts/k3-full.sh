@@ -7,7 +7,8 @@
 #   - 4,776,008,196 tensor bytes in the file: the 96,257 elements of 1-D tensors (norms,
 #     conf_proj.bias) are written F32 as llama.cpp requires, 192,514 bytes more than BF16.
 # VERIFY=1 also runs convert --verify (re-derives every tensor's sha256 from the source).
-# Then, unless DRAFT=0, `dspark run --draft-only` drafts one block with the converted file.
+# Then, unless DRAFT=0, `dspark run --draft-only` drafts one block with the converted file
+# (ACTIVATIONS=bf16-amx or bf16 passes --activations to it; the default is f32).
 # Needs ~12 GB free in $BENCH_DIR (default $TMPDIR or /tmp); everything is removed at exit.
 #
 # Usage: scripts/k3-full.sh [path/to/dspark]   (built from ./cmd/dspark if missing)
@@ -55,5 +56,5 @@ echo "k3-full: OK: 72 tensors, 2,387,907,841 parameters, 4,775,815,682 source by
 # DRAFT=0 skips it.
 if [ "${DRAFT:-1}" = 1 ]; then
   echo "k3-full: drafting one block with the full-size draft (dspark run --draft-only)"
-  "$bin" run --draft "$tmp/k3.gguf" --draft-only
+  "$bin" run --draft "$tmp/k3.gguf" --draft-only --activations "${ACTIVATIONS:-f32}"
 fi

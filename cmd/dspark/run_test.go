@@ -189,30 +189,37 @@ func TestRunTargetOnlyAndDraftOnly(t *testing.T) {
 // f32 with the request noted elsewhere.
 func TestRunActivations(t *testing.T) {
 	target, draft := convertedPair(t)
-	out, errOut, code := runRoot(t, "run", "--target", target, "--draft", draft, "--tokens", "5,6,7", "-n", "12", "--json", "--activations", "bf16")
-	if code != 0 {
-		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	for _, act := range []kernels.Precision{kernels.BF16Activations, kernels.BF16AMXActivations} {
+		a := act.String()
+		out, errOut, code := runRoot(t, "run", "--target", target, "--draft", draft, "--tokens", "5,6,7", "-n", "12", "--json", "--activations", a)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s%s", a, code, out, errOut)
+		}
+		var rep runReport
+		decodeJSON(t, out, &rep)
+		want, requested, path := a, "", kernels.Path(act)
+		if !kernels.Accelerated(act) {
+			want, requested, path = "f32", a, kernels.Implementation()
+		}
+		if rep.Numerics.Activations != want || rep.Numerics.Requested != requested || rep.Numerics.Kernels != path || rep.Numerics.Note == "" || rep.MatchesPlain == nil || !*rep.MatchesPlain {
+			t.Fatalf("%s: report %+v", a, rep)
+		}
+		out, code = runCLI(t, "run", "--target", target, "--tokens", "3", "-n", "2", "--activations", a)
+		if code != 0 || !strings.Contains(out, "kernels: "+path) || !strings.Contains(out, "activations "+want) {
+			t.Fatalf("%s: exit %d:\n%s", a, code, out)
+		}
+		out, _, code = runRoot(t, "run", "--draft", draft, "--draft-only", "--json", "--activations", a)
+		if code != 0 || !strings.Contains(out, `"activations": "`+want+`"`) {
+			t.Fatalf("%s draft-only: exit %d:\n%s", a, code, out)
+		}
 	}
-	var rep runReport
-	decodeJSON(t, out, &rep)
-	want, requested := "bf16", ""
-	if !kernels.FastBF16() {
-		want, requested = "f32", "bf16"
-	}
-	if rep.Numerics.Activations != want || rep.Numerics.Requested != requested || rep.Numerics.Note == "" || rep.MatchesPlain == nil || !*rep.MatchesPlain {
-		t.Fatalf("report %+v", rep)
-	}
-	out, code = runCLI(t, "run", "--target", target, "--tokens", "3", "-n", "2", "--activations", "bf16")
-	if code != 0 || !strings.Contains(out, "kernels: ") || !strings.Contains(out, "activations "+want) {
-		t.Fatalf("exit %d:\n%s", code, out)
-	}
-	out, _, code = runRoot(t, "run", "--draft", draft, "--draft-only", "--json", "--activations", "bf16")
-	if code != 0 || !strings.Contains(out, `"activations": "`+want+`"`) {
-		t.Fatalf("draft-only: exit %d:\n%s", code, out)
-	}
-	out, code = runCLI(t, "run", "--draft", draft, "--draft-only")
+	out, code := runCLI(t, "run", "--draft", draft, "--draft-only")
 	if code != 0 || !strings.Contains(out, "kernels: "+kernels.Implementation()+", activations f32") {
 		t.Fatalf("draft-only table: exit %d:\n%s", code, out)
+	}
+	_, errOut, code := runRoot(t, "run", "--activations", "amx")
+	if code != exitUsage || !strings.Contains(errOut, "--activations") {
+		t.Fatalf("--activations amx: exit %d, want %d naming the flag\n%s", code, exitUsage, errOut)
 	}
 }
 

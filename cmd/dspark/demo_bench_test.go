@@ -23,7 +23,7 @@ import (
 // iterations, tau, and the round's cost split (draft and verify, in plain steps), and the
 // plain decode's weight bandwidth. The pair comes from the cache ($DSPARK_DEMO_CACHE, else
 // the user cache) and is built there first if needed (a few minutes). make bench-demo runs
-// it.
+// it; DSPARK_BENCH_ACTIVATIONS=bf16-amx (or bf16) runs both decodes at that precision.
 func BenchmarkDemo(b *testing.B) {
 	f, err := demo.Open(demo.OpenOptions{CacheDir: os.Getenv("DSPARK_DEMO_CACHE")})
 	if err != nil {
@@ -36,6 +36,11 @@ func BenchmarkDemo(b *testing.B) {
 	}
 	defer m.Close()
 	c := &runConfig{mode: modeDemo, n: 64, seed: 1}
+	if a := os.Getenv("DSPARK_BENCH_ACTIVATIONS"); a != "" {
+		if c.activations, err = kernels.ParsePrecision(a); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var rows []demoRow
 	longest := 0
 	for _, p := range f.Prompts {
@@ -50,6 +55,7 @@ func BenchmarkDemo(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	fmt.Fprintf(os.Stderr, "BenchmarkDemo: target %s\n", numericsLine(m.target.Numerics()))
 	step := float64(targetStepBytes(m.tf))
 	for _, threads := range []int{1, 2} {
 		for _, mode := range demoModes(c) {

@@ -66,54 +66,8 @@ func withAMXPath(t *testing.T, f func(t *testing.T)) {
 // subnormal weights) and every layout.
 func TestAMXRecipe(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	type tcase struct {
-		tm   *testMat
-		x    []float32
-		n    int
-		want []float32
-	}
-	var cases []tcase
-	for _, sh := range [][2]int{{1, 1}, {3, 5}, {16, 32}, {17, 31}, {33, 64}, {40, 7}, {5, 130}, {50, 97}} {
-		for v := 0; v < 3; v++ {
-			tm := randMat(r, BF16, sh[0], sh[1])
-			n := 1 + r.IntN(18)
-			x := randVec(r, n*tm.cols)
-			switch v {
-			case 1:
-				scaleBF16(tm, -60)
-				for i := range x {
-					x[i] = float32(math.Ldexp(float64(x[i]), -64))
-				}
-			case 2: // the second half of each row negates the first
-				for i := 0; i < tm.rows; i++ {
-					for k := tm.cols / 2; k < tm.cols; k++ {
-						setBF16(tm, i, k, -tm.w[i*tm.cols+k-tm.cols/2])
-					}
-				}
-				for j := 0; j < n; j++ {
-					for k := tm.cols / 2; k < tm.cols; k++ {
-						x[j*tm.cols+k] = x[j*tm.cols+k-tm.cols/2]
-					}
-				}
-			}
-			cases = append(cases, tcase{tm, x, n, bigAMX(tm, x, n)})
-		}
-	}
-	withAMXPath(t, func(t *testing.T) {
-		for _, c := range cases {
-			for name, m := range matsOf(t, c.tm) {
-				m = m.WithPrecision(BF16AMXActivations)
-				dst, check := guarded(t, c.n*c.tm.rows)
-				m.MatMul(dst, c.x, c.n)
-				check()
-				for o := range dst {
-					if !sameFloat(dst[o], c.want[o]) {
-						t.Fatalf("%dx%d %s n=%d out %d: %v (%#08x), recipe %v (%#08x)", c.tm.rows, c.tm.cols, name, c.n, o, dst[o], math.Float32bits(dst[o]), c.want[o], math.Float32bits(c.want[o]))
-					}
-				}
-			}
-		}
-	})
+	cases := recipeCases(r, [][2]int{{1, 1}, {3, 5}, {16, 32}, {17, 31}, {33, 64}, {40, 7}, {5, 130}, {50, 97}}, 18, bigAMX)
+	withAMXPath(t, func(t *testing.T) { checkRecipe(t, cases, BF16AMXActivations) })
 }
 
 // TestAMXDiffersFromDot checks that the two bf16 contracts are different contracts (so that

@@ -186,31 +186,32 @@ func dotOperands(r *rand.Rand, i int) (acc float32, a, b uint32) {
 	return acc, a, b
 }
 
-// TestDotRecipe checks every path of the BF16-activation contract (the portable reference,
-// and VDPBF16PS when the CPU has it) bit for bit against the math/big recipe, on odd shapes,
-// adversarial data (cancellation, results that underflow, subnormal weights) and every
-// layout.
-func TestDotRecipe(t *testing.T) {
-	r := rand.New(rand.NewPCG(25, 26))
-	type tcase struct {
-		tm   *testMat
-		x    []float32
-		n    int
-		want []float32
-	}
-	var cases []tcase
-	for _, sh := range [][2]int{{1, 1}, {3, 5}, {16, 2}, {17, 31}, {33, 64}, {40, 7}, {5, 130}} {
+// recipeCase is one bit-exactness case of a bf16 contract: a BF16 matrix, n rows of input
+// and the outputs of the contract's math/big recipe.
+type recipeCase struct {
+	tm   *testMat
+	x    []float32
+	n    int
+	want []float32
+}
+
+// recipeCases makes three cases per shape, each with 1..maxN batch rows: random data; tiny
+// weights and activations (products and sums near and below 2^-126); rows whose second half
+// cancels the first. recipe computes the expected outputs.
+func recipeCases(r *rand.Rand, shapes [][2]int, maxN int, recipe func(*testMat, []float32, int) []float32) []recipeCase {
+	var cases []recipeCase
+	for _, sh := range shapes {
 		for v := 0; v < 3; v++ {
 			tm := randMat(r, BF16, sh[0], sh[1])
-			n := 1 + r.IntN(9)
+			n := 1 + r.IntN(maxN)
 			x := randVec(r, n*tm.cols)
 			switch v {
-			case 1: // tiny weights and activations: products and sums near and below 2^-126
+			case 1:
 				scaleBF16(tm, -60)
 				for i := range x {
 					x[i] = float32(math.Ldexp(float64(x[i]), -64))
 				}
-			case 2: // cancelling rows: row i's second half negates its first
+			case 2:
 				for i := 0; i < tm.rows; i++ {
 					for k := tm.cols / 2; k < tm.cols; k++ {
 						setBF16(tm, i, k, -tm.w[i*tm.cols+k-tm.cols/2])
@@ -222,24 +223,39 @@ func TestDotRecipe(t *testing.T) {
 					}
 				}
 			}
-			cases = append(cases, tcase{tm, x, n, bigDot(tm, x, n)})
+			cases = append(cases, recipeCase{tm, x, n, recipe(tm, x, n)})
 		}
 	}
-	withDotPath(t, func(t *testing.T) {
-		for _, c := range cases {
-			for name, m := range matsOf(t, c.tm) {
-				m = m.WithPrecision(BF16Activations)
-				dst, check := guarded(t, c.n*c.tm.rows)
-				m.MatMul(dst, c.x, c.n)
-				check()
-				for o := range dst {
-					if !sameFloat(dst[o], c.want[o]) {
-						t.Fatalf("%dx%d %s n=%d out %d: %v (%#08x), recipe %v (%#08x)", c.tm.rows, c.tm.cols, name, c.n, o, dst[o], math.Float32bits(dst[o]), c.want[o], math.Float32bits(c.want[o]))
-					}
+	return cases
+}
+
+// checkRecipe runs every case on every layout with activations of precision p on the
+// current path and compares each output with the recipe's, bit for bit.
+func checkRecipe(t *testing.T, cases []recipeCase, p Precision) {
+	t.Helper()
+	for _, c := range cases {
+		for name, m := range matsOf(t, c.tm) {
+			m = m.WithPrecision(p)
+			dst, check := guarded(t, c.n*c.tm.rows)
+			m.MatMul(dst, c.x, c.n)
+			check()
+			for o := range dst {
+				if !sameFloat(dst[o], c.want[o]) {
+					t.Fatalf("%dx%d %s n=%d out %d: %v (%#08x), recipe %v (%#08x)", c.tm.rows, c.tm.cols, name, c.n, o, dst[o], math.Float32bits(dst[o]), c.want[o], math.Float32bits(c.want[o]))
 				}
 			}
 		}
-	})
+	}
+}
+
+// TestDotRecipe checks every path of the BF16-activation contract (the portable reference,
+// and VDPBF16PS when the CPU has it) bit for bit against the math/big recipe, on odd shapes,
+// adversarial data (cancellation, results that underflow, subnormal weights) and every
+// layout.
+func TestDotRecipe(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	cases := recipeCases(r, [][2]int{{1, 1}, {3, 5}, {16, 2}, {17, 31}, {33, 64}, {40, 7}, {5, 130}}, 9, bigDot)
+	withDotPath(t, func(t *testing.T) { checkRecipe(t, cases, BF16Activations) })
 }
 
 // TestDotAccuracy bounds the BF16-activation error against float64 (what the precision

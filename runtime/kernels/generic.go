@@ -198,12 +198,7 @@ func (m *Mat) panelsDotGeneric(s *seg, n, p0, p1 int) {
 			c := min(maxChunk, n-j0)
 			acc = [maxChunk][panelRows]float64{}
 			for q := 0; q < pairs; q++ {
-				blk := mem[q*64 : q*64+64]
-				for r := range even {
-					v := binary.LittleEndian.Uint32(blk[4*r:])
-					even[r] = float64(dazBF16(uint16(v)))
-					odd[r] = float64(dazBF16(uint16(v >> 16)))
-				}
+				pairLanes(mem[q*64:q*64+64], &even, &odd)
 				for j := 0; j < c; j++ {
 					dotLanes(&acc[j], &odd, &even, s.xb[(j0+j)*s.xbRow+q])
 				}
@@ -229,12 +224,7 @@ func (m *Mat) panelsAMXGeneric(s *seg, n, p0, p1 int) {
 			for q0 := 0; q0 < pairs; q0 += amxPairs {
 				even, odd = [maxChunk][panelRows]float64{}, [maxChunk][panelRows]float64{}
 				for q := q0; q < min(q0+amxPairs, pairs); q++ {
-					blk := mem[q*64 : q*64+64]
-					for r := range we {
-						v := binary.LittleEndian.Uint32(blk[4*r:])
-						we[r] = float64(dazBF16(uint16(v)))
-						wo[r] = float64(dazBF16(uint16(v >> 16)))
-					}
+					pairLanes(mem[q*64:q*64+64], &we, &wo)
 					for j := 0; j < c; j++ {
 						xp := s.xb[(j0+j)*s.xbRow+q]
 						dotHalf(&even[j], &we, bf16(uint16(xp)))
@@ -247,6 +237,16 @@ func (m *Mat) panelsAMXGeneric(s *seg, n, p0, p1 int) {
 			}
 			storeLanes(s, out[:], acc[:c], j0, pn)
 		}
+	}
+}
+
+// pairLanes decodes one packed BF16 pair of a panel (64 bytes) into the 16 rows' even and
+// odd weights, denormals-are-zero (the dot-product contracts).
+func pairLanes(blk []byte, even, odd *[panelRows]float64) {
+	for r := range even {
+		v := binary.LittleEndian.Uint32(blk[4*r:])
+		even[r] = float64(dazBF16(uint16(v)))
+		odd[r] = float64(dazBF16(uint16(v >> 16)))
 	}
 }
 

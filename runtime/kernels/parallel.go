@@ -130,8 +130,11 @@ func ensureWorkers(n int) {
 }
 
 // chunksPerPart is how many chunks each participant gets on average: enough that a late
-// worker leaves work the caller can take, few enough that chunks stay long streams.
-const chunksPerPart = 2
+// worker leaves work the caller can take and that the last chunk, which one goroutine may
+// wait for alone, is short; few enough that chunks stay long streams. On the demo target
+// two-thread decode/read went 0.73-0.74 (2), 0.75-0.76 (4), 0.77-0.79 (8), 0.75-0.78 (16),
+// 0.72-0.79 (32) in alternated runs (docs/benchmarks.md).
+const chunksPerPart = 8
 
 // run computes units [0, units) of m on up to Parallelism goroutines (fewer for small calls).
 func (m *Mat) run(c *geo, n, units int) {

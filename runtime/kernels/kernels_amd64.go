@@ -65,6 +65,59 @@ func dotAgrees() bool {
 	return true
 }
 
+// cpuRound is whether activations are rounded to bfloat16 by VCVTNEPS2BF16 (roundBF16x16):
+// AVX512_BF16 and an instruction that rounds as roundBits does (roundAgrees).
+var cpuRound = cpuBF16 && roundAgrees()
+
+// roundAgreeCases are float32 patterns whose rounding tells the plausible rules apart: ties
+// (to even, both ways), subnormals and the smallest normals, the largest finite values
+// (which round to Inf), infinities and NaNs (quiet, payload kept).
+var roundAgreeCases = []uint32{
+	0x3f808000, 0x3f818000, 0x3f80ffff, 0x3f807fff, 0xbf818000, 0x007fffff, 0x807fffff,
+	0x00000001, 0x00400000, 0x00800000, 0x0080ffff, 0x7f7fffff, 0xff7fffff, 0x7f7f8000,
+	0x7f800000, 0xff800000, 0x7fc00001, 0x7f800001, 0xff812345, 0x00000000, 0x80000000,
+}
+
+// roundAgrees rounds roundAgreeCases and pseudo-random patterns with VCVTNEPS2BF16 and
+// reports whether every result is roundBits'. TestRoundBulk is the thorough version.
+func roundAgrees() bool {
+	var src [64]float32
+	var dst [32]uint32
+	s := uint32(0x9e3779b9)
+	for round := 0; round < 16; round++ {
+		for i := range src {
+			if c := round*64 + i; c < len(roundAgreeCases) {
+				src[i] = math.Float32frombits(roundAgreeCases[c])
+				continue
+			}
+			s ^= s << 13
+			s ^= s >> 17
+			s ^= s << 5
+			src[i] = math.Float32frombits(s)
+		}
+		roundBF16x16(&dst[0], &src[0], 4)
+		for q := range dst {
+			want := roundBits(math.Float32bits(src[2*q])) | roundBits(math.Float32bits(src[2*q+1]))<<16
+			if dst[q] != want {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// roundBulk rounds the whole groups of 16 values at the start of row into d (8 pairs a
+// group) with VCVTNEPS2BF16 when cpuRound, and returns how many values it rounded.
+func roundBulk(d []uint32, row []float32) int {
+	n := len(row) / 16
+	if !cpuRound || n == 0 {
+		return 0
+	}
+	_ = d[n*8-1]
+	roundBF16x16(&d[0], &row[0], n)
+	return n * 16
+}
+
 // cpuPaths lists the paths this build and CPU can run, slowest first.
 func cpuPaths() []path { return availablePaths }
 

@@ -22085,6 +22085,36 @@ TEXT ·dpbf16(SB), NOSPLIT, $0-24
 	VZEROUPPER
 	RET
 
+// func roundBF16x16(dst *uint32, src *float32, n int)
+TEXT ·roundBF16x16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ CX, BX
+	ANDQ $1, BX
+	SHRQ $1, CX
+	JZ roundBF16x16_tail
+roundBF16x16_loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNEPS2BF16 Z0, Y2
+	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd9 // VCVTNEPS2BF16 Z1, Y3
+	VMOVDQU Y2, (DI)
+	VMOVDQU Y3, 32(DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ roundBF16x16_loop
+roundBF16x16_tail:
+	TESTQ BX, BX
+	JZ roundBF16x16_done
+	VMOVUPS (SI), Z0
+	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNEPS2BF16 Z0, Y2
+	VMOVDQU Y2, (DI)
+roundBF16x16_done:
+	VZEROUPPER
+	RET
+
 // func amxDot(cfg *byte, c *float32, a, b *uint32)
 TEXT ·amxDot(SB), NOSPLIT, $0-32
 	MOVQ cfg+0(FP), AX

@@ -564,6 +564,13 @@ func dotLoop(n int)
 //go:noescape
 func dpbf16(acc *float32, a, b *uint32)
 
+// roundBF16x16 rounds n groups of 16 float32 values at src to bfloat16 pairs at dst
+// (8 words a group, value 2q in the low half of word q) with VCVTNEPS2BF16 (needs
+// AVX512_BF16).
+//
+//go:noescape
+func roundBF16x16(dst *uint32, src *float32, n int)
+
 // amxP1 multiplies 1 packed BF16 panels by the batch rows of x (bf16 pairs, xStride bytes
 // per row) with AMX tiles configured by cfg, for blocks blocks of 16 pairs.
 //

@@ -156,3 +156,56 @@ func TestDotInstruction(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundBulk checks VCVTNEPS2BF16 (roundBF16x16, the activation rounding of both bf16
+// contracts on AVX512_BF16 CPUs) against roundBits on 4 million patterns: random, small and
+// subnormal, ties, near the largest finite values, NaNs and infinities; and that roundRow
+// gives the same pairs with and without it, for every row length up to 80.
+func TestRoundBulk(t *testing.T) {
+	if !cpuBF16 {
+		t.Skip("this CPU has no AVX512_BF16: VCVTNEPS2BF16 not tested")
+	}
+	if !cpuRound {
+		t.Fatal("roundAgrees failed: VCVTNEPS2BF16 rounds differently from roundBits")
+	}
+	r := rand.New(rand.NewPCG(51, 52))
+	src := make([]float32, 1<<16)
+	dst := make([]uint32, len(src)/2)
+	for round := 0; round < 64; round++ {
+		for i := range src {
+			u := r.Uint32()
+			switch i % 6 {
+			case 0:
+				u &= 0x80ffffff // small and subnormal
+			case 1:
+				u = u&0xffff0000 | 0x8000 // ties
+			case 2:
+				u |= 0x7f000000 // huge, Inf and NaN
+			case 3:
+				u = u&0xffff0000 | 0x7fff | u&0x10000
+			}
+			src[i] = math.Float32frombits(u)
+		}
+		roundBF16x16(&dst[0], &src[0], len(src)/16)
+		for q, got := range dst {
+			want := roundBits(math.Float32bits(src[2*q])) | roundBits(math.Float32bits(src[2*q+1]))<<16
+			if got != want {
+				t.Fatalf("VCVTNEPS2BF16(%#08x, %#08x) = %#08x, roundBits %#08x", math.Float32bits(src[2*q]), math.Float32bits(src[2*q+1]), got, want)
+			}
+		}
+	}
+	for n := 1; n <= 80; n++ {
+		row := src[:n]
+		fast := make([]uint32, (n+1)/2)
+		roundRow(fast, row)
+		cpuRound = false
+		slow := make([]uint32, (n+1)/2)
+		roundRow(slow, row)
+		cpuRound = true
+		for q := range fast {
+			if fast[q] != slow[q] {
+				t.Fatalf("roundRow of %d values: pair %d = %#08x, without VCVTNEPS2BF16 %#08x", n, q, fast[q], slow[q])
+			}
+		}
+	}
+}

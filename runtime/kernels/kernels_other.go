@@ -20,6 +20,9 @@ func (m *Mat) panels512(s *seg, n, p0, p1 int)  { m.panelsGeneric(s, n, p0, p1) 
 func (m *Mat) panelsDot(s *seg, n, p0, p1 int)  { m.panelsDotGeneric(s, n, p0, p1) }
 func (m *Mat) panelsAMX(s *seg, n, p0, p1 int)  { m.panelsAMXGeneric(s, n, p0, p1) }
 
+// roundBulk rounds nothing: this build has no VCVTNEPS2BF16 (roundRow does every value).
+func roundBulk(d []uint32, row []float32) int { return 0 }
+
 // amxActive is false: this build has no AMX kernels.
 func amxActive() bool { return false }
 

@@ -192,8 +192,12 @@ func roundPairs(dst []uint32, x []float32, n, xRow, cols, stride int) {
 	}
 }
 
-// roundRow rounds one row of activations into len(d) = (len(row)+1)/2 pairs.
+// roundRow rounds one row of activations into len(d) = (len(row)+1)/2 pairs: whole groups
+// of 16 by VCVTNEPS2BF16 where the CPU has it (roundBulk), the rest here.
 func roundRow(d []uint32, row []float32) {
+	if k := roundBulk(d, row); k > 0 {
+		d, row = d[k/2:], row[k:]
+	}
 	for len(row) >= 2 && len(d) > 0 {
 		d[0] = roundBits(math.Float32bits(row[0])) | roundBits(math.Float32bits(row[1]))<<16
 		d, row = d[1:], row[2:]

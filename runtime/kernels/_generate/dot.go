@@ -22,6 +22,51 @@ func (g *gen) vdpbf16ps(dst, a, b int) {
 	g.f("\t%s // VDPBF16PS Z%d, Z%d, Z%d", evex.GoAsm(enc), b, a, dst)
 }
 
+// vcvtneps2bf16 emits VCVTNEPS2BF16 Zsrc, Ydst as bytes (the Go assembler lacks it).
+func (g *gen) vcvtneps2bf16(dst, src int) {
+	enc, err := evex.VCVTNEPS2BF16(dst, src)
+	if err != nil {
+		log.Fatal(err)
+	}
+	g.f("\t%s // VCVTNEPS2BF16 Z%d, Y%d", evex.GoAsm(enc), src, dst)
+}
+
+// roundBF16Kernel emits roundBF16x16(dst *uint32, src *float32, n int): n groups of 16
+// float32 values rounded to bfloat16 by VCVTNEPS2BF16, stored as 8 pair words each (value
+// 2q in the low half of word q), two groups per iteration.
+func (g *gen) roundBF16Kernel() {
+	g.f("// func roundBF16x16(dst *uint32, src *float32, n int)")
+	g.f("TEXT ·roundBF16x16(SB), NOSPLIT, $0-24")
+	g.f("\tMOVQ dst+0(FP), DI")
+	g.f("\tMOVQ src+8(FP), SI")
+	g.f("\tMOVQ n+16(FP), CX")
+	g.f("\tMOVQ CX, BX")
+	g.f("\tANDQ $1, BX")
+	g.f("\tSHRQ $1, CX")
+	g.f("\tJZ roundBF16x16_tail")
+	g.f("roundBF16x16_loop:")
+	g.f("\tVMOVUPS (SI), Z0")
+	g.f("\tVMOVUPS 64(SI), Z1")
+	g.vcvtneps2bf16(2, 0)
+	g.vcvtneps2bf16(3, 1)
+	g.f("\tVMOVDQU Y2, (DI)")
+	g.f("\tVMOVDQU Y3, 32(DI)")
+	g.f("\tADDQ $128, SI")
+	g.f("\tADDQ $64, DI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ roundBF16x16_loop")
+	g.f("roundBF16x16_tail:")
+	g.f("\tTESTQ BX, BX")
+	g.f("\tJZ roundBF16x16_done")
+	g.f("\tVMOVUPS (SI), Z0")
+	g.vcvtneps2bf16(2, 0)
+	g.f("\tVMOVDQU Y2, (DI)")
+	g.f("roundBF16x16_done:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
 // dotKernel emits one AVX512_BF16 kernel. x holds bf16 pairs (x[2q], x[2q+1]) as 32-bit
 // words, xStride bytes apart per batch row, and cols is the number of pairs; a packed BF16
 // pair of a panel is 64 bytes, word r = row r's (even, odd) weights, which is exactly the

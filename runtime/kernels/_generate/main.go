@@ -201,6 +201,7 @@ func main() {
 		a.amxKernel(p)
 	}
 	a.helpers()
+	a.roundBF16Kernel()
 	a.amxHelpers()
 	a.vecKernels()
 
@@ -216,6 +217,12 @@ func main() {
 		g.f("func %s(w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep int)\n", k.name, xt)
 	}
 	g.helperDecls()
+	g.f("// roundBF16x16 rounds n groups of 16 float32 values at src to bfloat16 pairs at dst")
+	g.f("// (8 words a group, value 2q in the low half of word q) with VCVTNEPS2BF16 (needs")
+	g.f("// AVX512_BF16).")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func roundBF16x16(dst *uint32, src *float32, n int)\n")
 	g.amxDecls()
 	g.vecDecls()
 	g.f("// Largest panel count per batch-row count (index) of each kernel family; the generator")

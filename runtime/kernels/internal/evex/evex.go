@@ -34,6 +34,19 @@ func VDPBF16PS(dst, a, b int) ([]byte, error) {
 	return encode(0x52, ppF3, mm0F38, dst, a, b), nil
 }
 
+// VCVTNEPS2BF16 returns the encoding of VCVTNEPS2BF16 ymm(dst), zmm(src) (Intel operand
+// order; Go and AT&T write "VCVTNEPS2BF16 Zsrc, Ydst"): the 16 float32 lanes of src rounded
+// to bfloat16 (nearest even) into the 16 words of dst. Registers are 0..31. Encoding:
+// EVEX.512.F3.0F38.W0 72 /r, dst in ModRM.reg, src in ModRM.r/m, vvvv unused (1111).
+func VCVTNEPS2BF16(dst, src int) ([]byte, error) {
+	for _, r := range []int{dst, src} {
+		if r < 0 || r > 31 {
+			return nil, fmt.Errorf("evex: register %d out of range 0..31", r)
+		}
+	}
+	return encode(0x72, ppF3, mm0F38, dst, 0, src), nil
+}
+
 // Values of the EVEX pp (implied legacy prefix) and mm (opcode map) fields.
 const (
 	ppF3   = 0b10

@@ -11,25 +11,11 @@ import (
 // 32 columns with an even and an odd chain each.
 func bigAMX(tm *testMat, x []float32, n int) []float32 {
 	out := make([]float32, n*tm.rows)
-	daz := func(v float64) float32 {
-		if math.Abs(v) < 0x1p-126 {
-			return float32(math.Copysign(0, v))
-		}
-		return float32(v)
-	}
 	cols := (tm.cols + 31) / 32 * 32
 	for j := 0; j < n; j++ {
-		xb := make([]float32, cols)
-		for k := 0; k < tm.cols; k++ {
-			xb[k] = bf16(roundBF16Slow(x[j*tm.cols+k]))
-		}
+		xb := bigRounded(tm, x, j, cols)
 		for i := 0; i < tm.rows; i++ {
-			w := func(k int) float32 {
-				if k >= tm.cols {
-					return 0
-				}
-				return daz(tm.w[i*tm.cols+k])
-			}
+			w := func(k int) float32 { return bigWeight(tm, i, k) }
 			var acc float32
 			for c := 0; c < cols; c += 32 {
 				var e, o float32

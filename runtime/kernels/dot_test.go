@@ -12,25 +12,11 @@ import (
 // math/big (bigFMA32), with explicit flushes.
 func bigDot(tm *testMat, x []float32, n int) []float32 {
 	out := make([]float32, n*tm.rows)
-	daz := func(v float64) float32 {
-		if math.Abs(v) < 0x1p-126 {
-			return float32(math.Copysign(0, v))
-		}
-		return float32(v)
-	}
 	step := func(w, x, acc float32) float32 { return bigStep(w, x, acc) }
 	for j := 0; j < n; j++ {
-		xb := make([]float32, tm.cols+1)
-		for k := 0; k < tm.cols; k++ {
-			xb[k] = bf16(roundBF16Slow(x[j*tm.cols+k]))
-		}
+		xb := bigRounded(tm, x, j, tm.cols+1)
 		for i := 0; i < tm.rows; i++ {
-			w := func(k int) float32 {
-				if k >= tm.cols {
-					return 0
-				}
-				return daz(tm.w[i*tm.cols+k])
-			}
+			w := func(k int) float32 { return bigWeight(tm, i, k) }
 			var acc float32
 			for k := 0; k < tm.cols; k += 2 {
 				acc = step(w(k+1), xb[k+1], acc)
@@ -40,6 +26,29 @@ func bigDot(tm *testMat, x []float32, n int) []float32 {
 		}
 	}
 	return out
+}
+
+// bigRounded returns batch row j of x rounded to bfloat16 by roundBF16Slow, zero-padded to
+// size values.
+func bigRounded(tm *testMat, x []float32, j, size int) []float32 {
+	xb := make([]float32, size)
+	for k := 0; k < tm.cols; k++ {
+		xb[k] = bf16(roundBF16Slow(x[j*tm.cols+k]))
+	}
+	return xb
+}
+
+// bigWeight returns weight (i, k) of a BF16 test matrix as the dot-product contracts take it:
+// denormals-are-zero, and zero past the last column.
+func bigWeight(tm *testMat, i, k int) float32 {
+	if k >= tm.cols {
+		return 0
+	}
+	v := tm.w[i*tm.cols+k]
+	if math.Abs(v) < 0x1p-126 {
+		return float32(math.Copysign(0, v))
+	}
+	return float32(v)
 }
 
 // roundBF16Slow rounds f to bfloat16 by comparing the two neighbouring candidates in float64

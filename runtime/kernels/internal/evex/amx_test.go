@@ -3,11 +3,6 @@ package evex
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -148,12 +143,6 @@ func TestGPR(t *testing.T) {
 // by Go name through GPR. It skips (visibly) when binutils are missing; the hand-derived test
 // above still runs.
 func TestAMXAgainstGNUAs(t *testing.T) {
-	as, err1 := exec.LookPath("as")
-	objdump, err2 := exec.LookPath("objdump")
-	if err1 != nil || err2 != nil {
-		fmt.Fprintln(os.Stderr, "evex: GNU as/objdump not found; AMX encodings checked against the hand-derived table only")
-		t.Skip("GNU as or objdump not installed")
-	}
 	type insn struct {
 		mnemonic string
 		enc      []byte
@@ -214,29 +203,10 @@ func TestAMXAgainstGNUAs(t *testing.T) {
 			}
 		}
 	}
-	dir := t.TempDir()
-	s, o := filepath.Join(dir, "x.s"), filepath.Join(dir, "x.o")
-	if err := os.WriteFile(s, []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(as, "--64", "-o", o, s).CombinedOutput(); err != nil {
-		t.Fatalf("as: %v\n%s", err, out)
-	}
-	// A wide --insn-width keeps every instruction's bytes on one line.
-	out, err := exec.Command(objdump, "-d", "--insn-width=16", o).Output()
-	if err != nil {
-		t.Fatalf("objdump: %v", err)
-	}
-	// Lines look like "  32:\tc4 a2 7b 4b 7c 25 00 \ttileloadd 0x0(%rbp,%r12,1),%tmm7".
-	line := regexp.MustCompile(`(?m)^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\t([a-z0-9]+)`)
+	names, encs := gnuAs(t, src.String())
 	var got []insn
-	for _, m := range line.FindAllStringSubmatch(string(out), -1) {
-		var b []byte
-		for _, h := range strings.Fields(m[1]) {
-			v, _ := strconv.ParseUint(h, 16, 8)
-			b = append(b, byte(v))
-		}
-		got = append(got, insn{m[2], b})
+	for i := range names {
+		got = append(got, insn{names[i], encs[i]})
 	}
 	if len(got) != len(want) {
 		t.Fatalf("objdump listed %d instructions, want %d", len(got), len(want))

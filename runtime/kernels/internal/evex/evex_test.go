@@ -51,12 +51,6 @@ func TestVDPBF16PSHandDerived(t *testing.T) {
 // and compares objdump's bytes with the encoder's. It skips (visibly) when binutils are
 // missing; the hand-derived test above still runs.
 func TestVDPBF16PSAgainstGNUAs(t *testing.T) {
-	as, err1 := exec.LookPath("as")
-	objdump, err2 := exec.LookPath("objdump")
-	if err1 != nil || err2 != nil {
-		fmt.Fprintln(os.Stderr, "evex: GNU as/objdump not found; encodings checked against the hand-derived table only")
-		t.Skip("GNU as or objdump not installed")
-	}
 	regs := []int{0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 30, 31}
 	var src strings.Builder
 	var want [][]byte
@@ -72,42 +66,63 @@ func TestVDPBF16PSAgainstGNUAs(t *testing.T) {
 			}
 		}
 	}
+	checkGNUAs(t, src.String(), "vdpbf16ps", want)
+}
+
+// checkGNUAs assembles src (one instruction a line, all of them mnemonic) with GNU as and
+// checks that objdump lists exactly those instructions with the bytes want[i]. It skips t,
+// saying so on stderr, where binutils are missing (the hand-derived tests still run).
+func checkGNUAs(t *testing.T, src, mnemonic string, want [][]byte) {
+	t.Helper()
+	names, got := gnuAs(t, src)
+	if len(got) != len(want) {
+		t.Fatalf("objdump listed %d instructions, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if names[i] != mnemonic || !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("instruction %d: GNU as %s % x, encoder % x", i, names[i], got[i], want[i])
+		}
+	}
+}
+
+// gnuAs assembles src with GNU as and returns the mnemonic and bytes of each instruction as
+// objdump lists them. It skips t where as or objdump is missing.
+func gnuAs(t *testing.T, src string) (names []string, encs [][]byte) {
+	t.Helper()
+	as, err1 := exec.LookPath("as")
+	objdump, err2 := exec.LookPath("objdump")
+	if err1 != nil || err2 != nil {
+		fmt.Fprintln(os.Stderr, "evex: GNU as/objdump not found; encodings checked against the hand-derived tables only")
+		t.Skip("GNU as or objdump not installed")
+	}
 	dir := t.TempDir()
 	s, o := filepath.Join(dir, "x.s"), filepath.Join(dir, "x.o")
-	if err := os.WriteFile(s, []byte(src.String()), 0o644); err != nil {
+	if err := os.WriteFile(s, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(as, "--64", "-o", o, s).CombinedOutput(); err != nil {
 		t.Fatalf("as: %v\n%s", err, out)
 	}
-	out, err := exec.Command(objdump, "-d", o).Output()
+	// A wide --insn-width keeps every instruction's bytes on one line.
+	out, err := exec.Command(objdump, "-d", "--insn-width=16", o).Output()
 	if err != nil {
 		t.Fatalf("objdump: %v", err)
 	}
-	// Lines look like "   6:\t62 12 7e 40 52 c7    \tvdpbf16ps %zmm31,%zmm16,%zmm8".
-	line := regexp.MustCompile(`(?m)^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\tvdpbf16ps`)
-	var got [][]byte
+	// Lines look like "  32:\tc4 a2 7b 4b 7c 25 00 \ttileloadd 0x0(%rbp,%r12,1),%tmm7".
+	line := regexp.MustCompile(`(?m)^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\t([a-z0-9]+)`)
 	for _, m := range line.FindAllStringSubmatch(string(out), -1) {
 		var b []byte
 		for _, h := range strings.Fields(m[1]) {
 			v, _ := strconv.ParseUint(h, 16, 8)
 			b = append(b, byte(v))
 		}
-		got = append(got, b)
+		names, encs = append(names, m[2]), append(encs, b)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("objdump listed %d instructions, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("instruction %d: GNU as % x, encoder % x", i, got[i], want[i])
-		}
-	}
+	return names, encs
 }
 
 // TestVCVTNEPS2BF16 checks the encoder against encodings derived by hand from the SDM
-// (EVEX.512.F3.0F38.W0 72 /r) and, where binutils are installed, against GNU as for every
-// pair of a spread of registers.
+// (EVEX.512.F3.0F38.W0 72 /r).
 //
 //	VCVTNEPS2BF16 ymm0, zmm1: P0 = R X B R' 0 0 m m = 1 1 1 1 0 0 1 0 = F2; P1 = W vvvv 1 pp =
 //	0 1111 1 10 = 7E; P2 = z L'L b V' aaa = 0 10 0 1 000 = 48; ModRM = 11 000 001 = C1.
@@ -131,12 +146,11 @@ func TestVCVTNEPS2BF16(t *testing.T) {
 			t.Errorf("VCVTNEPS2BF16%v accepted", r)
 		}
 	}
-	as, err1 := exec.LookPath("as")
-	objdump, err2 := exec.LookPath("objdump")
-	if err1 != nil || err2 != nil {
-		fmt.Fprintln(os.Stderr, "evex: GNU as/objdump not found; VCVTNEPS2BF16 checked against the hand-derived table only")
-		return
-	}
+}
+
+// TestVCVTNEPS2BF16AgainstGNUAs compares the encoder with GNU as for every pair of a spread of
+// registers.
+func TestVCVTNEPS2BF16AgainstGNUAs(t *testing.T) {
 	regs := []int{0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 30, 31}
 	var src strings.Builder
 	var want [][]byte
@@ -150,31 +164,5 @@ func TestVCVTNEPS2BF16(t *testing.T) {
 			want = append(want, e)
 		}
 	}
-	dir := t.TempDir()
-	sf, of := filepath.Join(dir, "x.s"), filepath.Join(dir, "x.o")
-	if err := os.WriteFile(sf, []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(as, "--64", "-o", of, sf).CombinedOutput(); err != nil {
-		t.Fatalf("as: %v\n%s", err, out)
-	}
-	out, err := exec.Command(objdump, "-d", of).Output()
-	if err != nil {
-		t.Fatalf("objdump: %v", err)
-	}
-	line := regexp.MustCompile(`(?m)^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\tvcvtneps2bf16`)
-	got := line.FindAllStringSubmatch(string(out), -1)
-	if len(got) != len(want) {
-		t.Fatalf("objdump listed %d instructions, want %d", len(got), len(want))
-	}
-	for i, m := range got {
-		var b []byte
-		for _, h := range strings.Fields(m[1]) {
-			v, _ := strconv.ParseUint(h, 16, 8)
-			b = append(b, byte(v))
-		}
-		if !bytes.Equal(b, want[i]) {
-			t.Fatalf("instruction %d: GNU as % x, encoder % x", i, b, want[i])
-		}
-	}
+	checkGNUAs(t, src.String(), "vcvtneps2bf16", want)
 }

@@ -31,20 +31,8 @@ func bigAMX(tm *testMat, x []float32, n int) []float32 {
 	return out
 }
 
-// withAMXPath runs f once per path of the AMX contract this build and CPU have: the
-// portable reference, and the AMX kernels when present.
-func withAMXPath(t *testing.T, f func(t *testing.T)) {
-	t.Run("portable", func(t *testing.T) {
-		defer setPath(pathPortable)()
-		f(t)
-	})
-	if amxOn() {
-		t.Run("amx", func(t *testing.T) {
-			defer setPath(pathAVX512)()
-			f(t)
-		})
-	}
-}
+// withAMXPath runs f on the paths of the AMX contract (withContractPath).
+func withAMXPath(t *testing.T, f func(t *testing.T)) { withContractPath(t, "amx", amxOn(), f) }
 
 // TestAMXRecipe checks every path of the AMX contract bit for bit against the math/big
 // recipe, on odd shapes (columns that end inside a 32-column block, one panel or many),
@@ -107,22 +95,20 @@ func TestAMXSeparatingCases(t *testing.T) {
 		}
 		return acc
 	}
-	noFlush := func(acc float32, n int) float32 {
-		var e, o float32
+	chains := func(n int) (e, o float32) { // the AMX recipe's two chains for output n
 		for q := 0; q < 16; q++ {
 			x, w := a[q], b[q*16+n]
 			e = dotStep(dazBF16(uint16(w)), dazBF16(uint16(x)), e)
 			o = dotStep(dazBF16(uint16(w>>16)), dazBF16(uint16(x>>16)), o)
 		}
+		return e, o
+	}
+	noFlush := func(acc float32, n int) float32 {
+		e, o := chains(n)
 		return ftz32(acc) + (e + o)
 	}
 	noDAZ := func(acc float32, n int) float32 {
-		var e, o float32
-		for q := 0; q < 16; q++ {
-			x, w := a[q], b[q*16+n]
-			e = dotStep(dazBF16(uint16(w)), dazBF16(uint16(x)), e)
-			o = dotStep(dazBF16(uint16(w>>16)), dazBF16(uint16(x>>16)), o)
-		}
+		e, o := chains(n)
 		return acc + amxAdd(e, o)
 	}
 	for _, alt := range []struct {

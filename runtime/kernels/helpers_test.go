@@ -150,20 +150,23 @@ func withPath(t *testing.T, f func(t *testing.T)) {
 	}
 }
 
-// withDotPath runs f once per path of the BF16-activation contract this build and CPU have:
-// the portable reference, and the AVX512_BF16 kernels when present.
-func withDotPath(t *testing.T, f func(t *testing.T)) {
+// withContractPath runs f once per path of a bf16 contract this build and CPU have: the
+// portable reference, and the hardware kernels (named name, on the avx512 path) when present.
+func withContractPath(t *testing.T, name string, present bool, f func(t *testing.T)) {
 	t.Run("portable", func(t *testing.T) {
 		defer setPath(pathPortable)()
 		f(t)
 	})
-	if cpuDot {
-		t.Run("avx512bf16", func(t *testing.T) {
+	if present {
+		t.Run(name, func(t *testing.T) {
 			defer setPath(pathAVX512)()
 			f(t)
 		})
 	}
 }
+
+// withDotPath runs f on the paths of the BF16-activation contract (withContractPath).
+func withDotPath(t *testing.T, f func(t *testing.T)) { withContractPath(t, "avx512bf16", cpuDot, f) }
 
 // allPaths runs f for every (path, precision) this build and CPU have, naming them.
 func allPaths(f func(name string, p Precision)) {

@@ -185,7 +185,13 @@ const peakIters = 1 << 19
 // BenchmarkGEMM8 measures an 8-row MatMul on one thread against the path's own arithmetic
 // peak on the same core (an FMA loop, or a VDPBF16PS loop for the BF16 dot path), on a
 // K3-like shape and on a shape that stays in L2 (arithmetic efficiency alone).
-func BenchmarkGEMM8(b *testing.B) {
+func BenchmarkGEMM8(b *testing.B) { benchGEMM(b, 8) }
+
+// BenchmarkGEMM7 is BenchmarkGEMM8 for a block of 7 rows (a DSpark draft block; with AVX2
+// it is chunked 4 + 3, and the 3-row chunk pairs panels where they fit in L2).
+func BenchmarkGEMM7(b *testing.B) { benchGEMM(b, 7) }
+
+func benchGEMM(b *testing.B, n int) {
 	for _, dt := range allTypes {
 		for _, sh := range [][2]int{benchShapes[0], cacheShape} {
 			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
@@ -193,7 +199,6 @@ func BenchmarkGEMM8(b *testing.B) {
 					m := benchMat(b, dt, sh[0], sh[1]).WithPrecision(bp.prec)
 					defer SetParallelism(0)
 					SetParallelism(1)
-					const n = 8
 					x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
 					dst := make([]float32, n*m.rows)
 					b.SetBytes(int64(len(m.pk.mem)))
@@ -201,13 +206,13 @@ func BenchmarkGEMM8(b *testing.B) {
 					defer release()
 					// Small shapes repeat the product so that a timed block lasts ~1 ms: the thread
 					// clock itself costs microseconds under KVM.
-					reps := max(1, int(5e8/(2*float64(m.rows)*float64(m.cols)*n)))
+					reps := max(1, int(5e8/(2*float64(m.rows)*float64(m.cols)*float64(n))))
 					kern, peak, ratio, kBest, rBest := paired(b, clock, func() { bp.peak(peakIters) }, func() {
 						for range reps {
 							m.MatMul(dst, x, n)
 						}
 					})
-					flops := 2 * float64(m.rows) * float64(m.cols) * n * float64(reps)
+					flops := 2 * float64(m.rows) * float64(m.cols) * float64(n) * float64(reps)
 					peakFlops := bp.flops * float64(peakIters)
 					b.ReportMetric(flops/kBest.Seconds()/(peakFlops/rBest.Seconds()), "best-ratio-to-peak")
 					b.ReportMetric(flops/kern.Seconds()/1e9, "GFLOP/s")
@@ -243,7 +248,7 @@ func BenchmarkBatchCost(b *testing.B) {
 	sh := benchShapes[0]
 	forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
 		for _, par := range []int{1, 0} {
-			for _, n := range []int{2, 4, 8, 16} {
+			for _, n := range []int{2, 4, 7, 8, 16} {
 				b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
 					m := benchMat(b, BF16, sh[0], sh[1]).WithPrecision(bp.prec)
 					defer SetParallelism(0)

@@ -134,7 +134,9 @@ var availablePaths = func() []path {
 // maxAVX2Rows and max512Rows are the largest batch chunks of the assembly kernels.
 const (
 	maxAVX2Rows = 6
-	max512Rows  = 8
+	// avx2PairBelow: a batch chunk of fewer rows runs over two panels per call (panelsAsm).
+	avx2PairBelow = 4
+	max512Rows    = 8
 )
 
 // chunkOf returns the size of the next batch chunk when rem rows remain and chunks hold at
@@ -219,17 +221,57 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 		}
 		return
 	}
-	chunks := (n + maxRows - 1) / maxRows
-	for p := p0; p < p1; p++ {
-		// While chunk c rereads panel p from cache, it prefetches slice c of panel p+1, so
-		// that the next panel streams in during all the chunks, not just the first.
-		next := base + uintptr((p+1)*pk.panelBytes)
-		for j0, c := 0, 0; j0 < n; c++ {
+	// An AVX2 chunk of fewer than avx2PairBelow rows (the 3 rows of 7 = 4 + 3) has too few FMA
+	// chains on one panel to hide the FMA latency (6 with 3 rows; 8 are needed at 2 FMAs per
+	// cycle of 4 cycles' latency): it runs over two panels at once instead, between the other
+	// chunks' calls on the first and on the second panel, when both panels and the batch's
+	// activations fit in L2 together (else the pair is reread from L3 and that costs more).
+	g := 1
+	fits := 2*pk.panelBytes+n*xStride <= l2Bytes
+	for j0 := 0; j0 < n && fam == famAVX2 && fits; {
+		mr := min(chunkOf(n-j0, maxRows), n-j0)
+		if mr < avx2PairBelow && maxPanels[mr] >= 2 {
+			g = 2
+		}
+		j0 += mr
+	}
+	for p := p0; p < p1; p += g {
+		gp := min(g, p1-p)
+		calls := 0
+		for j0 := 0; j0 < n; {
 			mr := min(chunkOf(n-j0, maxRows), n-j0)
-			pf := next + uintptr(c*pk.panelBytes/chunks)
-			callFamily(fam, m.t, mr, 1, &mem[p*pk.panelBytes], pk.panelBytes, unsafe.Add(x, j0*xStride), xStride, cols, &out[0], pf, (groupBytes+chunks-1)/chunks)
-			s.store(out[:], j0, mr, 1, p)
+			if gp > 1 && mr < avx2PairBelow {
+				calls++
+			} else {
+				calls += gp
+			}
 			j0 += mr
+		}
+		// While the calls reread the group's panels from cache, call c prefetches slice c
+		// of the next group, so that it streams in during all the calls, not just the first.
+		next := base + uintptr((p+gp)*pk.panelBytes)
+		slice, step := gp*pk.panelBytes/calls, (gp*groupBytes+calls-1)/calls
+		c := 0
+		for pass := 0; pass < 3; pass++ { // big chunks on panel p; small ones on both; big ones on p+1
+			for j0 := 0; j0 < n; {
+				mr := min(chunkOf(n-j0, maxRows), n-j0)
+				paired := gp > 1 && mr < avx2PairBelow
+				q0, q1, np := p, p+1, 1
+				switch {
+				case paired && pass == 1:
+					np = gp
+				case paired || pass == 1:
+					q1 = q0 // nothing in this pass
+				case pass == 2:
+					q0, q1 = p+1, p+gp
+				}
+				for q := q0; q < q1; q++ {
+					callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, unsafe.Add(x, j0*xStride), xStride, cols, &out[0], next+uintptr(c*slice), step)
+					s.store(out[:], j0, mr, np, q)
+					c++
+				}
+				j0 += mr
+			}
 		}
 	}
 }

@@ -382,3 +382,62 @@ func TestConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestPairedChunks checks the 7-row batch, whose 3-row chunk runs over two panels per call
+// when they fit in L2 (AVX2), with pairing forced on and off, on odd and even panel counts
+// and under a thread split, against the portable code.
+func TestPairedChunks(t *testing.T) {
+	defer func(b int) { l2Bytes = b }(l2Bytes)
+	defer SetParallelism(0)
+	defer func(w int) { minPartWork = w }(minPartWork)
+	minPartWork = 1
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range allTypes {
+		for _, rows := range []int{16*5 + 7, 16 * 6} { // 6 panels, then 6 full ones
+			tm := randMat(r, dt, rows, colsFor(dt, 200+r.IntN(60)))
+			m := matsOf(t, tm)["packed"]
+			for _, n := range []int{7, 3, 10} {
+				x := randVec(r, n*tm.cols)
+				want := make([]float32, n*tm.rows)
+				restore := setPath(pathPortable)
+				m.MatMul(want, x, n)
+				restore()
+				for _, l2 := range []int{0, 1 << 30} {
+					for _, par := range []int{1, 2} {
+						l2Bytes = l2
+						SetParallelism(par)
+						allPaths(func(name string, p Precision) {
+							if p != F32Activations {
+								return
+							}
+							got := make([]float32, n*tm.rows)
+							m.MatMul(got, x, n)
+							for o := range got {
+								if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
+									t.Fatalf("%v %dx%d n=%d l2 %d threads %d %s: out %d = %v, portable %v", dt, tm.rows, tm.cols, n, l2, par, name, o, got[o], want[o])
+								}
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestParseCacheSize checks the sysfs size notation and that nonsense is refused.
+func TestParseCacheSize(t *testing.T) {
+	for s, want := range map[string]int{"512K": 512 << 10, "2048K": 2 << 20, "1M": 1 << 20, "32768K": 32 << 20, "65536": 65536, "1G": 1 << 30} {
+		if got, ok := parseCacheSize(s); !ok || got != want {
+			t.Errorf("parseCacheSize(%q) = %d, %v; want %d", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", "K", "-1K", "0K", "abc", "12Q", "99999999999K"} {
+		if got, ok := parseCacheSize(s); ok {
+			t.Errorf("parseCacheSize(%q) = %d, accepted", s, got)
+		}
+	}
+	if got := cacheSize(2, 12345); got <= 0 {
+		t.Errorf("cacheSize(2) = %d", got)
+	}
+}

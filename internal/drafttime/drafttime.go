@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dspark-dev/dspark/gguf"
@@ -31,23 +32,28 @@ func StandInHead(vocab, embd int, seed uint64) (head *kernels.Mat, data []byte, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// Rows come in fixed blocks, each from its own seeded generator, so that the matrix (and
+	// the drafted tokens) do not depend on how many goroutines fill it.
+	const blockRows = 1024
+	blocks := (vocab + blockRows - 1) / blockRows
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	workers := goruntime.GOMAXPROCS(0)
-	rowsPer := (vocab + workers - 1) / workers
 	scale := float32(1 / math.Sqrt(float64(embd)))
-	for w := 0; w < workers; w++ {
+	for w := 0; w < min(blocks, goruntime.GOMAXPROCS(0)); w++ {
 		wg.Add(1)
-		go func(w int) {
+		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			row := make([]float32, embd)
-			for r := w * rowsPer; r < min(vocab, (w+1)*rowsPer); r++ {
-				for i := range row {
-					row[i] = float32(rng.NormFloat64()) * scale
+			for b := int(next.Add(1) - 1); b < blocks; b = int(next.Add(1) - 1) {
+				rng := rand.New(rand.NewPCG(seed, uint64(b)))
+				for r := b * blockRows; r < min(vocab, (b+1)*blockRows); r++ {
+					for i := range row {
+						row[i] = float32(rng.NormFloat64()) * scale
+					}
+					dtype.EncodeBF16(buf[r*embd*2:(r+1)*embd*2], row)
 				}
-				dtype.EncodeBF16(buf[r*embd*2:(r+1)*embd*2], row)
 			}
-		}(w)
+		}()
 	}
 	wg.Wait()
 	m, err := kernels.NewMat(kernels.BF16, vocab, embd, buf)

@@ -1,7 +1,9 @@
 package drafttime
 
 import (
+	"bytes"
 	"path/filepath"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
@@ -74,3 +76,36 @@ func TestDraftStandalone(t *testing.T) {
 
 // EmbeddingHead is what the drafts' standalone loaders take.
 type EmbeddingHead = runtime.EmbeddingHead
+
+// TestStandInHeadThreads checks that the stand-in head is the same matrix however many
+// goroutines fill it (dspark run --draft-only --threads N drafts the same tokens for every
+// N), and that the seed changes it.
+func TestStandInHeadThreads(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(0))
+	const vocab, embd = 2500, 40 // three row blocks, the last one partial
+	var first []byte
+	for _, procs := range []int{1, 2, 3, 7} {
+		goruntime.GOMAXPROCS(procs)
+		_, data, release, err := StandInHead(vocab, embd, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = bytes.Clone(data)
+		} else if !bytes.Equal(data, first) {
+			t.Fatalf("GOMAXPROCS %d: a different stand-in head than with 1", procs)
+		}
+		release()
+	}
+	_, data, release, err := StandInHead(vocab, embd, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if bytes.Equal(data, first) {
+		t.Fatal("seeds 5 and 6 gave the same stand-in head")
+	}
+	if bytes.Equal(first[:embd*2], first[1024*embd*2:1025*embd*2]) {
+		t.Fatal("row blocks 0 and 1 start with the same row")
+	}
+}

@@ -302,18 +302,7 @@ func TestPathsAgree(t *testing.T) {
 				restore := setPath(pathPortable)
 				mp.MatMul(want, x, n)
 				restore()
-				allPaths(func(name string, p Precision) {
-					if p != prec {
-						return
-					}
-					got := make([]float32, n*tm.rows)
-					mp.MatMul(got, x, n)
-					for o := range got {
-						if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
-							t.Fatalf("%v %dx%d n=%d %s: out %d = %v, portable %v", dt, tm.rows, tm.cols, n, name, o, got[o], want[o])
-						}
-					}
-				})
+				pathsMatch(t, mp, prec, x, n, want, fmt.Sprintf("%v %dx%d n=%d", dt, tm.rows, tm.cols, n))
 			}
 		}
 	}
@@ -406,18 +395,7 @@ func TestPairedChunks(t *testing.T) {
 					for _, par := range []int{1, 2} {
 						l2Bytes = l2
 						SetParallelism(par)
-						allPaths(func(name string, p Precision) {
-							if p != F32Activations {
-								return
-							}
-							got := make([]float32, n*tm.rows)
-							m.MatMul(got, x, n)
-							for o := range got {
-								if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
-									t.Fatalf("%v %dx%d n=%d l2 %d threads %d %s: out %d = %v, portable %v", dt, tm.rows, tm.cols, n, l2, par, name, o, got[o], want[o])
-								}
-							}
-						})
+						pathsMatch(t, m, F32Activations, x, n, want, fmt.Sprintf("%v %dx%d n=%d l2 %d threads %d", dt, tm.rows, tm.cols, n, l2, par))
 					}
 				}
 			}
@@ -440,4 +418,22 @@ func TestParseCacheSize(t *testing.T) {
 	if got := cacheSize(2, 12345); got <= 0 {
 		t.Errorf("cacheSize(2) = %d", got)
 	}
+}
+
+// pathsMatch runs the n-row product of m on every path of precision prec this machine has and
+// fails unless each gives the bits of want (the portable result); what names the case.
+func pathsMatch(t *testing.T, m *Mat, prec Precision, x []float32, n int, want []float32, what string) {
+	t.Helper()
+	allPaths(func(name string, p Precision) {
+		if p != prec {
+			return
+		}
+		got := make([]float32, len(want))
+		m.MatMul(got, x, n)
+		for o := range got {
+			if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
+				t.Fatalf("%s %s: out %d = %v, portable %v", what, name, o, got[o], want[o])
+			}
+		}
+	})
 }

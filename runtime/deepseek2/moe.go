@@ -3,15 +3,14 @@ package deepseek2
 import (
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dspark-dev/dspark/runtime/internal/model"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // moeParallelWork is the number of multiply-adds (an upper bound over the layer's experts)
 // below which a MoE layer runs its experts on the calling goroutine.
-const moeParallelWork = 1 << 20
+var moeParallelWork = 1 << 20 // a variable so that tests can force parallel experts
 
 // moeScratch holds the buffers of one MoE layer call for up to maxBatch rows.
 type moeScratch struct {
@@ -22,11 +21,16 @@ type moeScratch struct {
 	shared               []float32 // n x NEmbd
 	groupScore           []float32
 	groupKeep            []bool
-	first, count         []int         // per expert: its assignments in byExpert
-	byExpert             []int         // (row*K + slot) indices grouped by expert (a counting sort)
-	tasks                []int         // experts with rows and -1 for the shared experts, largest first
-	next                 *atomic.Int64 // next task to take
+	first, count         []int // per expert: its assignments in byExpert
+	byExpert             []int // (row*K + slot) indices grouped by expert (a counting sort)
+	tasks                []int // experts with rows and -1 for the shared experts, largest first
 	workers              []moeWorker
+	// The call in progress, for runTask (a method value made once, so that handing it to
+	// kernels.Tasks allocates nothing).
+	l       *layer
+	h       []float32
+	n       int
+	runTask func(part, task int)
 }
 
 // moeWorker is the private scratch of one goroutine running experts.
@@ -42,7 +46,6 @@ func newMoEScratch(n int, c Config) moeScratch {
 		sel: make([]int, n*K), w: make([]float32, n*K), slotOut: make([]float32, n*K*E),
 		shared: make([]float32, n*E), groupScore: make([]float32, c.NGroup), groupKeep: make([]bool, c.NGroup),
 		first: make([]int, X+1), count: make([]int, X), byExpert: make([]int, n*K), tasks: make([]int, 0, X+1),
-		next: new(atomic.Int64),
 	}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		s.workers = append(s.workers, moeWorker{in: make([]float32, n*E), out: make([]float32, n*E),
@@ -105,21 +108,12 @@ func (t *Target) moe(l *layer, dst, h []float32, n int) {
 	if rows := n * (K + max(1, c.NShared)); rows*3*c.NFFExp*E < moeParallelWork {
 		nw = 1 // waking another goroutine would cost more than its share of the work
 	}
-	s.next.Store(0)
-	if nw <= 1 {
-		t.runExperts(l, &s.workers[0], h, n)
-	} else {
-		var wg sync.WaitGroup
-		for w := 1; w < nw; w++ {
-			wg.Add(1)
-			go func(w *moeWorker) {
-				defer wg.Done()
-				t.runExperts(l, w, h, n)
-			}(&s.workers[w])
-		}
-		t.runExperts(l, &s.workers[0], h, n)
-		wg.Wait()
+	if s.runTask == nil {
+		s.runTask = t.runExpertTask
 	}
+	s.l, s.h, s.n = l, h, n
+	kernels.Tasks(len(s.tasks), nw, s.runTask)
+	s.l, s.h = nil, nil
 	for i := 0; i < n; i++ {
 		d := dst[i*E : (i+1)*E]
 		clear(d)
@@ -136,33 +130,28 @@ func (t *Target) moe(l *layer, dst, h []float32, n int) {
 	}
 }
 
-// runExperts takes tasks until none is left, with w's scratch: each expert over the rows that
-// chose it, the shared experts (task -1) over all n rows; outputs go to disjoint parts of the
-// scratch, so which goroutine runs a task changes no bit.
-func (t *Target) runExperts(l *layer, w *moeWorker, h []float32, n int) {
+// runExpertTask runs task k of the call in s (an expert over the rows that chose it, or the
+// shared experts, task -1, over all rows) with the scratch of goroutine part; outputs go to
+// disjoint parts of the scratch, so which goroutine runs a task changes no bit.
+func (t *Target) runExpertTask(part, k int) {
 	c := &t.Config
 	s := &t.s.moe
+	l, h, n, w := s.l, s.h, s.n, &s.workers[part]
 	E, K := c.NEmbd, c.NExpertUsed
-	for {
-		k := int(s.next.Add(1) - 1)
-		if k >= len(s.tasks) {
-			return
-		}
-		e := s.tasks[k]
-		if e < 0 {
-			l.shared.Forward(s.shared[:n*E], h, n, w.a, w.b)
-			continue
-		}
-		js := s.byExpert[s.first[e]:s.first[e+1]]
-		m := len(js)
-		for q, j := range js {
-			r := j / K
-			copy(w.in[q*E:(q+1)*E], h[r*E:(r+1)*E])
-		}
-		l.experts[e].Forward(w.out[:m*E], w.in[:m*E], m, w.a, w.b)
-		for q, j := range js {
-			copy(s.slotOut[j*E:(j+1)*E], w.out[q*E:(q+1)*E])
-		}
+	e := s.tasks[k]
+	if e < 0 {
+		l.shared.Forward(s.shared[:n*E], h, n, w.a, w.b)
+		return
+	}
+	js := s.byExpert[s.first[e]:s.first[e+1]]
+	m := len(js)
+	for q, j := range js {
+		r := j / K
+		copy(w.in[q*E:(q+1)*E], h[r*E:(r+1)*E])
+	}
+	l.experts[e].Forward(w.out[:m*E], w.in[:m*E], m, w.a, w.b)
+	for q, j := range js {
+		copy(s.slotOut[j*E:(j+1)*E], w.out[q*E:(q+1)*E])
 	}
 }
 

@@ -3,6 +3,7 @@ package deepseek2
 import (
 	"math"
 	"math/rand/v2"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -214,5 +215,40 @@ func TestTargetErrors(t *testing.T) {
 	}
 	if err := tg.Forward([]int{1, 2}, 0, nil, &st); err == nil || !strings.Contains(err.Error(), "context full") {
 		t.Errorf("overfull context: %v", err)
+	}
+}
+
+// TestTargetParallelExperts runs the MoE layers' experts on several goroutines of the kernel
+// pool (forced at this tiny size) and checks every logit against the experts run one after
+// another, for a batch of 8 and for single rows (run it with -race).
+func TestTargetParallelExperts(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(4)) // the scratch has one worker per P
+	defer func(w int) { moeParallelWork = w }(moeParallelWork)
+	spec := targetVariants()["moe"]
+	m := testmodel.BuildTarget(spec, 7)
+	prompt := []int{1, 5, 9, 2}
+	block := []int{7, 3, 3, 8, 0, 12, 4, 6}
+	run := func(work int, ids []int) []float32 {
+		moeParallelWork = work
+		tg := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+		var st runtime.Step
+		if err := tg.Forward(prompt, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Forward(ids, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		return append([]float32(nil), st.Logits[:len(ids)*spec.Vocab]...)
+	}
+	for _, ids := range [][]int{block, block[:1]} {
+		want := run(math.MaxInt, ids)
+		for it := 0; it < 5; it++ {
+			got := run(0, ids)
+			for j := range want {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+					t.Fatalf("%d rows, run %d: logit %d is %v with parallel experts, %v without", len(ids), it, j, got[j], want[j])
+				}
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -436,4 +437,81 @@ func pathsMatch(t *testing.T, m *Mat, prec Precision, x []float32, n int, want [
 			}
 		}
 	})
+}
+
+// TestTasks checks that Tasks runs every task exactly once, with part numbers in range and
+// never shared by two goroutines at once, with MatMul calls inside the tasks, from several
+// callers at once (run it with -race), and without allocating.
+func TestTasks(t *testing.T) {
+	defer SetParallelism(0)
+	defer func(w int) { minPartWork = w }(minPartWork)
+	minPartWork = 1
+	r := rand.New(rand.NewPCG(15, 16))
+	tm := randMat(r, BF16, 100, 64)
+	m := matsOf(t, tm)["packed"]
+	x := randVec(r, tm.cols)
+	want := make([]float32, tm.rows)
+	m.MatVec(want, x)
+	for _, threads := range []int{1, 2, 3, 8} {
+		SetParallelism(threads)
+		for _, tc := range []struct{ tasks, parts int }{{0, 4}, {1, 4}, {5, 1}, {5, 2}, {37, 3}, {37, 16}} {
+			const callers = 3
+			errs := make(chan string, callers)
+			for c := 0; c < callers; c++ {
+				go func() {
+					runs := make([]atomic.Int64, tc.tasks)
+					busy := make([]atomic.Int64, max(1, tc.parts))
+					outs := make([][]float32, max(1, tc.parts))
+					for p := range outs {
+						outs[p] = make([]float32, tm.rows)
+					}
+					var bad atomic.Value
+					Tasks(tc.tasks, tc.parts, func(part, task int) {
+						if part < 0 || part >= max(1, min(tc.parts, threads)) {
+							bad.Store(fmt.Sprintf("task %d ran with part %d", task, part))
+							return
+						}
+						if busy[part].Add(1) != 1 {
+							bad.Store(fmt.Sprintf("part %d ran two tasks at once", part))
+						}
+						runs[task].Add(1)
+						m.MatVec(outs[part], x)
+						for o := range want {
+							if math.Float32bits(outs[part][o]) != math.Float32bits(want[o]) {
+								bad.Store(fmt.Sprintf("task %d: MatVec output %d is %v, want %v", task, o, outs[part][o], want[o]))
+								break
+							}
+						}
+						busy[part].Add(-1)
+					})
+					if b := bad.Load(); b != nil {
+						errs <- fmt.Sprintf("threads %d, %d tasks on %d parts: %s", threads, tc.tasks, tc.parts, b)
+						return
+					}
+					for k := range runs {
+						if n := runs[k].Load(); n != 1 {
+							errs <- fmt.Sprintf("threads %d, %d tasks on %d parts: task %d ran %d times", threads, tc.tasks, tc.parts, k, n)
+							return
+						}
+					}
+					errs <- ""
+				}()
+			}
+			for c := 0; c < callers; c++ {
+				if e := <-errs; e != "" {
+					t.Error(e)
+				}
+			}
+		}
+	}
+	SetParallelism(2)
+	var sum atomic.Int64
+	fn := func(part, task int) { sum.Add(int64(task)) }
+	Tasks(8, 2, fn) // the pool is started
+	if a := testing.AllocsPerRun(20, func() { Tasks(8, 2, fn) }); a != 0 {
+		t.Errorf("Tasks: %v allocations per call", a)
+	}
+	if got := sum.Load(); got != 28*22 {
+		t.Errorf("Tasks: sum of the task numbers over 22 calls is %d, want %d", got, 28*22)
+	}
 }

@@ -42,21 +42,31 @@ type job struct {
 	n        int
 	units    int
 	chunks   int
-	next     atomic.Int64  // next chunk to take
-	done     atomic.Int64  // chunks finished
-	refs     atomic.Int64  // the caller and the workers queued with the job
-	finished chan struct{} // one token when a worker finishes the last chunk
+	fn       func(part, task int) // a Tasks job: chunk k is task k (m is nil)
+	joined   atomic.Int64         // participants that took a task (Tasks: their part numbers)
+	next     atomic.Int64         // next chunk to take
+	done     atomic.Int64         // chunks finished
+	refs     atomic.Int64         // the caller and the workers queued with the job
+	finished chan struct{}        // one token when a worker finishes the last chunk
 }
 
 // work takes and computes chunks until none is left; it reports whether it finished the
 // last one.
 func (j *job) work() (last bool) {
+	part := -1
 	for {
 		k := int(j.next.Add(1) - 1)
 		if k >= j.chunks {
 			return last
 		}
-		j.m.compute(&j.c, j.n, j.units*k/j.chunks, j.units*(k+1)/j.chunks)
+		if j.fn != nil {
+			if part < 0 {
+				part = int(j.joined.Add(1) - 1)
+			}
+			j.fn(part, k)
+		} else {
+			j.m.compute(&j.c, j.n, j.units*k/j.chunks, j.units*(k+1)/j.chunks)
+		}
 		last = j.done.Add(1) == int64(j.chunks)
 	}
 }
@@ -64,7 +74,7 @@ func (j *job) work() (last bool) {
 // release drops one participant's hold on j and frees it after the last.
 func (j *job) release() {
 	if j.refs.Add(-1) == 0 {
-		j.m, j.c = nil, geo{}
+		j.m, j.c, j.fn = nil, geo{}, nil
 		select {
 		case jobs <- j:
 		default:
@@ -147,20 +157,55 @@ func (m *Mat) run(c *geo, n, units int) {
 		m.compute(c, n, 0, units)
 		return
 	}
-	ensureWorkers(parts - 1)
 	j := getJob()
 	j.m, j.c, j.n, j.units = m, *c, n, units
 	j.chunks = min(units, parts*chunksPerPart)
+	j.start(parts)
+}
+
+// start hands j, whose chunks are set, to parts-1 workers, works on it too and returns when
+// every chunk is done.
+func (j *job) start(parts int) {
+	ensureWorkers(parts - 1)
 	j.next.Store(0)
 	j.done.Store(0)
+	j.joined.Store(0)
 	j.refs.Store(int64(parts))
 	for p := 1; p < parts; p++ {
-		workers.ch <- j
+		select {
+		case workers.ch <- j:
+		default:
+			// The queue is full (workers running Tasks that make calls of their own queue
+			// jobs too): this call goes without that worker rather than wait for room. The
+			// caller's own hold keeps refs above zero meanwhile.
+			j.refs.Add(-1)
+		}
 	}
 	if !j.work() {
 		receive(j.finished) // a worker finishes the last chunk and says so, exactly once
 	}
 	j.release()
+}
+
+// Tasks calls fn(part, task) once for every task in [0, tasks) on up to parts goroutines (at
+// most Parallelism): the caller and the persistent workers of MatVec and MatMul, which take
+// the tasks in order, whoever is free first, so a worker that is not scheduled never holds
+// the call up for long. part, in [0, parts), numbers the goroutines of the call (no two run
+// with the same part at once): the index of their private scratch. Tasks returns when every
+// task has returned. Calls from several goroutines at once are allowed, and fn may call
+// MatMul or Tasks. Passing a function value made once (not a new closure per call) keeps the
+// call free of allocation.
+func Tasks(tasks, parts int, fn func(part, task int)) {
+	parts = min(parts, Parallelism(), tasks)
+	if parts <= 1 {
+		for k := 0; k < tasks; k++ {
+			fn(0, k)
+		}
+		return
+	}
+	j := getJob()
+	j.fn, j.chunks = fn, tasks
+	j.start(parts)
 }
 
 // spinWait is how long a goroutine polls for its next job (a worker) or for the last chunk

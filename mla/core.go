@@ -2,7 +2,6 @@ package mla
 
 import (
 	"math"
-	"sync"
 
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
@@ -29,9 +28,8 @@ type scratch struct {
 	ov, concat   []float32   // one head's W_UV outputs; all heads' outputs per row
 	ends         []int       // per row: cache rows [0, end) are visible
 	tiles        [][]float32 // per worker: score buffer of 3*tileRows
-	bounds       []int       // worker w runs heads [bounds[w], bounds[w+1])
-	jobs         []func()
-	wg           sync.WaitGroup
+	bounds       []int       // share w is heads [bounds[w], bounds[w+1])
+	share        func(part, task int)
 	job          attendJob
 }
 
@@ -89,16 +87,17 @@ func (s *scratch) split(procs int) {
 	}
 	bounds[workers] = h
 	s.tiles = make([][]float32, workers)
-	s.jobs = make([]func(), workers)
 	s.bounds = bounds
 	for w := range workers {
 		s.tiles[w] = make([]float32, 3*tileRows)
-		lo, hi := bounds[w], bounds[w+1]
-		s.jobs[w] = func() {
-			defer s.wg.Done()
-			s.attendHeads(lo, hi, s.tiles[w])
-		}
 	}
+	s.share = s.attendShare
+}
+
+// attendShare runs share w of the heads with the score buffer of goroutine part (a task of
+// kernels.Tasks).
+func (s *scratch) attendShare(part, w int) {
+	s.attendHeads(s.bounds[w], s.bounds[w+1], s.tiles[part])
 }
 
 // attend fills acc with o_lat[head][row] = softmax_t(scale * [q_abs|q_pe]·row_t) weighted sum
@@ -111,17 +110,12 @@ func (s *scratch) attend(cache *LatentCache, layer, n int, scale float32) {
 		maxEnd = max(maxEnd, e)
 	}
 	s.job = attendJob{cache: cache, layer: layer, n: n, scale: scale, maxEnd: maxEnd}
-	workers := len(s.jobs)
+	workers := len(s.tiles)
 	if workers == 1 || n*s.nHead*maxEnd*s.width < parallelWork {
 		s.attendHeads(0, s.nHead, s.tiles[0])
 		return
 	}
-	s.wg.Add(workers - 1)
-	for _, j := range s.jobs[1:] {
-		go j()
-	}
-	s.attendHeads(s.bounds[0], s.bounds[1], s.tiles[0]) // worker 0's share, run here
-	s.wg.Wait()
+	kernels.Tasks(workers, workers, s.share)
 }
 
 // attendHeads runs attention for heads [h0, h1) using tile as score buffer.

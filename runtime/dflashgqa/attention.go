@@ -3,7 +3,6 @@ package dflashgqa
 import (
 	"math"
 	goruntime "runtime"
-	"sync"
 
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
@@ -69,7 +68,7 @@ func (r *rope) rotate(v []float32, pos int) {
 
 // parallelWork is the number of multiply-adds below which attention runs on the calling
 // goroutine.
-const parallelWork = 1 << 16
+var parallelWork = 1 << 16 // a variable so that tests can force the split
 
 // attention computes the block's attention over the cache. Heads are independent, and each
 // (head, row) pair is accumulated in the same order whatever the worker split, so the result
@@ -77,7 +76,19 @@ const parallelWork = 1 << 16
 type attention struct {
 	c      *Config
 	scores [][]float32 // per worker: one row of scores
-	wg     sync.WaitGroup
+	// The call in progress, for share (a method value made once, so that kernels.Tasks
+	// allocates nothing).
+	call  attentionCall
+	share func(part, task int)
+}
+
+// attentionCall holds the arguments of one run for its shares.
+type attentionCall struct {
+	out, q            []float32
+	cache             *kvCache
+	li, s0, g, window int
+	causal            bool
+	per               int
 }
 
 func (a *attention) init(c *Config, rows int) {
@@ -102,19 +113,20 @@ func (a *attention) run(out, q []float32, cache *kvCache, li, s0, g int, causal 
 		return
 	}
 	per := (c.NHead + workers - 1) / workers
-	for w := 1; w < workers; w++ {
-		lo, hi := w*per, min((w+1)*per, c.NHead)
-		if lo >= hi {
-			continue
-		}
-		a.wg.Add(1)
-		go func(lo, hi int, sc []float32) {
-			defer a.wg.Done()
-			a.heads(out, q, cache, li, s0, g, causal, window, lo, hi, sc)
-		}(lo, hi, a.scores[w])
+	if a.share == nil {
+		a.share = a.runShare
 	}
-	a.heads(out, q, cache, li, s0, g, causal, window, 0, min(per, c.NHead), a.scores[0])
-	a.wg.Wait()
+	a.call = attentionCall{out: out, q: q, cache: cache, li: li, s0: s0, g: g, window: window, causal: causal, per: per}
+	kernels.Tasks((c.NHead+per-1)/per, workers, a.share)
+	a.call = attentionCall{}
+}
+
+// runShare runs share w of the heads of the call in progress (per heads each) with the score
+// buffer of goroutine part (a task of kernels.Tasks).
+func (a *attention) runShare(part, w int) {
+	c := &a.call
+	lo, hi := w*c.per, min((w+1)*c.per, a.c.NHead)
+	a.heads(c.out, c.q, c.cache, c.li, c.s0, c.g, c.causal, c.window, lo, hi, a.scores[part])
 }
 
 // heads runs attention for query heads [h0, h1), using sc as the score buffer.

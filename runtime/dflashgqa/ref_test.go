@@ -3,6 +3,7 @@ package dflashgqa
 import (
 	"fmt"
 	"math"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -245,5 +246,54 @@ func TestPairErrors(t *testing.T) {
 	m := testmodel.BuildGQA(ts2, testmodel.DefaultGQA(ts2), 1)
 	if _, err := openDraft(t, m, tg, runtime.Options{}); err == nil || !strings.Contains(err.Error(), "dflash.embedding_length 52 != target hidden size 48") {
 		t.Errorf("hidden size: got %v", err)
+	}
+}
+
+// TestParallelAttention splits the block's attention heads across goroutines of the kernel
+// pool (forced at this tiny size) and checks every logit and hidden value against one
+// goroutine, for the non-causal and the causal block (run it with -race).
+func TestParallelAttention(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(0))
+	defer func(w int) { parallelWork = w }(parallelWork)
+	parallelWork = 0
+	for _, causal := range []bool{false, true} {
+		ts := testmodel.DefaultTarget()
+		tm := testmodel.BuildTarget(ts, 8)
+		tg := openTarget(t, tm, runtime.Options{Context: 64})
+		ds := testmodel.DefaultGQA(ts)
+		ds.Causal = causal
+		dm := testmodel.BuildGQA(ts, ds, 9)
+		prompt := []int{4, 9, 1, 33, 2, 2, 61, 7, 15}
+		var st runtime.Step
+		if err := tg.Forward(prompt, 0, ds.Taps, &st); err != nil {
+			t.Fatal(err)
+		}
+		block := func(procs int) ([]float32, []float32) {
+			goruntime.GOMAXPROCS(procs) // the draft keeps one score buffer per P
+			d, err := openDraft(t, dm, tg, runtime.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.AddContext(st.Hidden, 0, len(prompt)); err != nil {
+				t.Fatal(err)
+			}
+			lg, hd, err := d.Block(11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return slices.Clone(lg), slices.Clone(hd)
+		}
+		wantL, wantH := block(1)
+		for it := 0; it < 40; it++ { // tiny shares: give the workers many chances to take one
+			procs := 2 + it%2
+			gotL, gotH := block(procs)
+			for what, pair := range map[string][2][]float32{"logit": {gotL, wantL}, "hidden value": {gotH, wantH}} {
+				for j := range pair[1] {
+					if math.Float32bits(pair[0][j]) != math.Float32bits(pair[1][j]) {
+						t.Fatalf("causal %v, %d goroutines: %s %d is %v, one goroutine gives %v", causal, procs, what, j, pair[0][j], pair[1][j])
+					}
+				}
+			}
+		}
 	}
 }

@@ -2,7 +2,6 @@ package qwen3
 
 import (
 	"math"
-	"sync"
 
 	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
@@ -51,7 +50,16 @@ type attention struct {
 	scale               float32
 	capacity            int
 	scores              [][]float32 // per worker: group x capacity scores
-	wg                  sync.WaitGroup
+	// The call in progress, for share (a method value made once, so that kernels.Tasks
+	// allocates nothing).
+	call  attentionCall
+	share func(part, task int)
+}
+
+// attentionCall holds the arguments of one run for its shares.
+type attentionCall struct {
+	out, q, k, v            []float32
+	start, width, units, nw int
 }
 
 func newAttention(c *Config, capacity, workers int) *attention {
@@ -75,16 +83,19 @@ func (a *attention) run(out, q, k, v []float32, n, start, width int) {
 		return
 	}
 	workers = min(workers, units)
-	a.wg.Add(workers - 1)
-	for w := 1; w < workers; w++ {
-		lo, hi := units*w/workers, units*(w+1)/workers
-		go func(sc []float32) {
-			defer a.wg.Done()
-			a.units(out, q, k, v, lo, hi, start, width, sc)
-		}(a.scores[w])
+	if a.share == nil {
+		a.share = a.runShare
 	}
-	a.units(out, q, k, v, 0, units/workers, start, width, a.scores[0])
-	a.wg.Wait()
+	a.call = attentionCall{out: out, q: q, k: k, v: v, start: start, width: width, units: units, nw: workers}
+	kernels.Tasks(workers, workers, a.share)
+	a.call = attentionCall{}
+}
+
+// runShare computes share w of the units of the call in progress with the score buffer of
+// goroutine part (a task of kernels.Tasks).
+func (a *attention) runShare(part, w int) {
+	c := &a.call
+	a.units(c.out, c.q, c.k, c.v, c.units*w/c.nw, c.units*(w+1)/c.nw, c.start, c.width, a.scores[part])
 }
 
 // units computes the units u0..u1-1 (u = row x kv heads + kv head): the scores of the

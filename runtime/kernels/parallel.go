@@ -7,8 +7,13 @@ import (
 	"time"
 )
 
-// minPartWork is the least number of multiply-adds worth handing to another goroutine.
-var minPartWork = 1 << 20 // a variable so that tests can force splitting
+// minPartWork is the least number of multiply-adds worth handing to another goroutine: 256 Ki
+// (512 KB of BF16 weights for one row, ~15 µs of streaming) against the microsecond a polling
+// worker takes to join. At 1 Mi the attention projections of a hidden-1024 model (0.6-0.8 Mi
+// each) ran on one goroutine, and two-thread decode read the weights at 0.72-0.78 of a
+// two-thread read on the dense `small` target and 0.82-0.83 on the demo target; at 256 Ki
+// 0.83-0.88 and 0.87-0.91 (three alternated runs on a Zen 5, docs/benchmarks.md).
+var minPartWork = 1 << 18 // a variable so that tests can force splitting
 
 // parallelism is the number of goroutines a call may use (0: GOMAXPROCS).
 var parallelism atomic.Int64

@@ -2,6 +2,7 @@ package dflashgqa
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
@@ -67,4 +68,18 @@ func refSetup(t testing.TB, ts testmodel.TargetSpec, ds testmodel.GQASpec) (*tes
 		}
 	}
 	return tm, dm, d, feats
+}
+
+// blockAfter injects positions [0, n) of hidden as d's context and drafts one block from
+// anchor, returning copies of its logits and hidden states.
+func blockAfter(t testing.TB, d *Draft, hidden map[int][]float32, n, anchor int) (logits, hiddenOut []float32) {
+	t.Helper()
+	if err := d.AddContext(hidden, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	lg, hd, err := d.Block(anchor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Clone(lg), slices.Clone(hd)
 }

@@ -2,7 +2,6 @@ package dflashgqa
 
 import (
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/dspark-dev/dspark/internal/testmodel"
@@ -51,14 +50,7 @@ func TestPackedSameBits(t *testing.T) {
 				if err := tg.Forward(prompt, 0, d.Taps(), &st); err != nil {
 					t.Fatal(err)
 				}
-				if err := d.AddContext(st.Hidden, 0, len(prompt)); err != nil {
-					t.Fatal(err)
-				}
-				lg, hd, err := d.Block(6)
-				if err != nil {
-					t.Fatal(err)
-				}
-				logits[v], hidden[v] = slices.Clone(lg), slices.Clone(hd)
+				logits[v], hidden[v] = blockAfter(t, d, st.Hidden, len(prompt), 6)
 			}
 			for i := range logits[0] {
 				if math.Float32bits(logits[0][i]) != math.Float32bits(logits[1][i]) {

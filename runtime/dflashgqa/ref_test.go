@@ -274,14 +274,8 @@ func TestParallelAttention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := d.AddContext(st.Hidden, 0, len(prompt)); err != nil {
-				t.Fatal(err)
-			}
-			lg, hd, err := d.Block(11)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return slices.Clone(lg), slices.Clone(hd)
+			defer d.Close()
+			return blockAfter(t, d, st.Hidden, len(prompt), 11)
 		}
 		wantL, wantH := block(1)
 		for it := 0; it < 40; it++ { // tiny shares: give the workers many chances to take one

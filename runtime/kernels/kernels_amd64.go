@@ -207,6 +207,9 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 		// streams reads one long contiguous run of the weights across the calls, as a plain
 		// read with np streams does; the panels left over go in one narrower call.
 		np := min(maxPanels[n], p1-p0)
+		if n == 1 && minStreamBytes > 0 {
+			np = min(np, max(1, (p1-p0)*pk.panelBytes/minStreamBytes))
+		}
 		lane := (p1 - p0) / np
 		for i := 0; i < lane; i++ {
 			p := p0 + i

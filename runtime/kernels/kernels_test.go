@@ -425,18 +425,22 @@ func TestParseCacheSize(t *testing.T) {
 // fails unless each gives the bits of want (the portable result); what names the case.
 func pathsMatch(t *testing.T, m *Mat, prec Precision, x []float32, n int, want []float32, what string) {
 	t.Helper()
-	allPaths(func(name string, p Precision) {
-		if p != prec {
-			return
-		}
-		got := make([]float32, len(want))
-		m.MatMul(got, x, n)
-		for o := range got {
-			if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
-				t.Fatalf("%s %s: out %d = %v, portable %v", what, name, o, got[o], want[o])
+	defer func(b int) { minStreamBytes = b }(minStreamBytes)
+	for _, b := range []int{minStreamBytes, 0} { // short streams at test sizes, then the widest kernels
+		minStreamBytes = b
+		allPaths(func(name string, p Precision) {
+			if p != prec {
+				return
 			}
-		}
-	})
+			got := make([]float32, len(want))
+			m.MatMul(got, x, n)
+			for o := range got {
+				if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
+					t.Fatalf("%s %s (%d bytes per stream at least): out %d = %v, portable %v", what, name, b, o, got[o], want[o])
+				}
+			}
+		})
+	}
 }
 
 // TestTasks checks that Tasks runs every task exactly once, with part numbers in range and

@@ -98,6 +98,7 @@ func (a *attention) init(c *Config, rows int) {
 	for w := range a.scores {
 		a.scores[w] = make([]float32, rows)
 	}
+	a.share = a.runShare
 }
 
 // run fills out (g rows of NHead x HeadDim) with the attention of the g block rows at
@@ -113,9 +114,6 @@ func (a *attention) run(out, q []float32, cache *kvCache, li, s0, g int, causal 
 		return
 	}
 	per := (c.NHead + workers - 1) / workers
-	if a.share == nil {
-		a.share = a.runShare
-	}
 	a.call = attentionCall{out: out, q: q, cache: cache, li: li, s0: s0, g: g, window: window, causal: causal, per: per}
 	kernels.Tasks((c.NHead+per-1)/per, workers, a.share)
 	a.call = attentionCall{}

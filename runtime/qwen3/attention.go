@@ -68,6 +68,7 @@ func newAttention(c *Config, capacity, workers int) *attention {
 	for w := range a.scores {
 		a.scores[w] = make([]float32, a.group*capacity)
 	}
+	a.share = a.runShare
 	return a
 }
 
@@ -83,9 +84,6 @@ func (a *attention) run(out, q, k, v []float32, n, start, width int) {
 		return
 	}
 	workers = min(workers, units)
-	if a.share == nil {
-		a.share = a.runShare
-	}
 	a.call = attentionCall{out: out, q: q, k: k, v: v, start: start, width: width, units: units, nw: workers}
 	kernels.Tasks(workers, workers, a.share)
 	a.call = attentionCall{}

@@ -70,8 +70,21 @@ func tileConfig(rows []int) (c [64]byte) {
 // portable reference of that contract).
 func amxActive() bool { return curPath == pathAVX512 && cpuAMX }
 
+// maxPanelsAMXRowRows is maxPanelsAMXRow for one batch row (index 1), for panelsAsm.
+var maxPanelsAMXRowRows = []int{0, maxPanelsAMXRow}
+
+// amxRowOn is whether one-row calls of the AMX contract run on the AVX-512 FMA kernels
+// (amxRowP*) first: they stream six panels where the tiles hold three, and give the same
+// bits unless their result says otherwise, and then the call is redone on the tiles. (A
+// variable, so that tests can compare the two.)
+var amxRowOn = cpu.X86.HasAVX512DQ
+
 func (m *Mat) panelsAMX(s *seg, n, p0, p1 int) {
-	m.panelsAsm(s, n, p0, p1, famAMX, maxPanelsAMXRows, amxMaxRows, unsafe.Pointer(&s.xb[0]), 4*s.xbRow, s.xbRow/amxPairs)
+	x, xs, blocks := unsafe.Pointer(&s.xb[0]), 4*s.xbRow, s.xbRow/amxPairs
+	if n == 1 && amxRowOn && m.panelsAsm(s, 1, p0, p1, famAMXRow, maxPanelsAMXRowRows, 1, x, xs, blocks) == 0 {
+		return
+	}
+	m.panelsAsm(s, n, p0, p1, famAMX, maxPanelsAMXRows, amxMaxRows, x, xs, blocks)
 }
 
 // amxAgrees runs TDPBF16PS on cases that separate the plausible orders and flush rules, plus

@@ -156,6 +156,7 @@ const (
 	famAVX512
 	famDot
 	famAMX
+	famAMXRow // one row of the AMX contract on AVX-512 FMAs (amxRowP*)
 )
 
 func (m *Mat) panelsAVX2(s *seg, n, p0, p1 int) {
@@ -172,8 +173,9 @@ func (m *Mat) panelsDot(s *seg, n, p0, p1 int) {
 }
 
 // callFamily runs the kernel of family fam (a switch rather than a function value, so that
-// the output buffer stays on the caller's stack).
-func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer, xs, cols int, out *float32, pf uintptr, step int) {
+// the output buffer stays on the caller's stack). It returns what the famAMXRow kernels
+// return (zero from the others).
+func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer, xs, cols int, out *float32, pf uintptr, step int) uint32 {
 	switch fam {
 	case famAVX2:
 		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step)
@@ -181,9 +183,12 @@ func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer,
 		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step)
 	case famAMX:
 		callAMX(&amxConfigs[mr][np][0], np, w, ps, (*uint32)(x), xs, cols, out)
+	case famAMXRow:
+		return callAMXRow(np, w, ps, (*uint32)(x), cols, out)
 	default:
 		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step)
 	}
+	return 0
 }
 
 // panelsAsm computes the group's local panels [p0, p1) for all n batch rows with the
@@ -194,7 +199,9 @@ func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer,
 // several panels at once (6 for one row: several FMA chains and memory streams). A larger
 // batch goes panel by panel: the first chunk of rows reads the panel from memory and the
 // following chunks find it in cache.
-func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows int, x unsafe.Pointer, xStride, cols int) {
+//
+// It returns the OR of the kernels' results (non-zero only from famAMXRow: see amxRowP1).
+func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows int, x unsafe.Pointer, xStride, cols int) (bad uint32) {
 	var out [amxMaxRows * maxPanelsAMX * panelRows]float32 // >= max512Rows * 6 * panelRows
 	pk := m.pk
 	mem := pk.mem[s.base*pk.panelBytes:]
@@ -214,15 +221,15 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 		for i := 0; i < lane; i++ {
 			p := p0 + i
 			own := base + uintptr(p*pk.panelBytes)
-			callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
+			bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
 			s.storeLanes(out[:], 0, n, np, p, lane)
 		}
 		if p := p0 + lane*np; p < p1 {
 			own := base + uintptr(p*pk.panelBytes)
-			callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
+			bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes)
 			s.store(out[:], 0, n, p1-p, p)
 		}
-		return
+		return bad
 	}
 	// An AVX2 chunk of fewer than avx2PairBelow rows (the 3 rows of 7 = 4 + 3) has too few FMA
 	// chains on one panel to hide the FMA latency (6 with 3 rows; 8 are needed at 2 FMAs per
@@ -269,7 +276,7 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 					q0, q1 = p+1, p+gp
 				}
 				for q := q0; q < q1; q++ {
-					callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, unsafe.Add(x, j0*xStride), xStride, cols, &out[0], next+uintptr(c*slice), step)
+					bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, unsafe.Add(x, j0*xStride), xStride, cols, &out[0], next+uintptr(c*slice), step)
 					s.store(out[:], j0, mr, np, q)
 					c++
 				}
@@ -277,6 +284,7 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 			}
 		}
 	}
+	return bad
 }
 
 // pathNotes says, per path of either contract, whether this process can run it and, if

@@ -1,7 +1,7 @@
 // Command _generate writes the amd64 assembly of package kernels (kernels_amd64.s) and its Go
 // declarations and dispatch switches (kernels_amd64_gen.go).
 //
-// Run it from runtime/kernels with `go generate` (or `go run ./_generate`). It emits five
+// Run it from runtime/kernels with `go generate` (or `go run ./_generate`). It emits six
 // families of code, all for amd64 with the build tags amd64 && !purego && !noasm:
 //
 //   - avx2.go: the AVX2+FMA panel kernels (f32 activations, 16 YMM registers);
@@ -12,6 +12,8 @@
 //     package internal/evex;
 //   - amx.go: the AMX-BF16 panel kernels (TDPBF16PS tiles, the BF16AMXActivations contract)
 //     and their test hook and peak loop, all tile instructions as VEX bytes from internal/evex;
+//   - amxrow.go: the one-row kernels of the same contract on AVX-512 FMAs, which report through
+//     MXCSR's flags when the caller must redo a call on the tiles;
 //   - vec.go: the vector kernels of attention (dot products, axpy, exp) and helpers.go the
 //     reference loops of the benchmarks (memory read, FMA and dot-product peaks).
 //
@@ -200,6 +202,9 @@ func main() {
 	for p := 1; p <= maxPanelsAMX; p++ {
 		a.amxKernel(p)
 	}
+	for p := 1; p <= maxPanelsAMXRow; p++ {
+		a.amxRowKernel(p)
+	}
 	a.helpers()
 	a.roundBF16Kernel()
 	a.amxHelpers()
@@ -224,6 +229,7 @@ func main() {
 	g.f("//go:noescape")
 	g.f("func roundBF16x16(dst *uint32, src *float32, n int)\n")
 	g.amxDecls()
+	g.amxRowDecls()
 	g.vecDecls()
 	g.f("// Largest panel count per batch-row count (index) of each kernel family; the generator")
 	g.f("// keeps the same tables.")

@@ -71,8 +71,8 @@ func (g *gen) amxRowKernel(p int) {
 		g.f("\tVPXORD %s, %s, %s", odd(i), odd(i), odd(i))
 	}
 	// One pair per iteration of the inner loop: on the Intel AMX machine this streams at the
-	// f32 kernels' rate (0.91-0.95 of the read), a 2-pair body at 0.87-0.94, a 4-pair one at
-	// 0.75-0.78 and the whole block unrolled at 0.80-0.82 (docs/benchmarks.md).
+	// f32 kernels' rate (0.89-0.97 of the read), a 2-pair body at 0.87-0.94, a 4-pair one at
+	// 0.75-0.78 and the whole block unrolled at 0.78-0.84 (docs/benchmarks.md).
 	g.f("\tMOVQ $%d, BX", amxPairsPerBlock)
 	g.f("%s_pair:", name)
 	g.f("\tVPSLLD.BCST $16, (DX), %s", xe)

@@ -75,8 +75,8 @@ var maxPanelsAMXRowRows = []int{0, maxPanelsAMXRow}
 
 // amxRowOn is whether one-row calls of the AMX contract run on the AVX-512 FMA kernels
 // (amxRowP*) first: they stream six panels where the tiles hold three, and give the same
-// bits unless their result says otherwise, and then the call is redone on the tiles. (A
-// variable, so that tests can compare the two.)
+// bits unless their result says otherwise, and then the call is redone on the tiles. They
+// need AVX-512DQ for VFPCLASSPS (every CPU with AMX has it).
 var amxRowOn = cpu.X86.HasAVX512DQ
 
 func (m *Mat) panelsAMX(s *seg, n, p0, p1 int) {

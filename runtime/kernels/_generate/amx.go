@@ -194,15 +194,22 @@ func (g *gen) amxDecls() {
 	g.f("func amxLoop(cfg *byte, n int)\n")
 	g.f("// callAMX runs the AMX kernel of np panels (1..%d) with the configuration cfg.", maxPanelsAMX)
 	g.f("func callAMX(cfg *byte, np int, w *byte, panelStride int, x *uint32, xStride int, blocks int, out *float32) {")
-	g.f("\tswitch np {")
-	for p := 1; p <= maxPanelsAMX; p++ {
-		g.f("\tcase %d:", p)
-		g.f("\t\tamxP%d(cfg, w, panelStride, x, xStride, blocks, out)", p)
-		g.f("\t\treturn")
-	}
-	g.f("\t}")
-	g.f("\tpanic(\"kernels: no AMX kernel for this panel count\")")
-	g.f("}\n")
+	g.npSwitch(maxPanelsAMX, func(p int) string {
+		return fmt.Sprintf("amxP%d(cfg, w, panelStride, x, xStride, blocks, out)\n\t\treturn", p)
+	}, "AMX kernel")
 	g.f("// maxPanelsAMX is the largest panel count of an AMX kernel.")
 	g.f("const maxPanelsAMX = %d\n", maxPanelsAMX)
+}
+
+// npSwitch emits the body of a dispatch function over the panel count np (1..max): case p
+// runs call(p), and any other count panics naming what.
+func (g *gen) npSwitch(max int, call func(p int) string, what string) {
+	g.f("\tswitch np {")
+	for p := 1; p <= max; p++ {
+		g.f("\tcase %d:", p)
+		g.f("\t\t%s", call(p))
+	}
+	g.f("\t}")
+	g.f("\tpanic(\"kernels: no %s for this panel count\")", what)
+	g.f("}\n")
 }

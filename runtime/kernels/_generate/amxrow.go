@@ -140,14 +140,9 @@ func (g *gen) amxRowDecls() {
 	g.f("// callAMXRow runs the one-row AMX-contract kernel of np panels (1..%d) and returns its", maxPanelsAMXRow)
 	g.f("// result (zero: the outputs are the contract's).")
 	g.f("func callAMXRow(np int, w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32 {")
-	g.f("\tswitch np {")
-	for p := 1; p <= maxPanelsAMXRow; p++ {
-		g.f("\tcase %d:", p)
-		g.f("\t\treturn amxRowP%d(w, panelStride, x, blocks, out)", p)
-	}
-	g.f("\t}")
-	g.f("\tpanic(\"kernels: no one-row AMX-contract kernel for this panel count\")")
-	g.f("}\n")
+	g.npSwitch(maxPanelsAMXRow, func(p int) string {
+		return fmt.Sprintf("return amxRowP%d(w, panelStride, x, blocks, out)", p)
+	}, "one-row AMX-contract kernel")
 	g.f("// maxPanelsAMXRow is the largest panel count of a one-row AMX-contract kernel.")
 	g.f("const maxPanelsAMXRow = %d\n", maxPanelsAMXRow)
 	g.f("// amxRowBadOut is the bit an amxRow kernel adds to its result for an output that is NaN,")

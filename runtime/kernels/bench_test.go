@@ -405,3 +405,89 @@ func BenchmarkSmallMatrices(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGrouped measures one-row MatMulGroups over grouped matrices shaped like MLA's
+// per-head blocks (each head multiplies its own input), many of them one after another, cold
+// in cache, against a streaming read of the same bytes on the same number of goroutines:
+// the rate at which the per-head matrices of a decode step stream, to compare with
+// BenchmarkGEMV's large-matrix rate.
+func BenchmarkGrouped(b *testing.B) {
+	// heads x rows x cols: the demo target's k_b (kv_lora 512 x nope 64) and v_b (64 x 512),
+	// and a K3-sized k_b (512 x 128) with 64 heads.
+	for _, sh := range [][3]int{{16, 512, 64}, {16, 64, 512}, {64, 512, 128}} {
+		for _, threads := range []int{1, 2} {
+			if threads > runtime.GOMAXPROCS(0) {
+				continue
+			}
+			name := fmt.Sprintf("bf16/%dx%dx%d/threads=%d", sh[0], sh[1], sh[2], threads)
+			b.Run(name, func(b *testing.B) {
+				forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) { benchGrouped(b, bp, sh, threads) })
+			})
+		}
+	}
+}
+
+func benchGrouped(b *testing.B, bp benchPath, sh [3]int, threads int) {
+	heads, rows, cols := sh[0], sh[1], sh[2]
+	per := heads * rows * cols * 2
+	count := max(1, (128<<20)/per) // 128 MB in all: far beyond the caches
+	data := make([]byte, rows*cols*2)
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i+2 <= len(data); i += 2 {
+		binary.LittleEndian.PutUint16(data[i:], uint16(r.Uint32())&0x807f|uint16(119+r.IntN(14))<<7)
+	}
+	view, _ := NewMat(BF16, rows, cols, data)
+	views := make([]*Mat, heads)
+	for i := range views {
+		views[i] = view
+	}
+	ms := make([]*Mat, count)
+	var total int
+	for i := range ms {
+		g, err := Group(views...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Release()
+		ms[i] = g.WithPrecision(bp.prec)
+		total += len(g.pk.mem)
+	}
+	defer SetParallelism(0)
+	SetParallelism(threads)
+	x := randVec(rand.New(rand.NewPCG(1, 1)), heads*cols)
+	dst := make([]float32, heads*rows)
+	sums := make([]uint64, threads)
+	share := func(k int) {
+		for _, m := range ms {
+			mem := m.pk.mem
+			sums[k] += StreamRead(mem[len(mem)*k/threads : len(mem)*(k+1)/threads])
+		}
+	}
+	read := func() {
+		var wg sync.WaitGroup
+		for k := 1; k < threads; k++ {
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				share(k)
+			}(k)
+		}
+		share(0)
+		wg.Wait()
+	}
+	var clock func() time.Duration
+	if threads == 1 {
+		c, release := threadClock()
+		defer release()
+		clock = c
+	}
+	kern, rd, ratio, _, _ := paired(b, clock, read, func() {
+		for _, m := range ms {
+			m.MatMulGroups(dst, heads*rows, rows, x, heads*cols, cols, 1)
+		}
+	})
+	b.SetBytes(int64(total))
+	b.ReportMetric(float64(total)/kern.Seconds()/1e9, "GB/s")
+	b.ReportMetric(float64(total)/rd.Seconds()/1e9, "read-GB/s")
+	b.ReportMetric(ratio, "ratio-to-read")
+}

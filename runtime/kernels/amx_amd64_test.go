@@ -113,7 +113,7 @@ func TestAMXRowKernel(t *testing.T) {
 	var a [amxPairs]uint32
 	var b [amxPairs * panelRows]uint32 // one block of a panel: pair q of output n at q*16+n
 	var out [panelRows]float32
-	run := func() uint32 { return amxRowP1((*byte)(unsafe.Pointer(&b[0])), len(b)*4, &a[0], 1, &out[0]) }
+	run := func() uint32 { return amxRowP1((*byte)(unsafe.Pointer(&b[0])), len(b)*4, &a[0], 0, 1, &out[0]) }
 	check := func(what string, res uint32) {
 		t.Helper()
 		if res != 0 {
@@ -205,7 +205,7 @@ func TestAMXRowKernel(t *testing.T) {
 	var b2 [2 * amxPairs * panelRows]uint32
 	a2[0], a2[amxPairs] = one, one
 	b2[0], b2[amxPairs*panelRows] = 0x0100, 0x80c0
-	res := amxRowP1((*byte)(unsafe.Pointer(&b2[0])), len(b2)*4, &a2[0], 2, &out[0])
+	res := amxRowP1((*byte)(unsafe.Pointer(&b2[0])), len(b2)*4, &a2[0], 0, 2, &out[0])
 	want := amxRef(amxRef(0, a2[:amxPairs], b2[:], 0), a2[amxPairs:], b2[amxPairs*panelRows:], 0)
 	if res != amxRowBadOut || math.Float32bits(out[0]) != 0x00400000 || want != 0 {
 		t.Errorf("subnormal output: result %#x, output %#08x, contract %v", res, math.Float32bits(out[0]), want)

@@ -184,7 +184,7 @@ func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer,
 	case famAMX:
 		callAMX(&amxConfigs[mr][np][0], np, w, ps, (*uint32)(x), xs, cols, out)
 	case famAMXRow:
-		return callAMXRow(np, w, ps, (*uint32)(x), cols, out)
+		return callAMXRow(np, w, ps, (*uint32)(x), xs, cols, out)
 	default:
 		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step)
 	}
@@ -218,6 +218,9 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 			np = min(np, max(1, (p1-p0)*pk.panelBytes/minStreamBytes))
 		}
 		lane := (p1 - p0) / np
+		if n == 1 {
+			xStride = 0 // the one-row kernels of several panels share one x (see rowGroups)
+		}
 		for i := 0; i < lane; i++ {
 			p := p0 + i
 			own := base + uintptr(p*pk.panelBytes)
@@ -315,4 +318,59 @@ func amxWhy() string {
 		return "the OS permission for the tile state (" + amxPermErr.Error() + ")"
 	}
 	return "a TDPBF16PS that matches the reference (amxAgrees failed: see TestAMXInstruction)"
+}
+
+// rowGroups computes the whole groups [g0, g1) of a one-row call on a Group of BF16 matrices
+// with one-row kernels whose panels read each their own group's x (see panelX in the
+// generator), so that several groups stream at once, and reports whether it did; if not
+// (another type or path, or an AMX-contract call the FMA kernels cannot vouch for), the
+// caller computes them group by group. The outputs are those of the group-by-group calls:
+// the same kernels run the same panels on the same inputs.
+//
+// A group alone is one stream (its panels are fewer than minStreamBytes asks for several),
+// and the per-head matrices of MLA are many small groups (the demo's 16 of 64 KiB): streamed
+// one at a time they read at 0.6-0.7 of a plain read. Here up to six streams run together,
+// each over lg consecutive groups (a contiguous run of the weights).
+func (m *Mat) rowGroups(c *geo, g0, g1 int) bool {
+	if m.t != BF16 {
+		return false
+	}
+	pk := m.pk
+	fam, x, xg, cols := 0, unsafe.Pointer(nil), 0, 0
+	switch prec := m.Precision(); {
+	case prec == BF16AMXActivations && amxActive() && amxRowOn:
+		fam, x, xg, cols = famAMXRow, unsafe.Pointer(&c.xb[g0*c.xbGroup*c.xbRow]), 4*c.xbGroup*c.xbRow, c.xbRow/amxPairs
+	case prec == BF16Activations && dotActive():
+		fam, x, xg, cols = famDot, unsafe.Pointer(&c.xb[g0*c.xbGroup*c.xbRow]), 4*c.xbGroup*c.xbRow, (m.cols+1)/2
+	case prec == F32Activations && curPath == pathAVX512:
+		fam, x, xg, cols = famAVX512, unsafe.Pointer(&c.x[g0*c.xGroup]), 4*c.xGroup, m.cols
+	default:
+		return false
+	}
+	var out [maxPanelsAMXRow * panelRows]float32
+	gp, pb := pk.groupPanels, pk.panelBytes
+	base := uintptr(unsafe.Pointer(&pk.mem[0]))
+	groupBytes := pb / max(1, m.cols/4)
+	var bad uint32
+	for g := g0; g < g1; {
+		// np streams of lg groups: lg as small as six streams allow, the groups left over
+		// (fewer than lg) in the next round.
+		lg := (g1 - g + maxPanelsAMXRow - 1) / maxPanelsAMXRow
+		np := (g1 - g) / lg
+		xs := lg * xg
+		for i := 0; i < lg*gp; i++ {
+			gi, pi := i/gp, i%gp
+			p := (g+gi)*gp + pi
+			own := base + uintptr(p*pb)
+			bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &out[0], own+prefetchAhead, groupBytes)
+			r0 := pi * panelRows
+			nr := min(panelRows, pk.groupRows-r0)
+			for k := 0; k < np; k++ {
+				d := (g+gi+k*lg)*c.dGroup + r0
+				copy(c.dst[d:d+nr], out[k*panelRows:k*panelRows+nr])
+			}
+		}
+		g += np * lg
+	}
+	return bad == 0
 }

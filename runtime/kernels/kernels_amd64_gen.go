@@ -623,69 +623,75 @@ func callAMX(cfg *byte, np int, w *byte, panelStride int, x *uint32, xStride int
 const maxPanelsAMX = 3
 
 // amxRowP1 computes one batch row of 1 packed BF16 panels by the AMX contract with
-// AVX-512 FMAs (x: the row's bf16 pairs, blocks blocks of 16 pairs). A result other
-// than zero means the outputs may differ from the contract's (MXCSR flags 0x13, or
-// 0x100 for an output that is NaN, infinite or subnormal): redo the call on the tiles.
+// AVX-512 FMAs (x: the row's bf16 pairs, panel i's at x + i*xStride bytes; blocks
+// blocks of 16 pairs). A result other than zero means the outputs may differ from the
+// contract's (MXCSR flags 0x13, or 0x100 for an output that is NaN, infinite or
+// subnormal): redo the call on the tiles.
 //
 //go:noescape
-func amxRowP1(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32
+func amxRowP1(w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32
 
 // amxRowP2 computes one batch row of 2 packed BF16 panels by the AMX contract with
-// AVX-512 FMAs (x: the row's bf16 pairs, blocks blocks of 16 pairs). A result other
-// than zero means the outputs may differ from the contract's (MXCSR flags 0x13, or
-// 0x100 for an output that is NaN, infinite or subnormal): redo the call on the tiles.
+// AVX-512 FMAs (x: the row's bf16 pairs, panel i's at x + i*xStride bytes; blocks
+// blocks of 16 pairs). A result other than zero means the outputs may differ from the
+// contract's (MXCSR flags 0x13, or 0x100 for an output that is NaN, infinite or
+// subnormal): redo the call on the tiles.
 //
 //go:noescape
-func amxRowP2(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32
+func amxRowP2(w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32
 
 // amxRowP3 computes one batch row of 3 packed BF16 panels by the AMX contract with
-// AVX-512 FMAs (x: the row's bf16 pairs, blocks blocks of 16 pairs). A result other
-// than zero means the outputs may differ from the contract's (MXCSR flags 0x13, or
-// 0x100 for an output that is NaN, infinite or subnormal): redo the call on the tiles.
+// AVX-512 FMAs (x: the row's bf16 pairs, panel i's at x + i*xStride bytes; blocks
+// blocks of 16 pairs). A result other than zero means the outputs may differ from the
+// contract's (MXCSR flags 0x13, or 0x100 for an output that is NaN, infinite or
+// subnormal): redo the call on the tiles.
 //
 //go:noescape
-func amxRowP3(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32
+func amxRowP3(w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32
 
 // amxRowP4 computes one batch row of 4 packed BF16 panels by the AMX contract with
-// AVX-512 FMAs (x: the row's bf16 pairs, blocks blocks of 16 pairs). A result other
-// than zero means the outputs may differ from the contract's (MXCSR flags 0x13, or
-// 0x100 for an output that is NaN, infinite or subnormal): redo the call on the tiles.
+// AVX-512 FMAs (x: the row's bf16 pairs, panel i's at x + i*xStride bytes; blocks
+// blocks of 16 pairs). A result other than zero means the outputs may differ from the
+// contract's (MXCSR flags 0x13, or 0x100 for an output that is NaN, infinite or
+// subnormal): redo the call on the tiles.
 //
 //go:noescape
-func amxRowP4(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32
+func amxRowP4(w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32
 
 // amxRowP5 computes one batch row of 5 packed BF16 panels by the AMX contract with
-// AVX-512 FMAs (x: the row's bf16 pairs, blocks blocks of 16 pairs). A result other
-// than zero means the outputs may differ from the contract's (MXCSR flags 0x13, or
-// 0x100 for an output that is NaN, infinite or subnormal): redo the call on the tiles.
+// AVX-512 FMAs (x: the row's bf16 pairs, panel i's at x + i*xStride bytes; blocks
+// blocks of 16 pairs). A result other than zero means the outputs may differ from the
+// contract's (MXCSR flags 0x13, or 0x100 for an output that is NaN, infinite or
+// subnormal): redo the call on the tiles.
 //
 //go:noescape
-func amxRowP5(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32
+func amxRowP5(w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32
 
 // amxRowP6 computes one batch row of 6 packed BF16 panels by the AMX contract with
-// AVX-512 FMAs (x: the row's bf16 pairs, blocks blocks of 16 pairs). A result other
-// than zero means the outputs may differ from the contract's (MXCSR flags 0x13, or
-// 0x100 for an output that is NaN, infinite or subnormal): redo the call on the tiles.
+// AVX-512 FMAs (x: the row's bf16 pairs, panel i's at x + i*xStride bytes; blocks
+// blocks of 16 pairs). A result other than zero means the outputs may differ from the
+// contract's (MXCSR flags 0x13, or 0x100 for an output that is NaN, infinite or
+// subnormal): redo the call on the tiles.
 //
 //go:noescape
-func amxRowP6(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32
+func amxRowP6(w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32
 
 // callAMXRow runs the one-row AMX-contract kernel of np panels (1..6) and returns its
 // result (zero: the outputs are the contract's).
-func callAMXRow(np int, w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32 {
+func callAMXRow(np int, w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32 {
 	switch np {
 	case 1:
-		return amxRowP1(w, panelStride, x, blocks, out)
+		return amxRowP1(w, panelStride, x, xStride, blocks, out)
 	case 2:
-		return amxRowP2(w, panelStride, x, blocks, out)
+		return amxRowP2(w, panelStride, x, xStride, blocks, out)
 	case 3:
-		return amxRowP3(w, panelStride, x, blocks, out)
+		return amxRowP3(w, panelStride, x, xStride, blocks, out)
 	case 4:
-		return amxRowP4(w, panelStride, x, blocks, out)
+		return amxRowP4(w, panelStride, x, xStride, blocks, out)
 	case 5:
-		return amxRowP5(w, panelStride, x, blocks, out)
+		return amxRowP5(w, panelStride, x, xStride, blocks, out)
 	case 6:
-		return amxRowP6(w, panelStride, x, blocks, out)
+		return amxRowP6(w, panelStride, x, xStride, blocks, out)
 	}
 	panic("kernels: no one-row AMX-contract kernel for this panel count")
 }

@@ -108,3 +108,6 @@ func expPDAsm(dst, x []float64) {
 		dst[i] = math.Exp(v)
 	}
 }
+
+// rowGroups does nothing without the assembly kernels: compute runs the groups one by one.
+func (m *Mat) rowGroups(c *geo, g0, g1 int) bool { return false }

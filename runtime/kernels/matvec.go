@@ -170,6 +170,26 @@ func (m *Mat) compute(c *geo, n, u0, u1 int) {
 		return
 	}
 	pk := m.pk
+	if gp := pk.groupPanels; n == 1 && pk.groups > 1 {
+		// Whole groups several at a time (rowGroups), the partial ones at the ends alone.
+		g0, g1 := (u0+gp-1)/gp, u1/gp
+		if g1-g0 >= 2 && m.rowGroups(c, g0, g1) {
+			if u0 < g0*gp {
+				m.computeGroups(c, n, u0, g0*gp)
+			}
+			if g1*gp < u1 {
+				m.computeGroups(c, n, g1*gp, u1)
+			}
+			return
+		}
+	}
+	m.computeGroups(c, n, u0, u1)
+}
+
+// computeGroups is compute on a packed matrix, one group at a time.
+func (m *Mat) computeGroups(c *geo, n, u0, u1 int) {
+	pk := m.pk
+	amx := m.Precision() == BF16AMXActivations
 	dot := m.Precision() == BF16Activations
 	for g := u0 / pk.groupPanels; g*pk.groupPanels < u1; g++ {
 		base := g * pk.groupPanels

@@ -99,69 +99,19 @@ func TestStack(t *testing.T) {
 // TestGroup checks MatMulGroups on a Group of matrices, in both output layouts the runtime
 // uses (row-major and group-major) and with strided inputs, against each matrix alone, for
 // every type, path and precision; MatMul of the group against the stack of the matrices.
+// The 13 groups of 40 rows (3 panels, the last partial) on one and on three goroutines give
+// one-row calls several streams of several groups each and the groups left over (rowGroups),
+// and, cut into two chunks of 19 and 20 panels, chunks that start and end inside a group.
 func TestGroup(t *testing.T) {
 	defer func(w int) { minPartWork = w }(minPartWork)
 	minPartWork = 1
 	defer SetParallelism(0)
-	SetParallelism(3)
 	r := rand.New(rand.NewPCG(43, 44))
-	for _, dt := range allTypes {
-		const G, R = 5, 20
-		cols := colsFor(dt, 33)
-		var ms []*Mat
-		for g := 0; g < G; g++ {
-			ms = append(ms, matsOf(t, randMat(r, dt, R, cols))["unpacked"])
-		}
-		gr, err := Group(ms...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gr.Release()
-		if gr.Groups() != G || gr.Rows() != G*R {
-			t.Fatalf("group has %d groups, %d rows", gr.Groups(), gr.Rows())
-		}
-		allPaths(func(path string, prec Precision) {
-			g := gr.WithPrecision(prec)
-			for _, n := range []int{1, 2, 7, 9} {
-				xRow, xGroup := G*(cols+1)+3, cols+1 // row j: group 0's input, a gap, group 1's...
-				x := randVec(r, n*xRow)
-				for _, layout := range []string{"row-major", "group-major"} {
-					dRow, dGroup := G*R+2, R
-					if layout == "group-major" {
-						dRow, dGroup = R+1, n*(R+1)+3
-					}
-					size := (n-1)*dRow + (G-1)*dGroup + R
-					dst, check := guarded(t, size)
-					g.MatMulGroups(dst, dRow, dGroup, x, xRow, xGroup, n)
-					check()
-					for gi, m := range ms {
-						m = m.WithPrecision(prec)
-						want := make([]float32, R)
-						for j := 0; j < n; j++ {
-							m.MatVec(want, x[j*xRow+gi*xGroup:])
-							for i, w := range want {
-								if got := dst[j*dRow+gi*dGroup+i]; !sameFloat(got, w) {
-									t.Fatalf("%v %s %s n=%d group %d batch %d row %d: %v, alone %v", dt, path, layout, n, gi, j, i, got, w)
-								}
-							}
-						}
-					}
-				}
-				// As a plain Mat: the stack of the groups, all on the same input.
-				xs := randVec(r, n*cols)
-				got := make([]float32, n*G*R)
-				g.MatMul(got, xs, n)
-				st, _ := Stack(ms...)
-				want := make([]float32, n*G*R)
-				st.WithPrecision(prec).MatMul(want, xs, n)
-				st.Release()
-				for o := range got {
-					if !sameFloat(got[o], want[o]) {
-						t.Fatalf("%v %s n=%d: group MatMul out %d = %v, stack %v", dt, path, n, o, got[o], want[o])
-					}
-				}
-			}
-		})
+	defer func() { testChunks = 0 }()
+	for _, sh := range []struct{ G, R, threads, chunks int }{{5, 20, 3, 0}, {13, 40, 1, 0}, {13, 40, 3, 0}, {13, 40, 3, 2}} {
+		SetParallelism(sh.threads)
+		testChunks = sh.chunks
+		testGroup(t, r, sh.G, sh.R)
 	}
 	a, _ := NewMat(F32, 2, 3, make([]byte, 24))
 	b, _ := NewMat(F32, 3, 3, make([]byte, 36))
@@ -225,4 +175,66 @@ func TestShared(t *testing.T) {
 		}()
 	}
 	_ = math.Pi
+}
+
+// testGroup is TestGroup for G groups of R rows.
+func testGroup(t *testing.T, r *rand.Rand, G, R int) {
+	t.Helper()
+	for _, dt := range allTypes {
+		cols := colsFor(dt, 33)
+		var ms []*Mat
+		for g := 0; g < G; g++ {
+			ms = append(ms, matsOf(t, randMat(r, dt, R, cols))["unpacked"])
+		}
+		gr, err := Group(ms...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gr.Release()
+		if gr.Groups() != G || gr.Rows() != G*R {
+			t.Fatalf("group has %d groups, %d rows", gr.Groups(), gr.Rows())
+		}
+		allPaths(func(path string, prec Precision) {
+			g := gr.WithPrecision(prec)
+			for _, n := range []int{1, 2, 7, 9} {
+				xRow, xGroup := G*(cols+1)+3, cols+1 // row j: group 0's input, a gap, group 1's...
+				x := randVec(r, n*xRow)
+				for _, layout := range []string{"row-major", "group-major"} {
+					dRow, dGroup := G*R+2, R
+					if layout == "group-major" {
+						dRow, dGroup = R+1, n*(R+1)+3
+					}
+					size := (n-1)*dRow + (G-1)*dGroup + R
+					dst, check := guarded(t, size)
+					g.MatMulGroups(dst, dRow, dGroup, x, xRow, xGroup, n)
+					check()
+					for gi, m := range ms {
+						m = m.WithPrecision(prec)
+						want := make([]float32, R)
+						for j := 0; j < n; j++ {
+							m.MatVec(want, x[j*xRow+gi*xGroup:])
+							for i, w := range want {
+								if got := dst[j*dRow+gi*dGroup+i]; !sameFloat(got, w) {
+									t.Fatalf("G=%d R=%d %v %s %s n=%d group %d batch %d row %d: %v, alone %v", G, R, dt, path, layout, n, gi, j, i, got, w)
+								}
+							}
+						}
+					}
+				}
+				// As a plain Mat: the stack of the groups, all on the same input.
+				xs := randVec(r, n*cols)
+				got := make([]float32, n*G*R)
+				g.MatMul(got, xs, n)
+				st, _ := Stack(ms...)
+				want := make([]float32, n*G*R)
+				st.WithPrecision(prec).MatMul(want, xs, n)
+				st.Release()
+				for o := range got {
+					if !sameFloat(got[o], want[o]) {
+						t.Fatalf("%v %s n=%d: group MatMul out %d = %v, stack %v", dt, path, n, o, got[o], want[o])
+					}
+				}
+			}
+		})
+	}
 }

@@ -35,25 +35,32 @@ func (g *gen) amxRowKernel(p int) {
 	even := func(i int) string { return fmt.Sprintf("Z%d", 6+i) }
 	odd := func(i int) string { return fmt.Sprintf("Z%d", 12+i) }
 	w := func(i int) string { return fmt.Sprintf("Z%d", 18+i) }
-	const mask, xe, xo = "Z24", "Z25", "Z26"
-	g.f("// func %s(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32", name)
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-44", name)
+	// x broadcast: xe(i) and xo(i) hold panel i's own x (see panelX), three registers each in
+	// rotation; a lone panel uses xe(0) and xo(0).
+	const mask = "Z24"
+	xe := func(i int) string { return fmt.Sprintf("Z%d", 25+i%3) }
+	xo := func(i int) string { return fmt.Sprintf("Z%d", 28+i%3) }
+	g.f("// func %s(w *byte, panelStride int, x *uint32, xStride int, blocks int, out *float32) uint32", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-52", name)
 	g.f("\tMOVQ w+0(FP), SI")
 	g.f("\tMOVQ panelStride+8(FP), R8")
 	g.f("\tMOVQ x+16(FP), DX")
-	g.f("\tMOVQ blocks+24(FP), CX")
-	g.f("\tMOVQ out+32(FP), DI")
-	g.f("\tSTMXCSR ret+40(FP)")
-	g.f("\tMOVL ret+40(FP), AX")
+	g.f("\tMOVQ xStride+24(FP), R9")
+	g.f("\tMOVQ blocks+32(FP), CX")
+	g.f("\tMOVQ out+40(FP), DI")
+	g.f("\tSTMXCSR ret+48(FP)")
+	g.f("\tMOVL ret+48(FP), AX")
 	g.f("\tTESTL $%#x, AX", mxcsrWatch)
 	g.f("\tJZ %s_clean", name)
 	g.f("\tANDL $%#x, AX", ^uint32(mxcsrWatch))
-	g.f("\tMOVL AX, ret+40(FP)")
-	g.f("\tLDMXCSR ret+40(FP)")
+	g.f("\tMOVL AX, ret+48(FP)")
+	g.f("\tLDMXCSR ret+48(FP)")
 	g.f("%s_clean:", name)
 	if p > 3 {
 		g.f("\tLEAQ (SI)(R8*2), R12")
 		g.f("\tADDQ R8, R12")
+		g.f("\tLEAQ (DX)(R9*2), R10")
+		g.f("\tADDQ R9, R10")
 	}
 	for i := 0; i < p; i++ {
 		g.f("\tVPXORD %s, %s, %s", acc(i), acc(i), acc(i))
@@ -75,24 +82,29 @@ func (g *gen) amxRowKernel(p int) {
 	// 0.75-0.78 and the whole block unrolled at 0.78-0.84 (docs/benchmarks.md).
 	g.f("\tMOVQ $%d, BX", amxPairsPerBlock)
 	g.f("%s_pair:", name)
-	g.f("\tVPSLLD.BCST $16, (DX), %s", xe)
-	g.f("\tVPANDD.BCST (DX), %s, %s", mask, xo)
-	for i := 0; i < p; i++ {
-		g.f("\tVPSLLD $16, %s, %s", mem("SI", "R12", i, 0), w(i))
-	}
-	for i := 0; i < p; i++ {
-		g.f("\tVFMADD231PS %s, %s, %s", xe, w(i), even(i))
-	}
-	for i := 0; i < p; i++ {
-		g.f("\tVPANDD %s, %s, %s", mem("SI", "R12", i, 0), mask, w(i))
-	}
-	for i := 0; i < p; i++ {
-		g.f("\tVFMADD231PS %s, %s, %s", xo, w(i), odd(i))
+	if p > 1 {
+		// Panel by panel, each with its own x (the broadcast registers rotate).
+		for i := 0; i < p; i++ {
+			g.f("\tVPSLLD.BCST $16, %s, %s", xat(i, 0), xe(i))
+			g.f("\tVPSLLD $16, %s, %s", mem("SI", "R12", i, 0), w(i))
+			g.f("\tVFMADD231PS %s, %s, %s", xe(i), w(i), even(i))
+			g.f("\tVPANDD.BCST %s, %s, %s", xat(i, 0), mask, xo(i))
+			g.f("\tVPANDD %s, %s, %s", mem("SI", "R12", i, 0), mask, w(i))
+			g.f("\tVFMADD231PS %s, %s, %s", xo(i), w(i), odd(i))
+		}
+	} else {
+		g.f("\tVPSLLD.BCST $16, (DX), %s", xe(0))
+		g.f("\tVPANDD.BCST (DX), %s, %s", mask, xo(0))
+		g.f("\tVPSLLD $16, (SI), %s", w(0))
+		g.f("\tVFMADD231PS %s, %s, %s", xe(0), w(0), even(0))
+		g.f("\tVPANDD (SI), %s, %s", mask, w(0))
+		g.f("\tVFMADD231PS %s, %s, %s", xo(0), w(0), odd(0))
 	}
 	g.f("\tADDQ $4, DX")
 	g.f("\tADDQ $64, SI")
 	if p > 3 {
 		g.f("\tADDQ $64, R12")
+		g.f("\tADDQ $4, R10")
 	}
 	g.f("\tDECQ BX")
 	g.f("\tJNZ %s_pair", name)
@@ -109,15 +121,15 @@ func (g *gen) amxRowKernel(p int) {
 		g.f("\tVFPCLASSPSZ $0xb9, %s, K1", acc(i))
 		g.f("\tKORW K1, K2, K2")
 	}
-	g.f("\tSTMXCSR ret+40(FP)")
-	g.f("\tMOVL ret+40(FP), AX")
+	g.f("\tSTMXCSR ret+48(FP)")
+	g.f("\tMOVL ret+48(FP), AX")
 	g.f("\tANDL $%#x, AX", mxcsrWatch)
 	g.f("\tMOVL $%#x, BX", amxRowBadOut)
 	g.f("\tXORL DX, DX")
 	g.f("\tKORTESTW K2, K2")
 	g.f("\tCMOVLNE BX, DX")
 	g.f("\tORL DX, AX")
-	g.f("\tMOVL AX, ret+40(FP)")
+	g.f("\tMOVL AX, ret+48(FP)")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")
@@ -130,18 +142,19 @@ const amxPairsPerBlock = 16
 func (g *gen) amxRowDecls() {
 	for p := 1; p <= maxPanelsAMXRow; p++ {
 		g.f("// amxRowP%d computes one batch row of %d packed BF16 panels by the AMX contract with", p, p)
-		g.f("// AVX-512 FMAs (x: the row's bf16 pairs, blocks blocks of 16 pairs). A result other")
-		g.f("// than zero means the outputs may differ from the contract's (MXCSR flags 0x%02x, or", mxcsrWatch)
-		g.f("// 0x%x for an output that is NaN, infinite or subnormal): redo the call on the tiles.", amxRowBadOut)
+		g.f("// AVX-512 FMAs (x: the row's bf16 pairs, panel i's at x + i*xStride bytes; blocks")
+		g.f("// blocks of 16 pairs). A result other than zero means the outputs may differ from the")
+		g.f("// contract's (MXCSR flags 0x%02x, or 0x%x for an output that is NaN, infinite or", mxcsrWatch, amxRowBadOut)
+		g.f("// subnormal): redo the call on the tiles.")
 		g.f("//")
 		g.f("//go:noescape")
-		g.f("func amxRowP%d(w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32\n", p)
+		g.f("func amxRowP%d(w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32\n", p)
 	}
 	g.f("// callAMXRow runs the one-row AMX-contract kernel of np panels (1..%d) and returns its", maxPanelsAMXRow)
 	g.f("// result (zero: the outputs are the contract's).")
-	g.f("func callAMXRow(np int, w *byte, panelStride int, x *uint32, blocks int, out *float32) uint32 {")
+	g.f("func callAMXRow(np int, w *byte, panelStride int, x *uint32, xStride, blocks int, out *float32) uint32 {")
 	g.npSwitch(maxPanelsAMXRow, func(p int) string {
-		return fmt.Sprintf("return amxRowP%d(w, panelStride, x, blocks, out)", p)
+		return fmt.Sprintf("return amxRowP%d(w, panelStride, x, xStride, blocks, out)", p)
 	}, "one-row AMX-contract kernel")
 	g.f("// maxPanelsAMXRow is the largest panel count of a one-row AMX-contract kernel.")
 	g.f("const maxPanelsAMXRow = %d\n", maxPanelsAMXRow)

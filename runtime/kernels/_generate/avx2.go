@@ -100,7 +100,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 	k := avx2{d, s}
 	name := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P)
 	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
-	g.prologue(name, s, false)
+	g.prologue(name, s, false, false)
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			for h := 0; h < 2; h++ {
@@ -153,7 +153,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tMOVQ $%d, CX", 32/unroll)
 		g.f("%s_loop:", name)
 		group()
-		g.advance(s, "R11", "R13", unroll*d.step, 4*unroll)
+		g.advance(s, "R11", "R13", unroll*d.step, 4*unroll, false)
 		g.f("\tDECQ CX")
 		g.f("\tJNZ %s_loop", name)
 		g.f("\tADDQ $%d, SI", 64+32*16)
@@ -169,7 +169,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tJZ %s_tail", name)
 		g.f("%s_loop:", name)
 		group()
-		g.advance(s, "SI", "R12", 128, 16)
+		g.advance(s, "SI", "R12", 128, 16, false)
 		g.f("\tDECQ CX")
 		g.f("\tJNZ %s_loop", name)
 		g.f("%s_tail:", name)
@@ -177,7 +177,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tJZ %s_one", name)
 		col(0)
 		col(1)
-		g.advance(s, "SI", "R12", 64, 8)
+		g.advance(s, "SI", "R12", 64, 8, false)
 		g.f("%s_one:", name)
 		g.f("\tTESTQ $1, BX")
 		g.f("\tJZ %s_store", name)
@@ -190,7 +190,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tJZ %s_tail", name)
 		g.f("%s_loop:", name)
 		group()
-		g.advance(s, "SI", "R12", unroll*d.step, 4*unroll)
+		g.advance(s, "SI", "R12", unroll*d.step, 4*unroll, false)
 		g.f("\tDECQ CX")
 		g.f("\tJNZ %s_loop", name)
 		g.f("%s_tail:", name)
@@ -198,7 +198,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tJZ %s_store", name)
 		g.f("%s_one:", name)
 		col(0)
-		g.advance(s, "SI", "R12", d.step, 4)
+		g.advance(s, "SI", "R12", d.step, 4, false)
 		g.f("\tDECQ BX")
 		g.f("\tJNZ %s_one", name)
 		g.f("%s_store:", name)

@@ -94,8 +94,9 @@ func (g *gen) column512(k avx512, u int) {
 	}
 	if k.d.name == "BF16" && k.s.M == 1 {
 		// One row: the FMAs broadcast x from memory (one instruction fewer per column).
+		// Panel p's own x (panelX); xat(0, ...) for a lone panel.
 		for p := 0; p < k.s.P; p++ {
-			g.f("\tVFMADD231PS.BCST %s, %s, %s", xat(0, 4*u), w(p), k.acc(0, p))
+			g.f("\tVFMADD231PS.BCST %s, %s, %s", xat(p, 4*u), w(p), k.acc(0, p))
 		}
 		return
 	}
@@ -115,7 +116,7 @@ func (g *gen) onePairLoop(name string, k avx512) {
 	g.f("%s_loop:", name)
 	g.column512(k, 0)
 	g.column512(k, 1)
-	g.advance(k.s, "SI", "R12", 64, 8)
+	g.advance(k.s, "SI", "R12", 64, 8, panelX(k.s))
 	g.f("\tDECQ CX")
 	g.f("\tJNZ %s_loop", name)
 	g.f("%s_tail:", name)
@@ -131,7 +132,7 @@ func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
 	k.check()
 	name := fmt.Sprintf("z%sM%dP%d", d.prefix, s.M, s.P)
 	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
-	g.prologue(name, s, multiPrefetch(s))
+	g.prologue(name, s, multiPrefetch(s), d.name == "BF16" && panelX(s))
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			r := k.acc(m, p)

@@ -77,11 +77,15 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	acc := func(m, p int) int { return m*s.P + p }
 	wreg := func(p int) int { return s.M*s.P + p }
 	breg := func(m int) int { return s.M*s.P + s.P + m }
-	if breg(s.M) > 32 {
-		log.Fatalf("dot kernel %v needs %d registers", s, breg(s.M))
+	nb := s.M // broadcast registers: one per batch row, or one per panel (panelX)
+	if panelX(s) {
+		nb = s.P
+	}
+	if breg(nb) > 32 {
+		log.Fatalf("dot kernel %v needs %d registers", s, breg(nb))
 	}
 	g.f("// func %s(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
-	g.prologue(name, s, multiPrefetch(s))
+	g.prologue(name, s, multiPrefetch(s), panelX(s))
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			g.f("\tVPXORD Z%d, Z%d, Z%d", acc(m, p), acc(m, p), acc(m, p))
@@ -90,6 +94,16 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	pair := func(q int) {
 		for p := 0; p < s.P; p++ {
 			g.f("\tVMOVDQU32 %s, Z%d", mem("SI", "R12", p, q*64), wreg(p))
+		}
+		if panelX(s) {
+			// One row, each panel its own x.
+			for p := 0; p < s.P; p++ {
+				g.f("\tVPBROADCASTD %s, Z%d", xat(p, 4*q), breg(p))
+			}
+			for p := 0; p < s.P; p++ {
+				g.vdpbf16ps(acc(0, p), wreg(p), breg(p))
+			}
+			return
 		}
 		for m := 0; m < s.M; m++ {
 			g.f("\tVPBROADCASTD %s, Z%d", xat(m, 4*q), breg(m))
@@ -108,7 +122,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.prefetch(128, s, multiPrefetch(s))
 	pair(0)
 	pair(1)
-	g.advance(s, "SI", "R12", 128, 8)
+	g.advance(s, "SI", "R12", 128, 8, panelX(s))
 	g.f("\tDECQ CX")
 	g.f("\tJNZ %s_loop", name)
 	g.f("%s_tail:", name)

@@ -83,7 +83,8 @@ func mem(lo, hi string, p, off int) string {
 }
 
 // xaddr is the address of batch row m of x: DX row 0, R10 row 3, R14 row 6, R9 the row
-// stride (R14 is scratch in Go's ABI0).
+// stride (R14 is scratch in Go's ABI0). The one-row kernels with per-panel inputs (see
+// panelX) use the same addresses for panel m's x, R9 then being the panel-to-panel stride.
 var xaddr = []string{"(DX)", "(DX)(R9*1)", "(DX)(R9*2)", "(R10)", "(R10)(R9*1)", "(R10)(R9*2)", "(R14)", "(R14)(R9*1)"}
 
 // xat returns the address of x[m][k0] + off bytes (elements of 4 bytes).
@@ -97,7 +98,8 @@ func xat(m, off int) string {
 // prologue loads the arguments shared by every panel kernel and sets up the x and panel
 // base registers: SI weights of panel 0, R12 of panel 3, R8 panel stride, DX x row 0, R10
 // row 3, R14 row 6, R9 x row stride, CX columns, DI out, AX/R13 prefetch pointer and step.
-func (g *gen) prologue(name string, s shape, pfMulti bool) {
+// With px (see panelX), R10 is panel 3's x instead.
+func (g *gen) prologue(name string, s shape, pfMulti, px bool) {
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	g.f("\tMOVQ w+0(FP), SI")
 	g.f("\tMOVQ panelStride+8(FP), R8")
@@ -109,7 +111,7 @@ func (g *gen) prologue(name string, s shape, pfMulti bool) {
 		g.f("\tMOVQ pf+48(FP), AX")
 		g.f("\tMOVQ pfStep+56(FP), R13")
 	}
-	if s.M > 3 {
+	if s.M > 3 || s.P > 3 && px {
 		g.f("\tLEAQ (DX)(R9*2), R10")
 		g.f("\tADDQ R9, R10")
 	}
@@ -140,6 +142,13 @@ func (g *gen) prefetch(bytes int, s shape, pfMulti bool) {
 	g.f("\tADDQ R13, AX")
 }
 
+// panelX reports whether the kernel of shape s takes one input row per panel: a one-row
+// kernel of several panels reads panel p's x at x + p*xStride (xStride 0: one x for all),
+// so that one call streams the panels of several groups of a Group, each group with its own
+// input (the per-head matrices of MLA). Only the BF16 kernels of the AVX-512 families
+// (avx512, dot, amxRow) do; the others ignore xStride when M is 1.
+func panelX(s shape) bool { return s.M == 1 && s.P > 1 }
+
 // multiPrefetch reports whether a multi-panel AVX-512 or dot kernel of shape s prefetches
 // its panels ahead (the compute-heavy shapes: with few streams and many rows per weight, the
 // hardware prefetcher alone leaves the core waiting).
@@ -149,14 +158,14 @@ func multiPrefetch(s shape) bool { return s.P > 1 && s.P <= 3 && s.M >= pfMinRow
 const pfMinRows = 4
 
 // advance emits the pointer increments after a group: wb bytes of weights per panel, xb
-// bytes of each x row.
-func (g *gen) advance(s shape, lo, hi string, wb, xb int) {
+// bytes of each x row (of each panel's x when px: see panelX).
+func (g *gen) advance(s shape, lo, hi string, wb, xb int, px bool) {
 	g.f("\tADDQ $%d, %s", wb, lo)
 	if s.P > 3 {
 		g.f("\tADDQ $%d, %s", wb, hi)
 	}
 	g.f("\tADDQ $%d, DX", xb)
-	if s.M > 3 {
+	if s.M > 3 || s.P > 3 && px {
 		g.f("\tADDQ $%d, R10", xb)
 	}
 	if s.M > 6 {

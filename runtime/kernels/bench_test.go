@@ -413,8 +413,9 @@ func BenchmarkSmallMatrices(b *testing.B) {
 // BenchmarkGEMV's large-matrix rate.
 func BenchmarkGrouped(b *testing.B) {
 	// heads x rows x cols: the demo target's k_b (kv_lora 512 x nope 64) and v_b (64 x 512),
-	// and a K3-sized k_b (512 x 128) with 64 heads.
-	for _, sh := range [][3]int{{16, 512, 64}, {16, 64, 512}, {64, 512, 128}} {
+	// and a K3-sized k_b (512 x 128) with 64 heads; one group, a plain matrix of a few MiB
+	// (the demo target's attn_output and fused q_a + kv_a_mqa), for how run splits those.
+	for _, sh := range [][3]int{{16, 512, 64}, {16, 64, 512}, {64, 512, 128}, {1, 1536, 1024}, {1, 928, 1536}} {
 		for _, threads := range []int{1, 2} {
 			if threads > runtime.GOMAXPROCS(0) {
 				continue

@@ -157,6 +157,9 @@ const chunksPerPart = 8
 // (tests: chunks that start and end inside a group).
 var testChunks = 0
 
+// maxOneRowStreams is the number of streams of the widest one-row kernels.
+const maxOneRowStreams = 6
+
 // run computes units [0, units) of m on up to Parallelism goroutines (fewer for small calls).
 func (m *Mat) run(c *geo, n, units int) {
 	parts := Parallelism()
@@ -171,6 +174,13 @@ func (m *Mat) run(c *geo, n, units int) {
 	j := getJob()
 	j.m, j.c, j.n, j.units, j.grain = m, *c, n, units, 1
 	j.chunks = min(units, parts*chunksPerPart)
+	if n == 1 && m.pk != nil && minStreamBytes > 0 {
+		// A one-row chunk gives each of its streams minStreamBytes at least: chunks too
+		// small for six streams would each run fewer (one, for a 3 MiB matrix in 16 chunks).
+		// (A multiple of parts, so that the parts share them evenly.)
+		c := units * m.pk.panelBytes / (maxOneRowStreams * minStreamBytes) / parts * parts
+		j.chunks = min(j.chunks, max(parts, c))
+	}
 	if g := m.Groups(); n == 1 && g > 1 && m.pk != nil {
 		// One chunk per part, of whole groups, which rowGroups streams several at once: on
 		// the Intel AMX machine 16 groups of 64 KiB at two threads read at 0.79-0.88 of a

@@ -256,12 +256,20 @@ const siluBlock = 256
 
 // siluInRange reports whether every |v| < siluFastLimit (false for a NaN).
 func siluInRange(g []float32) bool {
-	for _, v := range g {
-		if !(v > -siluFastLimit && v < siluFastLimit) {
-			return false
-		}
+	// |v| < limit on the bits: a NaN's magnitude bits exceed every finite value's. Four
+	// branch-free maxima, one test at the end.
+	var m0, m1, m2, m3 uint32
+	i := 0
+	for ; i+4 <= len(g); i += 4 {
+		m0 = max(m0, math.Float32bits(g[i])&0x7fffffff)
+		m1 = max(m1, math.Float32bits(g[i+1])&0x7fffffff)
+		m2 = max(m2, math.Float32bits(g[i+2])&0x7fffffff)
+		m3 = max(m3, math.Float32bits(g[i+3])&0x7fffffff)
 	}
-	return true
+	for ; i < len(g); i++ {
+		m0 = max(m0, math.Float32bits(g[i])&0x7fffffff)
+	}
+	return max(m0, m1, m2, m3) < math.Float32bits(siluFastLimit)
 }
 
 // siluFastLimit bounds |gate| for siluMulAsm: below it math.Exp(-gate) neither overflows nor

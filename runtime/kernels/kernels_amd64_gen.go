@@ -733,6 +733,11 @@ func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)
 //go:noescape
 func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
 
+// axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).
+//
+//go:noescape
+func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
+
 // expShiftAsm is expShiftGeneric for len(x) a multiple of 8.
 //
 //go:noescape

@@ -99,6 +99,9 @@ func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32) {
 func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
 	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
 }
+func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
+	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
+}
 func expShiftAsm(x []float32, m float32) { expShiftGeneric(x, m) }
 
 func siluMulAsm(dst, gate, up []float32) { siluMulGeneric(dst, gate, up) }

@@ -117,6 +117,17 @@ func Axpy3Rows(acc []float32, n, accStride int, p []float32, pStride, nt int, ro
 	_ = acc[2*accStride+n-1]
 	_ = p[2*pStride+nt-1]
 	_ = rows[(nt-1)*stride+n-1]
+	if curPath == pathAVX512 {
+		// the same FMAs 16 lanes at a time; the last n mod 16 values on the AVX2 kernel
+		n16 := n &^ 15
+		if n16 > 0 {
+			axpy3RowsAsm512(acc, n16, accStride, p, pStride, nt, rows, stride)
+		}
+		if n16 < n {
+			axpy3RowsAsm(acc[n16:], n-n16, accStride, p, pStride, nt, rows[n16:], stride)
+		}
+		return
+	}
 	if vecAsm() {
 		axpy3RowsAsm(acc, n, accStride, p, pStride, nt, rows, stride)
 		return

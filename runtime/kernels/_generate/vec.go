@@ -183,7 +183,8 @@ func (g *gen) vecKernels() {
 	g.f("\tRET\n")
 
 	g.axpyRows()
-	g.axpy3Rows()
+	g.axpy3Rows(false)
+	g.axpy3Rows(true)
 	g.expShift()
 	g.siluMul()
 	g.expPDHook()
@@ -240,9 +241,16 @@ func (g *gen) axpyRows() {
 // acc[a*accStride+j] += p[a*pStride+t]*rows[t*stride+j] for j < n, one FMA per term
 // (bit-identical to axpyRowsAsm per accumulator). A block of a row is loaded once for the
 // three accumulators.
-func (g *gen) axpy3Rows() {
-	g.f("// func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)")
-	g.f("TEXT ·axpy3RowsAsm(SB), NOSPLIT, $0-112")
+//
+// With wide, it emits axpy3RowsAsm512 instead: the same terms in the same order on ZMM
+// registers, 64 then 16 values at a time, for n a multiple of 16 (AVX-512F).
+func (g *gen) axpy3Rows(wide bool) {
+	name, vr, vb, pre := "axpy3RowsAsm", "Y", 32, "a3"
+	if wide {
+		name, vr, vb, pre = "axpy3RowsAsm512", "Z", 64, "a3z"
+	}
+	g.f("// func %s(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-112", name)
 	g.f("\tMOVQ acc_base+0(FP), DI")
 	g.f("\tMOVQ n+24(FP), CX")
 	g.f("\tMOVQ accStride+32(FP), R11")
@@ -264,14 +272,14 @@ func (g *gen) axpy3Rows() {
 	}
 	pAt := []string{"(R12)", "(R12)(BX*1)", "(R12)(BX*2)"}
 	block := func(l string, n int, vec bool) {
-		mov, fma, reg, bc := "VMOVUPS", "VFMADD231PS", "Y", "VBROADCASTSS"
+		mov, fma, reg, bc := "VMOVUPS", "VFMADD231PS", vr, "VBROADCASTSS"
 		if !vec {
 			mov, fma, reg, bc = "VMOVSS", "VFMADD231SS", "X", "VMOVSS"
 		}
 		g.f("\tLEAQ (DI)(AX*4), R10")
 		for a := 0; a < 3; a++ {
 			for i := 0; i < n; i++ {
-				g.f("\t%s %s, %s%d", mov, accAt(a, 32*i), reg, a*4+i)
+				g.f("\t%s %s, %s%d", mov, accAt(a, vb*i), reg, a*4+i)
 			}
 		}
 		g.f("\tLEAQ (SI)(AX*4), R8")
@@ -284,7 +292,7 @@ func (g *gen) axpy3Rows() {
 			g.f("\t%s %s, %s%d", bc, pAt[a], reg, 12+a)
 		}
 		for i := 0; i < n; i++ {
-			g.f("\t%s %d(R8), %s15", mov, 32*i, reg)
+			g.f("\t%s %d(R8), %s15", mov, vb*i, reg)
 			for a := 0; a < 3; a++ {
 				g.f("\t%s %s15, %s%d, %s%d", fma, reg, reg, 12+a, reg, a*4+i)
 			}
@@ -296,14 +304,19 @@ func (g *gen) axpy3Rows() {
 		g.f("%sstore:", l)
 		for a := 0; a < 3; a++ {
 			for i := 0; i < n; i++ {
-				g.f("\t%s %s%d, %s", mov, reg, a*4+i, accAt(a, 32*i))
+				g.f("\t%s %s%d, %s", mov, reg, a*4+i, accAt(a, vb*i))
 			}
 		}
 	}
-	g.blockLoop("a3c32", "a3c8", 32, func() { block("a3c32", 4, true) })
-	g.blockLoop("a3c8", "a3tail", 8, func() { block("a3c8", 1, true) })
-	g.tailLoop("a3tail", "a3done", func() { block("a3tail", 1, false) })
-	g.f("a3done:")
+	w := vb / 4 // values per register
+	g.blockLoop(pre+"c4", pre+"c1", 4*w, func() { block(pre+"c4", 4, true) })
+	if wide {
+		g.blockLoop(pre+"c1", pre+"done", w, func() { block(pre+"c1", 1, true) })
+	} else {
+		g.blockLoop(pre+"c1", pre+"tail", w, func() { block(pre+"c1", 1, true) })
+		g.tailLoop(pre+"tail", pre+"done", func() { block(pre+"tail", 1, false) })
+	}
+	g.f("%sdone:", pre)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
@@ -513,6 +526,7 @@ func (g *gen) vecDecls() {
 		{"axpyRowsAsm sets acc[j] += p[t]*rows[t*stride+j] for t in order (axpyAsm once per row); the caller guarantees the rows exist.", "axpyRowsAsm(acc, p, rows []float32, stride int)"},
 		{"dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and four rows; the caller guarantees the rows and out[11] exist.", "dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)"},
 		{"axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.", "axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
+		{"axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).", "axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
 		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},
 		{"siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).", "siluMulAsm(dst, gate, up []float32)"},

@@ -245,31 +245,36 @@ var cacheShape = [2]int{128, 1024}
 // BenchmarkBatchCost measures the time of an n-row MatMul relative to a 1-row MatVec of the
 // same path, on one thread and on every thread.
 func BenchmarkBatchCost(b *testing.B) {
-	sh := benchShapes[0]
 	forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
-		for _, par := range []int{1, 0} {
-			for _, n := range []int{2, 4, 7, 8, 16} {
-				b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
-					m := benchMat(b, BF16, sh[0], sh[1]).WithPrecision(bp.prec)
-					defer SetParallelism(0)
-					SetParallelism(par)
-					x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
-					dst := make([]float32, n*m.rows)
-					b.SetBytes(int64(len(m.pk.mem)))
-					var clock func() time.Duration
-					if par == 1 {
-						c, release := threadClock()
-						defer release()
-						clock = c
-					}
-					_, _, ratio, kBest, rBest := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
-					b.ReportMetric(1/ratio, "cost-vs-1-row")
-					b.ReportMetric(kBest.Seconds()/rBest.Seconds(), "best-cost-vs-1-row")
-				})
+		for _, sh := range batchShapes {
+			for _, par := range []int{1, 0} {
+				for _, n := range []int{2, 4, 7, 8, 16} {
+					b.Run(fmt.Sprintf("bf16/%dx%d/n=%d/threads=%d", sh[0], sh[1], n, threadsFor(par)), func(b *testing.B) {
+						m := benchMat(b, BF16, sh[0], sh[1]).WithPrecision(bp.prec)
+						defer SetParallelism(0)
+						SetParallelism(par)
+						x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
+						dst := make([]float32, n*m.rows)
+						b.SetBytes(int64(len(m.pk.mem)))
+						var clock func() time.Duration
+						if par == 1 {
+							c, release := threadClock()
+							defer release()
+							clock = c
+						}
+						_, _, ratio, kBest, rBest := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
+						b.ReportMetric(1/ratio, "cost-vs-1-row")
+						b.ReportMetric(kBest.Seconds()/rBest.Seconds(), "best-cost-vs-1-row")
+					})
+				}
 			}
 		}
 	})
 }
+
+// batchShapes are BenchmarkBatchCost's matrices: a K3-sized square one and the demo target's
+// fused gate-up (12288 x 1536) and down (1536 x 6144) projections.
+var batchShapes = [][2]int{benchShapes[0], {16384, 7168}, {12288, 1536}, {1536, 6144}}
 
 // BenchmarkPack measures the load-time repack (bytes of source weights per second).
 func BenchmarkPack(b *testing.B) {
@@ -491,4 +496,21 @@ func benchGrouped(b *testing.B, bp benchPath, sh [3]int, threads int) {
 	b.ReportMetric(float64(total)/kern.Seconds()/1e9, "GB/s")
 	b.ReportMetric(float64(total)/rd.Seconds()/1e9, "read-GB/s")
 	b.ReportMetric(ratio, "ratio-to-read")
+}
+
+// BenchmarkSiluMul measures SiluMul on an 8-row verify's SwiGLU (8 x 6144 values, the English
+// demo target's feed-forward) per path, in ns per value.
+func BenchmarkSiluMul(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := 8 * 6144
+	g, u, dst := randVec(rng, n), randVec(rng, n), make([]float32, n)
+	for _, p := range cpuPaths() {
+		b.Run("path="+p.String(), func(b *testing.B) {
+			defer setPath(p)()
+			for i := 0; i < b.N; i++ {
+				SiluMul(dst, g, u)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/value")
+		})
+	}
 }

@@ -93,6 +93,37 @@ func BenchmarkKernel(b *testing.B) {
 	}
 }
 
+// BenchmarkAMXKernel measures each AMX tile kernel alone (M batch rows x P panels) on 1024
+// columns of weights that stay in cache (one panel, 32 KiB, in L1; two or three in L2), in
+// wall-clock ns per 1 KiB weight tile and GB/s of weights. The tile unit's own peak
+// (BenchmarkPeak, path=amx) is a TDPBF16PS every ~16 cycles; these kernels wait on their
+// tile loads instead (docs/kernels.md, "Known limits").
+func BenchmarkAMXKernel(b *testing.B) {
+	if !cpuAMX {
+		b.Skip("this CPU has no usable AMX (see TestKernelPaths)")
+	}
+	m := benchMat(b, BF16, 48, 1024)
+	xf := randVec(rand.New(rand.NewPCG(1, 2)), amxMaxRows*m.cols)
+	xb := make([]uint32, amxMaxRows*m.cols/2)
+	roundPairs(xb, xf, amxMaxRows, m.cols, m.cols, m.cols/2)
+	var out [amxMaxRows * maxPanelsAMX * panelRows]float32
+	blocks := m.cols / 32
+	for _, mr := range []int{1, 8, 16} {
+		for np := 1; np <= maxPanelsAMX; np++ {
+			b.Run(fmt.Sprintf("M=%d/P=%d", mr, np), func(b *testing.B) {
+				t0 := time.Now()
+				for i := 0; i < b.N; i++ {
+					callAMX(&amxConfigs[mr][np][0], np, &m.pk.mem[0], m.pk.panelBytes, &xb[0], 2*m.cols, blocks, &out[0])
+				}
+				per := time.Since(t0).Seconds() / float64(b.N)
+				tiles := float64(np * blocks)
+				b.ReportMetric(per*1e9/tiles, "ns/tile")
+				b.ReportMetric(tiles*1024/per/1e9, "GB/s")
+			})
+		}
+	}
+}
+
 // TestDotInstruction establishes what VDPBF16PS computes on this CPU, lane by lane, against
 // dotPairRef, the model the BF16-activation contract is defined by: random BF16 pairs of wide
 // range, accumulators that cancel the first or both products, subnormal and tiny

@@ -570,7 +570,7 @@ func TestLatentCacheSizeChecked(t *testing.T) {
 // purego builds too (the portable vector kernels define the bits the assembly repeats).
 func TestForwardPathsAgree(t *testing.T) {
 	defer kernels.SelectPath(kernels.Implementation())
-	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}} {
+	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}, {300, 13}, {40, 9}} {
 		cfg := smallConfig(20, true)
 		cfg.NHead = tc.nHead
 		const n = 6

@@ -44,7 +44,7 @@ func threadCPU() time.Duration {
 // BenchmarkAttendCore times the attention core on one goroutine for one row and for a causal
 // batch of 8 rows, with the head shapes of the synth "small" target (16 heads, kv_lora 256,
 // rope 32) and of K3 (64 heads, 512, 64). From thread CPU time it reports GFLOP/s for both, the
-// ratio of the one-row rate to the same kernels (three-head dot products and accumulation) run
+// ratio of the one-row rate to the same kernels (six-head dot products and accumulation) run
 // on one cache-resident tile in the same run (the in-cache limit), and the cost of the 8-row
 // batch relative to one row (attention work grows with the rows; it is the weights that a
 // batch shares).
@@ -73,12 +73,12 @@ func BenchmarkAttendCore(b *testing.B) {
 			for i := range buf {
 				buf[i] = 1e-3
 			}
-			q := func(a int) []float32 { return s.qfull[a*s.mb*width : a*s.mb*width+width] }
 			limit := func() time.Duration {
 				t0 := threadCPU()
-				for range s.nHead / 3 * ctx / tileRows {
-					kernels.Dot3Rows(q(0), q(1), q(2), tile, width, buf[:tileRows], buf[tileRows:2*tileRows], buf[2*tileRows:3*tileRows])
+				for range s.nHead / 6 * ctx / tileRows {
+					kernels.Dot6Rows(s.qfull, width, s.mb*width, tile, width, tileRows, buf, tileRows)
 					kernels.Axpy3Rows(s.acc, kvl, s.mb*kvl, buf, tileRows, tileRows, tile, width)
+					kernels.Axpy3Rows(s.acc[3*s.mb*kvl:], kvl, s.mb*kvl, buf[3*tileRows:], tileRows, tileRows, tile, width)
 				}
 				return threadCPU() - t0
 			}
@@ -90,7 +90,7 @@ func BenchmarkAttendCore(b *testing.B) {
 				tl += limit()
 			}
 			flops1 := 2 * float64(s.nHead) * float64(ctx) * float64(width+kvl)
-			limFlops := 2 * float64(s.nHead/3*3) * float64(ctx/tileRows*tileRows) * float64(width+kvl)
+			limFlops := 2 * float64(s.nHead/6*6) * float64(ctx/tileRows*tileRows) * float64(width+kvl)
 			b.ReportMetric(flops1*float64(b.N)/t1.Seconds()/1e9, "GFLOP/s(n=1)")
 			b.ReportMetric(8*flops1*float64(b.N)/t8.Seconds()/1e9, "GFLOP/s(n=8)")
 			b.ReportMetric(limFlops*float64(b.N)/tl.Seconds()/1e9, "GFLOP/s(limit)")

@@ -27,7 +27,7 @@ type scratch struct {
 	sum          []float64   // [head][row]: running softmax denominator
 	ov, concat   []float32   // one head's W_UV outputs; all heads' outputs per row
 	ends         []int       // per row: cache rows [0, end) are visible
-	tiles        [][]float32 // per worker: score buffer of 3*tileRows
+	tiles        [][]float32 // per worker: score buffer of 6*tileRows
 	bounds       []int       // share w is heads [bounds[w], bounds[w+1])
 	share        func(part, task int)
 	job          attendJob
@@ -89,7 +89,7 @@ func (s *scratch) split(procs int) {
 	s.tiles = make([][]float32, workers)
 	s.bounds = bounds
 	for w := range workers {
-		s.tiles[w] = make([]float32, 3*tileRows)
+		s.tiles[w] = make([]float32, 6*tileRows)
 	}
 	s.share = s.attendShare
 }
@@ -131,11 +131,14 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 		}
 	}
 	for t0 := 0; t0 < j.maxEnd; t0 += tileRows {
-		// Heads go in threes (sharing every load of a cache row), the rest one by one; the
-		// kernels give bit-identical results either way, so the grouping never shows.
+		// Heads go in sixes or threes (sharing every load of a cache row), the rest one by
+		// one; the kernels give bit-identical results either way, so the grouping never shows.
 		for hd := h0; hd < h1; {
 			group := 1
-			if hd+3 <= h1 {
+			switch {
+			case hd+6 <= h1:
+				group = 6
+			case hd+3 <= h1:
 				group = 3
 			}
 			for i := range n {
@@ -145,9 +148,12 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 				}
 				t1 := min(t0+tileRows, e)
 				rows := j.cache.rows(j.layer, t0, t1)
-				if group == 3 {
+				switch group {
+				case 6:
+					s.attendTile6(hd, i, rows, tile, j.scale)
+				case 3:
 					s.attendTile3(hd, i, rows, tile, j.scale)
-				} else {
+				default:
 					s.attendTile(hd*s.mb+i, rows, tile[:t1-t0], j.scale)
 				}
 			}
@@ -188,6 +194,20 @@ func (s *scratch) attendTile3(hd, i int, rows, buf []float32, scale float32) {
 	s.softmaxStep(k0+mb, sc1, scale)
 	s.softmaxStep(k0+2*mb, sc2, scale)
 	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, buf, tileRows, nt, rows, width)
+}
+
+// attendTile6 is attendTile for heads hd .. hd+5 of batch row i at once. buf holds at
+// least 6*tileRows values: the six heads' scores, then weights, tileRows apart.
+func (s *scratch) attendTile6(hd, i int, rows, buf []float32, scale float32) {
+	kvl, width, mb := s.kvl, s.width, s.mb
+	nt := len(rows) / width
+	k0 := hd*mb + i
+	kernels.Dot6Rows(s.qfull[k0*width:], width, mb*width, rows, width, nt, buf, tileRows)
+	for a := 0; a < 6; a++ {
+		s.softmaxStep(k0+a*mb, buf[a*tileRows:a*tileRows+nt], scale)
+	}
+	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, buf, tileRows, nt, rows, width)
+	kernels.Axpy3Rows(s.acc[(k0+3*mb)*kvl:], kvl, mb*kvl, buf[3*tileRows:], tileRows, nt, rows, width)
 }
 
 // softmaxStep scales the scores sc of pair k, updates its running maximum (rescaling its sum

@@ -733,6 +733,11 @@ func dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)
 //go:noescape
 func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
 
+// dot6x4Asm512 sets out[a*4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and four rows r (qs and stride in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)
+
 // axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).
 //
 //go:noescape

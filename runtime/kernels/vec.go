@@ -87,6 +87,41 @@ func Dot3Rows(q0, q1, q2, rows []float32, stride int, out0, out1, out2 []float32
 	}
 }
 
+// Dot6Rows is Dot3Rows for six queries q[a*qStride:][:n] (a < 6): sc[a*scStride+t] =
+// Dot(q_a, rows[t*stride:]) for t < nt, bit for bit; every row is loaded once for the six.
+// It panics if an index is out of range.
+func Dot6Rows(q []float32, n, qStride int, rows []float32, stride, nt int, sc []float32, scStride int) {
+	if nt == 0 {
+		return
+	}
+	_ = q[5*qStride+n-1]
+	_ = sc[5*scStride+nt-1]
+	if n == 0 {
+		for a := 0; a < 6; a++ {
+			clear(sc[a*scStride : a*scStride+nt])
+		}
+		return
+	}
+	_ = rows[(nt-1)*stride+n-1]
+	qa := func(a int) []float32 { return q[a*qStride : a*qStride+n] }
+	t := 0
+	if curPath == pathAVX512 && n%8 == 0 {
+		var o [24]float32
+		for ; t+4 <= nt; t += 4 {
+			dot6x4Asm512(&q[0], 4*qStride, n, &rows[t*stride], 4*stride, &o[0])
+			for a := 0; a < 6; a++ {
+				copy(sc[a*scStride+t:a*scStride+t+4], o[4*a:4*a+4])
+			}
+		}
+	}
+	if t < nt {
+		for a := 0; a < 6; a += 3 {
+			Dot3Rows(qa(a), qa(a+1), qa(a+2), rows[t*stride:], stride,
+				sc[a*scStride+t:a*scStride+nt], sc[(a+1)*scStride+t:(a+1)*scStride+nt], sc[(a+2)*scStride+t:(a+2)*scStride+nt])
+		}
+	}
+}
+
 // AxpyRows sets acc[j] = fma(p[t], rows[t*stride+j], acc[j]) for every t < len(p) in order
 // (bit-identical to Axpy once per row). rows must hold len(p) rows of stride >= len(acc)
 // values.

@@ -158,6 +158,43 @@ func TestScoreAxpyRows(t *testing.T) {
 
 // TestScore3Axpy3Rows checks the three-query kernels against the one-query ones bit for bit,
 // with guard bands around every output.
+// TestDot6Rows checks Dot6Rows against Dot for every (query, row) pair, bit for bit, on
+// every path, with the six queries and outputs spaced by strides with guard values between
+// them, and widths that do and do not take the AVX-512 kernel (multiples of 8 or not).
+func TestDot6Rows(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 9))
+		const guard = 3
+		for _, w := range []int{0, 1, 7, 8, 9, 16, 33, 40, 288, 544} {
+			for _, nr := range []int{1, 3, 4, 5, 8, 11, 32} {
+				qStride, stride, scStride := w+guard, w+rng.IntN(3), nr+guard
+				q := uvec(rng, 6*qStride, 1)
+				rows := uvec(rng, (nr-1)*stride+w, 1)
+				if rng.IntN(2) == 0 && w > 0 { // cancellation and specials in some rows
+					rows[rng.IntN(len(rows))] = float32(math.Inf(1))
+					q[rng.IntN(w)] = 1e30
+				}
+				sc := uvec(rng, 6*scStride, 1)
+				orig := append([]float32(nil), sc...)
+				Dot6Rows(q, w, qStride, rows, stride, nr, sc, scStride)
+				for i := range sc {
+					a, r := i/scStride, i%scStride
+					if r >= nr {
+						if math.Float32bits(sc[i]) != math.Float32bits(orig[i]) {
+							t.Fatalf("w %d rows %d: guard value %d written", w, nr, i)
+						}
+						continue
+					}
+					want := Dot(q[a*qStride:a*qStride+w], rows[r*stride:])
+					if got := sc[i]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+						t.Fatalf("w %d rows %d: query %d row %d = %v, Dot gives %v", w, nr, a, r, got, want)
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestScore3Axpy3Rows(t *testing.T) {
 	withPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 7))

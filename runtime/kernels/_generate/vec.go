@@ -182,12 +182,72 @@ func (g *gen) vecKernels() {
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 
+	g.dot6x4()
 	g.axpyRows()
 	g.axpy3Rows(false)
 	g.axpy3Rows(true)
 	g.expShift()
 	g.siluMul()
 	g.expPDHook()
+}
+
+// dot6x4 emits dot6x4Asm512: the dot products of six queries (q + a*qs bytes, a < 6) with
+// four rows (rows + r*stride bytes) over n values, n a multiple of 8, on ZMM registers
+// (AVX-512F). Each ZMM accumulator holds two (query, row) pairs, queries 2p and 2p+1 in its
+// low and high 256 bits: the pair of queries is loaded as two halves, each row's 8 values
+// broadcast to both. So every pair has dotAsm's eight lanes and FMA chains, and its own
+// hsum8: the bits of dotAsm. out[a*4+r] receives the product of query a and row r.
+func (g *gen) dot6x4() {
+	qr := []string{"SI", "BX", "R12", "R13", "AX", "DX"}
+	rr := []string{"R8", "R9", "R10", "R11"}
+	g.f("// func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)")
+	g.f("TEXT ·dot6x4Asm512(SB), NOSPLIT, $0-48")
+	g.f("\tMOVQ q+0(FP), SI")
+	g.f("\tMOVQ qs+8(FP), DX")
+	g.f("\tMOVQ n+16(FP), CX")
+	g.f("\tMOVQ rows+24(FP), R8")
+	g.f("\tMOVQ stride+32(FP), AX")
+	g.f("\tMOVQ out+40(FP), DI")
+	for r := 1; r < 4; r++ {
+		g.f("\tLEAQ (%s)(AX*1), %s", rr[r-1], rr[r])
+	}
+	for a := 1; a < 6; a++ { // DX (qs) last, as the sixth query's address
+		g.f("\tLEAQ (%s)(DX*1), %s", qr[a-1], qr[a])
+	}
+	for i := 0; i < 12; i++ {
+		g.f("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ d64reduce")
+	g.f("d64loop:")
+	for p := 0; p < 3; p++ {
+		g.f("\tVMOVUPS (%s), Y%d", qr[2*p], 12+p)
+		g.f("\tVINSERTF64X4 $1, (%s), Z%d, Z%d", qr[2*p+1], 12+p, 12+p)
+	}
+	for r := 0; r < 4; r++ {
+		g.f("\tVBROADCASTF64X4 (%s), Z15", rr[r])
+		for p := 0; p < 3; p++ {
+			g.f("\tVFMADD231PS Z15, Z%d, Z%d", 12+p, p*4+r)
+		}
+	}
+	for _, r := range append(append([]string{}, qr...), rr...) {
+		g.f("\tADDQ $32, %s", r)
+	}
+	g.f("\tSUBQ $8, CX")
+	g.f("\tJNZ d64loop")
+	g.f("d64reduce:")
+	for p := 0; p < 3; p++ {
+		for r := 0; r < 4; r++ {
+			k := p*4 + r
+			g.f("\tVEXTRACTF64X4 $1, Z%d, Y15", k)
+			g.hsum8(k, 12)
+			g.hsum8(15, 12)
+			g.f("\tMOVSS X%d, %d(DI)", k, 4*(2*p*4+r))
+			g.f("\tMOVSS X15, %d(DI)", 4*((2*p+1)*4+r))
+		}
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
 }
 
 // axpyRows emits axpyRowsAsm: acc[j] += p[t]*rows[t*stride+j] for t = 0, 1, ... in order, one
@@ -526,6 +586,7 @@ func (g *gen) vecDecls() {
 		{"axpyRowsAsm sets acc[j] += p[t]*rows[t*stride+j] for t in order (axpyAsm once per row); the caller guarantees the rows exist.", "axpyRowsAsm(acc, p, rows []float32, stride int)"},
 		{"dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and four rows; the caller guarantees the rows and out[11] exist.", "dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)"},
 		{"axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.", "axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
+		{"dot6x4Asm512 sets out[a*4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and four rows r (qs and stride in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", "dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)"},
 		{"axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).", "axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
 		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},

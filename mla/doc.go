@@ -17,10 +17,12 @@
 // The attention core (scores, online softmax over tiles of cache rows, latent accumulation) runs
 // across heads on up to GOMAXPROCS goroutines, with a fixed order of operations per head and
 // row, so results never depend on the batch size or the worker split. Heads are processed in
-// threes so that each cache row loaded serves three queries. On amd64 it uses AVX2+FMA kernels
-// (vec_amd64.s: dot products, row accumulation, softmax exponentials) when the CPU has them;
-// every kernel computes a given dot product with the same arithmetic, so the grouping never
-// shows in the bits. The purego build tag forces the portable Go code, and tests run both.
+// sixes, then threes, so that each cache row loaded serves several queries. The dot products,
+// row accumulations and softmax exponentials are the runtime kernels' vector kernels
+// (runtime/kernels: AVX2+FMA, some on AVX-512 registers, and a portable Go definition of the
+// same bits); every kernel computes a given dot product with the same arithmetic, so the
+// grouping never shows in the bits. The purego build tag forces the portable code, and tests
+// compare every path.
 //
 // The package is not a matrix library: every projection goes through the Linear interface,
 // implemented elsewhere (the runtime's kernels, or a plain float32 matrix in tests). It does

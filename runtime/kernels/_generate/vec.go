@@ -10,6 +10,9 @@ import "fmt"
 // kernels only share loads. Each axpy element is one FMA per term, terms in order. The
 // portable code of vec.go computes exactly the same operations.
 
+// rowRegs hold the four row addresses of the four-row dot-product kernels.
+var rowRegs = []string{"R8", "R9", "R10", "R11"}
+
 // hsum8 reduces the eight lanes of Y<a> into the low lane of X<a>, using X<t> as scratch.
 func (g *gen) hsum8(a, t int) {
 	g.f("\tVEXTRACTF128 $1, Y%d, X%d", a, t)
@@ -69,7 +72,6 @@ func (g *gen) vecKernels() {
 	g.f("\tRET\n")
 
 	// dot4Asm: one query, four rows (R8..R11), accumulators Y0..Y3.
-	rowRegs := []string{"R8", "R9", "R10", "R11"}
 	g.f("// func dot4Asm(q, rows []float32, stride int, out []float32)")
 	g.f("TEXT ·dot4Asm(SB), NOSPLIT, $0-80")
 	g.f("\tMOVQ q_base+0(FP), SI")
@@ -199,7 +201,7 @@ func (g *gen) vecKernels() {
 // hsum8: the bits of dotAsm. out[a*4+r] receives the product of query a and row r.
 func (g *gen) dot6x4() {
 	qr := []string{"SI", "BX", "R12", "R13", "AX", "DX"}
-	rr := []string{"R8", "R9", "R10", "R11"}
+	rr := rowRegs
 	g.f("// func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)")
 	g.f("TEXT ·dot6x4Asm512(SB), NOSPLIT, $0-48")
 	g.f("\tMOVQ q+0(FP), SI")

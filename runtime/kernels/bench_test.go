@@ -179,6 +179,60 @@ func BenchmarkGEMV(b *testing.B) {
 	}
 }
 
+// BenchmarkBatchRead measures a MatMul of a draft block's rows (7) and a verify batch's (8),
+// and a MatVec for comparison, against a plain read of the same bytes in the same run, on a
+// matrix beyond the L3: how close a batch comes to one weight read, the limit of the k3-full
+// block goal. One thread: the thread's CPU clock and BenchmarkGEMV's six-stream read; two:
+// the wall clock and that read over each thread's half at once.
+func BenchmarkBatchRead(b *testing.B) {
+	forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+		for _, threads := range []int{1, 2} {
+			for _, n := range []int{1, 7, 8} {
+				b.Run(fmt.Sprintf("bf16/16384x7168/n=%d/threads=%d", n, threads), func(b *testing.B) {
+					m := benchMat(b, BF16, 16384, 7168).WithPrecision(bp.prec)
+					defer SetParallelism(0)
+					SetParallelism(threads)
+					x := randVec(rand.New(rand.NewPCG(1, 4)), n*m.cols)
+					dst := make([]float32, n*m.rows)
+					mem := m.pk.mem
+					b.SetBytes(int64(len(mem)))
+					var clock func() time.Duration
+					if threads == 1 {
+						c, release := threadClock()
+						defer release()
+						clock = c
+					}
+					read := func() { halvesRead(mem, threads) }
+					kern, rd, ratio, _, _ := paired(b, clock, read, func() { m.MatMul(dst, x, n) })
+					b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
+					b.ReportMetric(float64(len(mem))/rd.Seconds()/1e9, "read-GB/s")
+					b.ReportMetric(ratio, "ratio-to-read")
+				})
+			}
+		}
+	})
+}
+
+// halvesRead reads mem once on threads goroutines (the caller and threads-1 others), each
+// its share as six streams.
+func halvesRead(mem []byte, threads int) {
+	share := func(k int) {
+		part := mem[len(mem)*k/threads : len(mem)*(k+1)/threads]
+		stride := len(part) / 6 &^ 127
+		readStreams(&part[0], stride, stride)
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < threads; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			share(k)
+		}(k)
+	}
+	share(0)
+	wg.Wait()
+}
+
 // peakIters is the length of a peak loop per benchmark iteration.
 const peakIters = 1 << 19
 

@@ -77,6 +77,9 @@ func MeasureCostPasses(t Target, d Draft, params speculative.Params, passes int)
 	rows := make([][]float32, info.MaxDrafts())
 	first := info.firstRow()
 	drafter := speculative.Drafter{Params: params, Bias: d.MarkovBias, Stop: speculative.Full{}}
+	if mb, ok := d.(MarkovBatcher); ok {
+		drafter.BiasRows = mb.MarkovBiases
+	}
 	rng := fixedRNG(0.5)
 	out := make([]speculative.CostModel, passes)
 	for pass := range out {

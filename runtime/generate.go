@@ -226,6 +226,10 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	}
 	g.drafter.Params = g.Params
 	g.drafter.Bias = g.Draft.MarkovBias
+	g.drafter.BiasRows = nil
+	if mb, ok := g.Draft.(MarkovBatcher); ok {
+		g.drafter.BiasRows = mb.MarkovBiases
+	}
 	g.drafter.Threshold = g.Threshold
 	g.drafter.Stop = g.Stop
 	g.drafter.Temperatures = g.Temperatures

@@ -139,6 +139,16 @@ type Draft interface {
 	Confidence(hidden []float32, row, prev int) float64
 }
 
+// MarkovBatcher is implemented by drafts whose Markov head computes the biases of several
+// previous tokens in one pass (speculative.Drafter.BiasRows); dflashmla.Draft and
+// dflashgqa.Draft do.
+type MarkovBatcher interface {
+	// MarkovBiases writes row j of dst (len(prevs) rows of NVocab values) with the bias
+	// MarkovBias adds for prevs[j], bit for bit, and reports whether the draft has a Markov
+	// head (false: dst is untouched).
+	MarkovBiases(prevs []int, dst []float32) bool
+}
+
 // Options tune the loading of a target or a draft.
 type Options struct {
 	// Context is the KV cache capacity in tokens (0: the model's default; a draft takes

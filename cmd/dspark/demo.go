@@ -379,6 +379,10 @@ func runDraftOnly(w io.Writer, c *runConfig) error {
 	fmt.Fprintln(w, numericsLine(tm.Numerics))
 	fmt.Fprintf(w, "context: %d synthetic positions injected in %v\n", tm.ContextPositions, tm.InjectTime.Round(1e6))
 	fmt.Fprintf(w, "drafted block: %v\n", tm.Drafts)
+	if tm.MarkovPasses > 0 {
+		fmt.Fprintf(w, "Markov head: %.1f passes over markov_w2 per block (the guessed previous tokens' biases in one batch, one pass per miss)\n", tm.MarkovPasses)
+	}
+	fmt.Fprintf(w, "drafting chain (Markov and confidence heads, sampling; median): %v of the block\n", tm.ChainTime.Round(1e5))
 	fmt.Fprintf(w, "one block (median of %d): %v; streaming its %.2f GB of weights once (read after each block): %v\n",
 		len(tm.BlockTimes), tm.BlockTime.Round(1e5), float64(tm.BlockBytes)/1e9, tm.StreamTime.Round(1e5))
 	fmt.Fprintf(w, "block / stream, median of the %d pairs: %.2fx (pairs:", len(tm.Ratios), tm.Ratio)

@@ -75,13 +75,16 @@ type Timing struct {
 	InjectTime       time.Duration    `json:"inject_ns"`        // injecting the context features
 	BlockTimes       []time.Duration  `json:"block_ns"`         // each timed block (backbone + lm_head + Markov/confidence chain)
 	BlockTime        time.Duration    `json:"block_median_ns"`  // their median
+	ChainTimes       []time.Duration  `json:"chain_ns"`         // the part of each block after the backbone and lm_head: the Markov/confidence chain drawing the drafts
+	ChainTime        time.Duration    `json:"chain_median_ns"`  // their median
 	BlockBytes       int64            `json:"block_bytes"`      // weight bytes one block reads at least once
 	StreamTimes      []time.Duration  `json:"stream_ns"`        // the stream read run right after each block
 	StreamTime       time.Duration    `json:"stream_median_ns"` // their median
 	Ratios           []float64        `json:"ratios"`           // each block's time over its paired stream read's
 	Ratio            float64          `json:"ratio"`            // median of Ratios
 	Drafts           []int            `json:"drafts"`
-	Numerics         runtime.Numerics `json:"numerics"` // the draft's kernel path and activation precision
+	MarkovPasses     float64          `json:"markov_passes"` // passes over markov_w2 per block (0 without the head): one batch of guessed biases plus one per miss
+	Numerics         runtime.Numerics `json:"numerics"`      // the draft's kernel path and activation precision
 }
 
 // Draft is a loaded draft that says which kernels and activation precision it runs with.
@@ -123,7 +126,18 @@ func Block(s Subject, head []byte, ctx, reps int, seed uint64) (*Timing, error) 
 		return nil, err
 	}
 	res := &Timing{ContextPositions: ctx, InjectTime: time.Since(t0), Numerics: d.Numerics()}
-	dr := speculative.Drafter{Bias: d.MarkovBias}
+	passes, markov := 0, false
+	dr := speculative.Drafter{Bias: func(prev int, dst []float32) { passes++; d.MarkovBias(prev, dst) }}
+	if mb, ok := d.(runtime.MarkovBatcher); ok {
+		dr.BiasRows = func(prevs []int, dst []float32) bool {
+			ok := mb.MarkovBiases(prevs, dst)
+			if ok {
+				passes++
+			}
+			markov = ok
+			return ok
+		}
+	}
 	first := 0
 	if !info.SampleFromAnchor {
 		first = 1
@@ -147,7 +161,9 @@ func Block(s Subject, head []byte, ctx, reps int, seed uint64) (*Timing, error) 
 		if info.HasConfidence {
 			dr.Confidence = func(k, prev int) float64 { return d.Confidence(hid, first+k-1, prev) }
 		}
+		tc := time.Now()
 		drafts, _ := dr.Draft(1, rows, nil)
+		res.ChainTimes = append(res.ChainTimes, time.Since(tc))
 		bt := time.Since(t0)
 		res.Drafts = append(res.Drafts[:0], drafts...)
 		t0 = time.Now()
@@ -158,6 +174,10 @@ func Block(s Subject, head []byte, ctx, reps int, seed uint64) (*Timing, error) 
 		res.Ratios = append(res.Ratios, float64(bt)/float64(st))
 	}
 	res.BlockTime, res.StreamTime = median(res.BlockTimes), median(res.StreamTimes)
+	res.ChainTime = median(res.ChainTimes)
+	if markov && reps > 0 {
+		res.MarkovPasses = float64(passes) / float64(reps)
+	}
 	if len(res.Ratios) > 0 {
 		s := slices.Clone(res.Ratios)
 		slices.Sort(s)

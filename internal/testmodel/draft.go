@@ -60,8 +60,10 @@ func BuildDraft(ts TargetSpec, s DraftSpec, seed uint64) *Model {
 	if s.Embed {
 		m.Add("token_embd.weight", rng, 1, 0, E, V)
 	}
-	w("markov_w1.weight", 1, R, V)
-	w("markov_w2.weight", R, R, V)
+	if R > 0 { // rank 0: no Markov head
+		w("markov_w1.weight", 1, R, V)
+		w("markov_w2.weight", R, R, V)
+	}
 	w("conf_proj.weight", E+R, E+R, 1)
 	m.Add("conf_proj.bias", rng, 0.5, 1, 1)
 	for i := 0; i < s.Layers; i++ {

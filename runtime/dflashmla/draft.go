@@ -387,6 +387,12 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 // MarkovBias adds W2·W1[prev] to dst (the Markov head's logit bias); a no-op without the head.
 func (d *Draft) MarkovBias(prev int, dst []float32) { d.heads.MarkovBias(prev, dst) }
 
+// MarkovBiases writes the Markov head's biases for several previous tokens in one pass (row j
+// of dst for prevs[j], what MarkovBias adds) and reports whether the draft has the head.
+func (d *Draft) MarkovBiases(prevs []int, dst []float32) bool {
+	return d.heads.MarkovBiases(prevs, dst)
+}
+
 // Confidence returns sigmoid(conf_proj · [h_row ; W1[prev]] + b) for block row row (hidden
 // as Block returns it), whose previous token is prev: the confidence of the draft drawn from
 // that row. It is 1 without a confidence head.

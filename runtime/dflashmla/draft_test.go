@@ -1,6 +1,7 @@
 package dflashmla
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -133,5 +134,70 @@ func TestDraftPackedSameBits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMarkovBiasesSameBits checks that MarkovBiases' rows, added to a logit row, give what
+// MarkovBias gives bit for bit (the drafter takes one for the other), for F32 and BF16
+// weights, unpacked and packed, with every activation precision; more tokens than one batch
+// of the kernels, repeated ones included; and that a draft without the head says so.
+func TestMarkovBiasesSameBits(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		bf16 bool
+		act  kernels.Precision
+	}{
+		{"f32", false, kernels.F32Activations},
+		{"bf16", true, kernels.F32Activations},
+		{"bf16-act", true, kernels.BF16Activations},
+		{"bf16-amx", true, kernels.BF16AMXActivations},
+	} {
+		for _, pack := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/pack=%v", c.name, pack), func(t *testing.T) {
+				ts := testmodel.DefaultTarget()
+				ts.BF16 = c.bf16
+				opt := runtime.Options{Context: 64, Pack: pack, Activations: c.act}
+				tg := openTarget(t, testmodel.BuildTarget(ts, 41), opt)
+				d, err := openDraftOpt(t, testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 42), tg, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				V := ts.Vocab
+				prevs := make([]int, kernels.MaxBatch+3)
+				for j := range prevs {
+					prevs[j] = (j * 37) % V
+				}
+				prevs[5] = prevs[2]
+				rows := make([]float32, len(prevs)*V)
+				if !d.MarkovBiases(prevs, rows) {
+					t.Fatal("MarkovBiases: no Markov head reported")
+				}
+				for j, prev := range prevs {
+					want, got := make([]float32, V), make([]float32, V)
+					for i := range want {
+						want[i] = float32(i%7) - 3.5
+						got[i] = want[i] + rows[j*V+i]
+					}
+					d.MarkovBias(prev, want)
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("token %d (row %d), logit %d: batch %v, one row %v", prev, j, i, got[i], want[i])
+						}
+					}
+				}
+			})
+		}
+	}
+	ts := testmodel.DefaultTarget()
+	ds := testmodel.DefaultDraft(ts)
+	ds.Rank = 0
+	tg := openTarget(t, testmodel.BuildTarget(ts, 3), runtime.Options{Context: 64})
+	d, err := openDraft(t, testmodel.BuildDraft(ts, ds, 5), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := []float32{1, 2}
+	if d.MarkovBiases([]int{0}, dst) || dst[0] != 1 || dst[1] != 2 {
+		t.Errorf("no Markov head: MarkovBiases reported one or wrote %v", dst)
 	}
 }

@@ -1,6 +1,7 @@
 package speculative
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -155,5 +156,78 @@ func TestDrafterReuseAcrossShapes(t *testing.T) {
 				t.Fatalf("shape %v: row %d (len %d) differs at %d", shape, i, len(q[i]), j)
 			}
 		}
+	}
+}
+
+// TestDrafterBiasRows checks that drafting with BiasRows (the guessed previous tokens' biases
+// in one batch) gives the drafts and distributions of drafting with Bias alone, bit for bit,
+// greedy and sampled, with biases weak and strong enough to change the argmax; that Bias is
+// then asked only for the tokens not guessed (never, when the bias never changes the argmax
+// of a greedy row); and that a BiasRows without a head leaves every row to Bias.
+func TestDrafterBiasRows(t *testing.T) {
+	const v, rows = 40, 6
+	bias := func(prev int, dst []float32, mag float32) {
+		for i := range dst {
+			h := uint32(prev*7919+i*104729) * 2654435761
+			dst[i] += mag * (float32(h>>8)/float32(1<<24) - 0.5)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, mag := range []float32{0, 0.5, 8} {
+		for _, p := range []Params{{}, {Temperature: 1}, {Temperature: 0.7, TopK: 5}} {
+			var calls, batched, guessed, drafted int
+			for trial := 0; trial < 200; trial++ {
+				u := make([][]float32, rows)
+				for k := range u {
+					u[k] = make([]float32, v)
+					for i := range u[k] {
+						u[k][i] = float32(rng.NormFloat64())
+					}
+				}
+				anchor := rng.IntN(v)
+				plain := &Drafter{Params: p, Bias: func(prev int, dst []float32) { bias(prev, dst, mag) }}
+				fast := &Drafter{Params: p,
+					Bias: func(prev int, dst []float32) { calls++; bias(prev, dst, mag) },
+					BiasRows: func(prevs []int, dst []float32) bool {
+						batched++
+						guessed += len(prevs)
+						clear(dst)
+						for j, prev := range prevs {
+							bias(prev, dst[j*v:(j+1)*v], mag)
+						}
+						return true
+					}}
+				seed := rng.Uint64()
+				d1, q1 := plain.Draft(anchor, u, rand.New(rand.NewPCG(seed, 1)))
+				d2, q2 := fast.Draft(anchor, u, rand.New(rand.NewPCG(seed, 1)))
+				if !slices.Equal(d1, d2) {
+					t.Fatalf("mag %v %+v trial %d: drafts %v with BiasRows, %v without", mag, p, trial, d2, d1)
+				}
+				for k := range q1 {
+					for i := range q1[k] {
+						if math.Float64bits(q1[k][i]) != math.Float64bits(q2[k][i]) {
+							t.Fatalf("mag %v %+v trial %d: q_%d[%d] %v with BiasRows, %v without", mag, p, trial, k+1, i, q2[k][i], q1[k][i])
+						}
+					}
+				}
+				drafted += len(d1)
+			}
+			t.Logf("mag %v %+v: %d drafts, %d batches of %d guesses, %d misses", mag, p, drafted, batched, guessed, calls)
+			if batched != 200 || calls >= drafted-200 {
+				t.Errorf("mag %v %+v: %d batches, %d single biases for %d drafts: the batch must save passes", mag, p, batched, calls, drafted)
+			}
+			if mag == 0 && p.Greedy() && calls != 0 {
+				t.Errorf("a zero bias never changes the argmax, yet %d rows missed the guess", calls)
+			}
+			if mag == 8 && calls == 0 {
+				t.Errorf("a strong bias never changed the argmax: the test does not exercise misses")
+			}
+		}
+	}
+	var calls int
+	d := &Drafter{Bias: func(int, []float32) { calls++ }, BiasRows: func([]int, []float32) bool { return false }}
+	u := [][]float32{{1, 0}, {0, 1}, {1, 0}}
+	if drafts, _ := d.Draft(0, u, nil); len(drafts) != 3 || calls != 3 {
+		t.Errorf("BiasRows without a head: %d drafts, %d Bias calls; want 3 and 3", len(drafts), calls)
 	}
 }

@@ -18,6 +18,7 @@ type Heads struct {
 
 	embd, rank int
 	w1row      []float32 // rank
+	w1rows     []float32 // kernels.MaxBatch x rank: W1 rows of a MarkovBiases batch
 	bias       []float32 // vocab: the Markov bias of one row
 	in, out    []float32 // the confidence head's input (embd + rank) and output (1)
 }
@@ -41,6 +42,7 @@ func (b *Binder) Heads(embd, rank int) Heads {
 // allocate.
 func (h *Heads) Prepare(vocab int) {
 	h.w1row = make([]float32, h.rank)
+	h.w1rows = make([]float32, kernels.MaxBatch*h.rank)
 	h.bias = make([]float32, vocab)
 	h.in = make([]float32, h.embd+h.rank)
 	h.out = make([]float32, 1)
@@ -71,6 +73,26 @@ func (h *Heads) MarkovBias(prev int, dst []float32) {
 	h.bias = Grow(h.bias, len(dst))
 	h.w2.MatVec(h.bias, h.w1row)
 	AddTo(dst, h.bias)
+}
+
+// MarkovBiases writes W2·W1[prevs[j]] to row j of dst (len(prevs) rows of vocab values),
+// the bias MarkovBias adds for prevs[j] bit for bit (a batch of the kernels is row for row
+// its one-row product), reading W2 once per kernels.MaxBatch tokens; it reports whether the
+// head is present (false: dst is untouched).
+func (h *Heads) MarkovBiases(prevs []int, dst []float32) bool {
+	if h.w1 == nil {
+		return false
+	}
+	v, r := h.w2.Rows(), h.rank
+	h.w1rows = Grow(h.w1rows, kernels.MaxBatch*r)
+	for j0 := 0; j0 < len(prevs); j0 += kernels.MaxBatch {
+		n := min(kernels.MaxBatch, len(prevs)-j0)
+		for j := range n {
+			h.w1.Row(prevs[j0+j], h.w1rows[j*r:(j+1)*r])
+		}
+		h.w2.MatMul(dst[j0*v:(j0+n)*v], h.w1rows[:n*r], n)
+	}
+	return true
 }
 
 // Confidence returns sigmoid(conf_proj · [h_row ; W1[prev]] + b) for row row of hidden (rows

@@ -118,3 +118,22 @@ func BenchmarkDraft(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDraftGreedy draws a greedy 7-token block (no-op Markov bias), as a ratio to
+// copying the 7 logit rows once (the row copy every draft makes).
+func BenchmarkDraftGreedy(b *testing.B) {
+	const K = 7
+	u := make([][]float32, K)
+	for k := range u {
+		u[k] = lmLogits(uint64(20+k), benchVocab)
+	}
+	d := &Drafter{Bias: func(int, []float32) {}}
+	row := make([]float32, benchVocab)
+	b.SetBytes(4 * K * benchVocab)
+	b.ReportAllocs()
+	loopWithLimit(b, "x_row_copies", func() { d.Draft(0, u, nil) }, func() {
+		for k := range u {
+			copy(row, u[k])
+		}
+	})
+}

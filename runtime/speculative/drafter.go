@@ -117,11 +117,8 @@ func (d *Drafter) draft(anchor int, logits [][]float32, s *uniform) ([]int, [][]
 			}
 		}
 		qk := d.q[k-1]
-		Probs(qk, row, d.Params)
-		var x int
-		if d.Params.Greedy() {
-			x = Argmax(row)
-		} else {
+		x := probs(qk, row, d.Params) // the argmax when greedy
+		if !d.Params.Greedy() {
 			x = sample(qk, s)
 		}
 		drafts = append(drafts, x)

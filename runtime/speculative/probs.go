@@ -10,14 +10,17 @@ import (
 // Argmax returns the index of the largest logit, the lowest index among equal maxima. NaN
 // entries are never chosen; it returns -1 if logits is empty or all NaN.
 func Argmax(logits []float32) int {
-	best := -1
-	var bv float32
+	best, bv := -1, float32(math.Inf(-1))
 	for i, v := range logits {
-		if v != v { // NaN
-			continue
-		}
-		if best < 0 || v > bv {
+		if v > bv { // never for NaN
 			best, bv = i, v
+		}
+	}
+	if best < 0 { // no entry above -Inf: the first -Inf, if any
+		for i, v := range logits {
+			if v == v {
+				return i
+			}
 		}
 	}
 	return best
@@ -57,7 +60,11 @@ func CheckLogits(logits []float32) error {
 //
 // Rows that fail CheckLogits give a dst full of NaN (never a silently chosen token). Probs
 // panics if len(dst) != len(logits) or p fails Validate (programmer errors).
-func Probs(dst []float64, logits []float32, p Params) {
+func Probs(dst []float64, logits []float32, p Params) { probs(dst, logits, p) }
+
+// probs is Probs; for greedy p it returns the drawn token, Argmax(logits) (found as the first
+// entry equal to the maximum, which on a row without NaN is the same index), else -1.
+func probs(dst []float64, logits []float32, p Params) int {
 	if len(dst) != len(logits) {
 		panic("speculative: Probs: len(dst) != len(logits)")
 	}
@@ -66,19 +73,23 @@ func Probs(dst []float64, logits []float32, p Params) {
 	}
 	n := len(logits)
 	if n == 0 {
-		return
+		return -1
 	}
 	m, ok := maxValid(logits)
 	if !ok {
 		for i := range dst {
 			dst[i] = math.NaN()
 		}
-		return
+		if p.Greedy() {
+			return Argmax(logits)
+		}
+		return -1
 	}
 	if p.Greedy() {
 		clear(dst)
-		dst[Argmax(logits)] = 1
-		return
+		x := slices.Index(logits, float32(m))
+		dst[x] = 1
+		return x
 	}
 	t := p.Temperature
 	k := p.TopK
@@ -96,7 +107,7 @@ func Probs(dst []float64, logits []float32, p Params) {
 			}
 		}
 		normalize(dst, nil)
-		return
+		return -1
 	}
 
 	sp := idxPool.Get().(*[]int32)
@@ -123,6 +134,7 @@ func Probs(dst []float64, logits []float32, p Params) {
 	normalize(dst, idx)
 	*sp = idx[:0]
 	idxPool.Put(sp)
+	return -1
 }
 
 // sum adds w in index order (the order that defines Probs' normalization, bit for bit).
@@ -154,15 +166,14 @@ var idxPool = sync.Pool{New: func() any { return new([]int32) }}
 
 // maxValid returns the largest logit, and false if the row fails CheckLogits.
 func maxValid(logits []float32) (float64, bool) {
-	m := math.Inf(-1)
+	m := float32(math.Inf(-1))
 	for _, v := range logits {
-		f := float64(v)
-		if f != f || math.IsInf(f, 1) {
+		if v != v || v > math.MaxFloat32 { // NaN or +Inf
 			return 0, false
 		}
-		if f > m {
-			m = f
+		if v > m {
+			m = v
 		}
 	}
-	return m, !math.IsInf(m, -1)
+	return float64(m), m > float32(math.Inf(-1))
 }

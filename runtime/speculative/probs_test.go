@@ -262,3 +262,50 @@ func FuzzProbs(f *testing.F) {
 		}
 	})
 }
+
+// TestArgmaxAgainstReference checks Argmax, and the token and one-hot row greedy Probs
+// gives, against the plain definition (first non-NaN entry, then strictly larger ones) on
+// rows built from NaN, infinities, signed zeros and ties.
+func TestArgmaxAgainstReference(t *testing.T) {
+	ref := func(l []float32) int {
+		best := -1
+		for i, v := range l {
+			if v == v && (best < 0 || v > l[best]) {
+				best = i
+			}
+		}
+		return best
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	vals := []float32{nan, -inf, inf, float32(math.Copysign(0, -1)), 0, 1, -1, 2}
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 20000; trial++ {
+		l := make([]float32, r.IntN(10))
+		for i := range l {
+			l[i] = vals[r.IntN(len(vals))]
+		}
+		want := ref(l)
+		if got := Argmax(l); got != want {
+			t.Fatalf("Argmax(%v) = %d, want %d", l, got, want)
+		}
+		dst := make([]float64, len(l))
+		x := probs(dst, l, Params{})
+		if len(l) == 0 {
+			continue
+		}
+		if CheckLogits(l) != nil {
+			if x != want || !math.IsNaN(dst[0]) {
+				t.Fatalf("%v: greedy probs token %d (want %d), dst %v (want NaN)", l, x, want, dst)
+			}
+			continue
+		}
+		if x != want {
+			t.Fatalf("%v: greedy probs token %d, want %d", l, x, want)
+		}
+		for i, p := range dst {
+			if (i == want) != (p == 1) || (i != want && p != 0) {
+				t.Fatalf("%v: greedy probs %v, want one-hot at %d", l, dst, want)
+			}
+		}
+	}
+}

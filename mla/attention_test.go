@@ -171,10 +171,10 @@ func TestMaskMatters(t *testing.T) {
 func TestBatchDeterminism(t *testing.T) { forPaths(t, testBatchDeterminism) }
 
 func testBatchDeterminism(t *testing.T) {
-	for _, tc := range []struct{ nCtx, nHead int }{{3, 3}, {700, 3}, {70, 5}, {700, 5}} {
+	for _, tc := range []struct{ nCtx, nHead int }{{3, 3}, {700, 3}, {70, 5}, {700, 5}, {300, 16}} {
 		nCtx := tc.nCtx
 		cfg := smallConfig(20, true)
-		cfg.NHead = tc.nHead // 5 heads: a group of three plus two single heads, split differently per worker count
+		cfg.NHead = tc.nHead // 5 heads: a group of three plus two single heads, split differently per worker count; 16: two sixes, four left over in sixes of batch rows
 		const n = 6
 		s := newScenario(t, 11, cfg, nCtx, n, nCtx+n+1, 8)
 		start := cloneCache(s.cache)
@@ -570,7 +570,7 @@ func TestLatentCacheSizeChecked(t *testing.T) {
 // purego builds too (the portable vector kernels define the bits the assembly repeats).
 func TestForwardPathsAgree(t *testing.T) {
 	defer kernels.SelectPath(kernels.Implementation())
-	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}, {300, 13}, {40, 9}} {
+	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}, {300, 13}, {40, 9}, {300, 16}} {
 		cfg := smallConfig(20, true)
 		cfg.NHead = tc.nHead
 		const n = 6

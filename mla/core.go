@@ -130,34 +130,50 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 			clear(s.acc[k*kvl : (k+1)*kvl])
 		}
 	}
+	// Pair (hd, i) is k = hd*mb + i: six or three heads of one batch row are pairs mb apart,
+	// six batch rows of one head pairs 1 apart, and the kernels serve either (the same bits
+	// for every grouping, so it never shows). Heads go in sixes for every row; the heads left
+	// over in sixes of batch rows that see the whole tile; what is left in threes of heads,
+	// then one by one.
+	hl := h0 + (h1-h0)/6*6
 	for t0 := 0; t0 < j.maxEnd; t0 += tileRows {
-		// Heads go in sixes or threes (sharing every load of a cache row), the rest one by
-		// one; the kernels give bit-identical results either way, so the grouping never shows.
-		for hd := h0; hd < h1; {
-			group := 1
-			switch {
-			case hd+6 <= h1:
-				group = 6
-			case hd+3 <= h1:
-				group = 3
+		for i := range n {
+			e := s.ends[i]
+			if t0 >= e {
+				continue
 			}
-			for i := range n {
-				e := s.ends[i]
-				if t0 >= e {
-					continue
-				}
-				t1 := min(t0+tileRows, e)
-				rows := j.cache.rows(j.layer, t0, t1)
-				switch group {
-				case 6:
-					s.attendTile6(hd, i, rows, tile, j.scale)
-				case 3:
-					s.attendTile3(hd, i, rows, tile, j.scale)
-				default:
-					s.attendTile(hd*s.mb+i, rows, tile[:t1-t0], j.scale)
-				}
+			rows := j.cache.rows(j.layer, t0, min(t0+tileRows, e))
+			for hd := h0; hd < hl; hd += 6 {
+				s.attendTile6(hd*s.mb+i, s.mb, rows, tile, j.scale)
 			}
-			hd += group
+		}
+		if hl == h1 {
+			continue
+		}
+		full := j.cache.rows(j.layer, t0, min(t0+tileRows, j.maxEnd))
+		for i := 0; i < n; {
+			if i+6 <= n && s.seeAll(i, i+6, t0+len(full)/s.width) {
+				for hd := hl; hd < h1; hd++ {
+					s.attendTile6(hd*s.mb+i, 1, full, tile, j.scale)
+				}
+				i += 6
+				continue
+			}
+			e := s.ends[i]
+			if t0 >= e {
+				i++
+				continue
+			}
+			t1 := min(t0+tileRows, e)
+			rows := j.cache.rows(j.layer, t0, t1)
+			hd := hl
+			for ; hd+3 <= h1; hd += 3 {
+				s.attendTile3(hd*s.mb+i, s.mb, rows, tile, j.scale)
+			}
+			for ; hd < h1; hd++ {
+				s.attendTile(hd*s.mb+i, rows, tile[:t1-t0], j.scale)
+			}
+			i++
 		}
 	}
 	for hd := h0; hd < h1; hd++ {
@@ -181,33 +197,42 @@ func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
 	kernels.AxpyRows(s.acc[k*kvl:(k+1)*kvl], sc, rows, width)
 }
 
-// attendTile3 is attendTile for heads hd, hd+1, hd+2 of batch row i at once. buf holds at
-// least 3*tileRows values: the three heads' scores, then weights, tileRows apart.
-func (s *scratch) attendTile3(hd, i int, rows, buf []float32, scale float32) {
-	kvl, width, mb := s.kvl, s.width, s.mb
+// attendTile3 is attendTile for the pairs k0, k0+step, k0+2*step at once. buf holds at
+// least 3*tileRows values: the three pairs' scores, then weights, tileRows apart.
+func (s *scratch) attendTile3(k0, step int, rows, buf []float32, scale float32) {
+	kvl, width := s.kvl, s.width
 	nt := len(rows) / width
-	k0 := hd*mb + i
-	q := func(a int) []float32 { k := k0 + a*mb; return s.qfull[k*width : (k+1)*width] }
+	q := func(a int) []float32 { k := k0 + a*step; return s.qfull[k*width : (k+1)*width] }
 	sc0, sc1, sc2 := buf[:nt], buf[tileRows:tileRows+nt], buf[2*tileRows:2*tileRows+nt]
 	kernels.Dot3Rows(q(0), q(1), q(2), rows, width, sc0, sc1, sc2)
 	s.softmaxStep(k0, sc0, scale)
-	s.softmaxStep(k0+mb, sc1, scale)
-	s.softmaxStep(k0+2*mb, sc2, scale)
-	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, buf, tileRows, nt, rows, width)
+	s.softmaxStep(k0+step, sc1, scale)
+	s.softmaxStep(k0+2*step, sc2, scale)
+	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
 }
 
-// attendTile6 is attendTile for heads hd .. hd+5 of batch row i at once. buf holds at
-// least 6*tileRows values: the six heads' scores, then weights, tileRows apart.
-func (s *scratch) attendTile6(hd, i int, rows, buf []float32, scale float32) {
-	kvl, width, mb := s.kvl, s.width, s.mb
+// attendTile6 is attendTile for the pairs k0, k0+step, ..., k0+5*step at once. buf holds at
+// least 6*tileRows values: the six pairs' scores, then weights, tileRows apart.
+func (s *scratch) attendTile6(k0, step int, rows, buf []float32, scale float32) {
+	kvl, width := s.kvl, s.width
 	nt := len(rows) / width
-	k0 := hd*mb + i
-	kernels.Dot6Rows(s.qfull[k0*width:], width, mb*width, rows, width, nt, buf, tileRows)
+	kernels.Dot6Rows(s.qfull[k0*width:], width, step*width, rows, width, nt, buf, tileRows)
 	for a := 0; a < 6; a++ {
-		s.softmaxStep(k0+a*mb, buf[a*tileRows:a*tileRows+nt], scale)
+		s.softmaxStep(k0+a*step, buf[a*tileRows:a*tileRows+nt], scale)
 	}
-	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, mb*kvl, buf, tileRows, nt, rows, width)
-	kernels.Axpy3Rows(s.acc[(k0+3*mb)*kvl:], kvl, mb*kvl, buf[3*tileRows:], tileRows, nt, rows, width)
+	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
+	kernels.Axpy3Rows(s.acc[(k0+3*step)*kvl:], kvl, step*kvl, buf[3*tileRows:], tileRows, nt, rows, width)
+}
+
+// seeAll reports whether batch rows [i0, i1) all see cache rows up to t1 (the end of the
+// tile that started at t0), so that they can share one six-row group on it.
+func (s *scratch) seeAll(i0, i1, t1 int) bool {
+	for _, e := range s.ends[i0:i1] {
+		if e < t1 {
+			return false
+		}
+	}
+	return true
 }
 
 // softmaxStep scales the scores sc of pair k, updates its running maximum (rescaling its sum

@@ -481,3 +481,35 @@ func TestExpPD(t *testing.T) {
 		}
 	}
 }
+
+// TestSiluMulRows checks SiluMulRows against one SiluMul per row of the stacked [gate | up]
+// layout, bit for bit, on sizes that stay on the caller and sizes split among 2 and 3
+// goroutines, with rows whose width is not a multiple of 16 (chunks end inside rows).
+func TestSiluMulRows(t *testing.T) {
+	defer SetParallelism(0)
+	rng := rand.New(rand.NewPCG(73, 74))
+	for _, sh := range [][2]int{{1, 100}, {1, 6144}, {1, 14336}, {8, 6144}, {37, 1001}, {5, 4099}} {
+		n, ff := sh[0], sh[1]
+		gu := make([]float32, 2*n*ff)
+		for i := range gu {
+			gu[i] = float32(rng.NormFloat64() * 6)
+		}
+		want := make([]float32, n*ff)
+		for i := range n {
+			SiluMul(want[i*ff:(i+1)*ff], gu[2*i*ff:(2*i+1)*ff], gu[(2*i+1)*ff:(2*i+2)*ff])
+		}
+		for _, par := range []int{1, 2, 3} {
+			SetParallelism(par)
+			got := make([]float32, n*ff)
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			SiluMulRows(got, gu, n, ff)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%d x %d, parallelism %d: value %d (row %d) %v, want %v", n, ff, par, i, i/ff, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -29,9 +29,7 @@ func (f *FFN) Forward(dst, x []float32, n int, a, b []float32) {
 	}
 	gu := b[:2*n*ff]
 	f.GateUp.MatMul(gu, x, n)
-	for i := 0; i < n; i++ {
-		kernels.SiluMul(a[i*ff:(i+1)*ff], gu[2*i*ff:(2*i+1)*ff], gu[(2*i+1)*ff:(2*i+2)*ff])
-	}
+	kernels.SiluMulRows(a, gu, n, ff)
 	f.Down.MatMul(dst, a, n)
 }
 

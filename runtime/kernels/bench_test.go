@@ -216,11 +216,16 @@ func BenchmarkBatchRead(b *testing.B) {
 // halvesRead reads mem once on threads goroutines (the caller and threads-1 others), each
 // its share as six streams.
 func halvesRead(mem []byte, threads int) {
-	share := func(k int) {
+	onThreads(threads, func(k int) {
 		part := mem[len(mem)*k/threads : len(mem)*(k+1)/threads]
 		stride := len(part) / 6 &^ 127
 		readStreams(&part[0], stride, stride)
-	}
+	})
+}
+
+// onThreads runs share(k) for k in [0, threads): k = 0 on the caller, the others on
+// goroutines of their own, and returns when all have.
+func onThreads(threads int, share func(k int)) {
 	var wg sync.WaitGroup
 	for k := 1; k < threads; k++ {
 		wg.Add(1)
@@ -523,18 +528,7 @@ func benchGrouped(b *testing.B, bp benchPath, sh [3]int, threads int) {
 			sums[k] += StreamRead(mem[len(mem)*k/threads : len(mem)*(k+1)/threads])
 		}
 	}
-	read := func() {
-		var wg sync.WaitGroup
-		for k := 1; k < threads; k++ {
-			wg.Add(1)
-			go func(k int) {
-				defer wg.Done()
-				share(k)
-			}(k)
-		}
-		share(0)
-		wg.Wait()
-	}
+	read := func() { onThreads(threads, share) }
 	var clock func() time.Duration
 	if threads == 1 {
 		c, release := threadClock()

@@ -53,12 +53,12 @@ type Drafter struct {
 	q      [][]float64
 	drafts []int
 	conf   []float64
-	guess  []int     // the previous tokens whose biases guessBias holds
+	guess  []int     // the previous tokens guessBiases computed the biases of
 	gbias  []float32 // their biases, a row each
 }
 
-// maxGuesses caps the rows of one BiasRows call: the batch kernels cost about one read of
-// the weights up to 16 rows (AMX tiles; 8 for the f32 ones), and a block drafts at most 16.
+// maxGuesses caps the rows of one BiasRows call: up to 16 rows the AMX tiles cost about one
+// read of the weights (the f32 kernels: 8); a token beyond the cap is a miss, not an error.
 const maxGuesses = 16
 
 // Draft draws up to len(logits) drafts after anchor; logits[k] is the backbone's row U_k. It

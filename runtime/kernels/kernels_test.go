@@ -312,6 +312,31 @@ func TestPathsAgree(t *testing.T) {
 	}
 }
 
+// TestLanes checks one-row products whose kernel calls take panels several lanes apart
+// (panel i, i+lane, ...: matrices of 12 panels and more, with minStreamBytes 0 in
+// pathsMatch), with a leftover call and a partial last panel or without, on every path.
+func TestLanes(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, dt := range []DType{BF16, F32, F16, Q8_0} {
+		for _, rows := range []int{16*13 + 5, 16 * 14, 16 * 25, 16 * 29, 16*31 + 1, 16 * 36} {
+			tm := randMat(r, dt, rows, colsFor(dt, 64+r.IntN(8)*2))
+			m := matsOf(t, tm)["packed"]
+			x := randVec(r, tm.cols)
+			for _, prec := range []Precision{F32Activations, BF16Activations, BF16AMXActivations} {
+				if prec != F32Activations && dt != BF16 {
+					continue
+				}
+				mp := m.WithPrecision(prec)
+				want := make([]float32, tm.rows)
+				restore := setPath(pathPortable)
+				mp.MatMul(want, x, 1)
+				restore()
+				pathsMatch(t, mp, prec, x, 1, want, fmt.Sprintf("%v %dx%d", dt, tm.rows, tm.cols))
+			}
+		}
+	}
+}
+
 // TestNoAllocs checks that calls allocate nothing in steady state, with work split across
 // goroutines, on every path and layout.
 func TestNoAllocs(t *testing.T) {

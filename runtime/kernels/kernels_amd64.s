@@ -16,7 +16,7 @@ DATA bf16hi<>+56(SB)/8, $0xffff0000ffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $64
 
 // func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P1(SB), NOSPLIT, $0-64
+TEXT ·f32M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -81,7 +81,7 @@ f32M1P1_store:
 	RET
 
 // func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P2(SB), NOSPLIT, $0-64
+TEXT ·f32M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -155,15 +155,16 @@ f32M1P2_one:
 	DECQ BX
 	JNZ f32M1P2_one
 f32M1P2_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P3(SB), NOSPLIT, $0-64
+TEXT ·f32M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -259,17 +260,18 @@ f32M1P3_one:
 	DECQ BX
 	JNZ f32M1P3_one
 f32M1P3_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P4(SB), NOSPLIT, $0-64
+TEXT ·f32M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -391,19 +393,22 @@ f32M1P4_one:
 	DECQ BX
 	JNZ f32M1P4_one
 f32M1P4_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
 	VZEROUPPER
 	RET
 
 // func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P5(SB), NOSPLIT, $0-64
+TEXT ·f32M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -547,21 +552,24 @@ f32M1P5_one:
 	DECQ BX
 	JNZ f32M1P5_one
 f32M1P5_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P6(SB), NOSPLIT, $0-64
+TEXT ·f32M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -727,23 +735,26 @@ f32M1P6_one:
 	DECQ BX
 	JNZ f32M1P6_one
 f32M1P6_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
+	VMOVUPS Y10, 0(R12)(R11*2)
+	VMOVUPS Y11, 32(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P1(SB), NOSPLIT, $0-64
+TEXT ·f32M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -827,7 +838,7 @@ f32M2P1_store:
 	RET
 
 // func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P2(SB), NOSPLIT, $0-64
+TEXT ·f32M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -942,7 +953,7 @@ f32M2P2_store:
 	RET
 
 // func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P3(SB), NOSPLIT, $0-64
+TEXT ·f32M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1095,7 +1106,7 @@ f32M2P3_store:
 	RET
 
 // func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P1(SB), NOSPLIT, $0-64
+TEXT ·f32M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1198,7 +1209,7 @@ f32M3P1_store:
 	RET
 
 // func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P2(SB), NOSPLIT, $0-64
+TEXT ·f32M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1361,7 +1372,7 @@ f32M3P2_store:
 	RET
 
 // func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M4P1(SB), NOSPLIT, $0-64
+TEXT ·f32M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1487,7 +1498,7 @@ f32M4P1_store:
 	RET
 
 // func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M5P1(SB), NOSPLIT, $0-64
+TEXT ·f32M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1632,7 +1643,7 @@ f32M5P1_store:
 	RET
 
 // func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M6P1(SB), NOSPLIT, $0-64
+TEXT ·f32M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1796,7 +1807,7 @@ f32M6P1_store:
 	RET
 
 // func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P1(SB), NOSPLIT, $0-64
+TEXT ·f16M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1859,7 +1870,7 @@ f16M1P1_store:
 	RET
 
 // func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P2(SB), NOSPLIT, $0-64
+TEXT ·f16M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1933,15 +1944,16 @@ f16M1P2_one:
 	DECQ BX
 	JNZ f16M1P2_one
 f16M1P2_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P3(SB), NOSPLIT, $0-64
+TEXT ·f16M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2037,17 +2049,18 @@ f16M1P3_one:
 	DECQ BX
 	JNZ f16M1P3_one
 f16M1P3_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P4(SB), NOSPLIT, $0-64
+TEXT ·f16M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2169,19 +2182,22 @@ f16M1P4_one:
 	DECQ BX
 	JNZ f16M1P4_one
 f16M1P4_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
 	VZEROUPPER
 	RET
 
 // func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P5(SB), NOSPLIT, $0-64
+TEXT ·f16M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2325,21 +2341,24 @@ f16M1P5_one:
 	DECQ BX
 	JNZ f16M1P5_one
 f16M1P5_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P6(SB), NOSPLIT, $0-64
+TEXT ·f16M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2505,23 +2524,26 @@ f16M1P6_one:
 	DECQ BX
 	JNZ f16M1P6_one
 f16M1P6_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
+	VMOVUPS Y10, 0(R12)(R11*2)
+	VMOVUPS Y11, 32(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P1(SB), NOSPLIT, $0-64
+TEXT ·f16M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2603,7 +2625,7 @@ f16M2P1_store:
 	RET
 
 // func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P2(SB), NOSPLIT, $0-64
+TEXT ·f16M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2718,7 +2740,7 @@ f16M2P2_store:
 	RET
 
 // func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P3(SB), NOSPLIT, $0-64
+TEXT ·f16M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2871,7 +2893,7 @@ f16M2P3_store:
 	RET
 
 // func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P1(SB), NOSPLIT, $0-64
+TEXT ·f16M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2972,7 +2994,7 @@ f16M3P1_store:
 	RET
 
 // func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P2(SB), NOSPLIT, $0-64
+TEXT ·f16M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3135,7 +3157,7 @@ f16M3P2_store:
 	RET
 
 // func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M4P1(SB), NOSPLIT, $0-64
+TEXT ·f16M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3259,7 +3281,7 @@ f16M4P1_store:
 	RET
 
 // func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M5P1(SB), NOSPLIT, $0-64
+TEXT ·f16M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3402,7 +3424,7 @@ f16M5P1_store:
 	RET
 
 // func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M6P1(SB), NOSPLIT, $0-64
+TEXT ·f16M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3564,7 +3586,7 @@ f16M6P1_store:
 	RET
 
 // func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P1(SB), NOSPLIT, $0-64
+TEXT ·bf16M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3646,7 +3668,7 @@ bf16M1P1_store:
 	RET
 
 // func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P2(SB), NOSPLIT, $0-64
+TEXT ·bf16M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3755,15 +3777,16 @@ bf16M1P2_one:
 	VFMADD231PS Y7, Y4, Y2
 	VFMADD231PS Y7, Y5, Y3
 bf16M1P2_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P3(SB), NOSPLIT, $0-64
+TEXT ·bf16M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3910,17 +3933,18 @@ bf16M1P3_one:
 	VFMADD231PS Y9, Y6, Y4
 	VFMADD231PS Y9, Y7, Y5
 bf16M1P3_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P4(SB), NOSPLIT, $0-64
+TEXT ·bf16M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4109,19 +4133,22 @@ bf16M1P4_one:
 	VFMADD231PS Y11, Y8, Y6
 	VFMADD231PS Y11, Y9, Y7
 bf16M1P4_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
 	VZEROUPPER
 	RET
 
 // func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P5(SB), NOSPLIT, $0-64
+TEXT ·bf16M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4348,21 +4375,24 @@ bf16M1P5_one:
 	VFMADD231PS Y13, Y10, Y8
 	VFMADD231PS Y13, Y11, Y9
 bf16M1P5_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P6(SB), NOSPLIT, $0-64
+TEXT ·bf16M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4627,23 +4657,26 @@ bf16M1P6_one:
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
 bf16M1P6_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
+	VMOVUPS Y10, 0(R12)(R11*2)
+	VMOVUPS Y11, 32(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P1(SB), NOSPLIT, $0-64
+TEXT ·bf16M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4750,7 +4783,7 @@ bf16M2P1_store:
 	RET
 
 // func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P2(SB), NOSPLIT, $0-64
+TEXT ·bf16M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4910,7 +4943,7 @@ bf16M2P2_store:
 	RET
 
 // func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P3(SB), NOSPLIT, $0-64
+TEXT ·bf16M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5156,7 +5189,7 @@ bf16M2P3_store:
 	RET
 
 // func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P1(SB), NOSPLIT, $0-64
+TEXT ·bf16M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5288,7 +5321,7 @@ bf16M3P1_store:
 	RET
 
 // func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P2(SB), NOSPLIT, $0-64
+TEXT ·bf16M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5512,7 +5545,7 @@ bf16M3P2_store:
 	RET
 
 // func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M4P1(SB), NOSPLIT, $0-64
+TEXT ·bf16M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5673,7 +5706,7 @@ bf16M4P1_store:
 	RET
 
 // func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M5P1(SB), NOSPLIT, $0-64
+TEXT ·bf16M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5859,7 +5892,7 @@ bf16M5P1_store:
 	RET
 
 // func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M6P1(SB), NOSPLIT, $0-64
+TEXT ·bf16M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6070,7 +6103,7 @@ bf16M6P1_store:
 	RET
 
 // func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P1(SB), NOSPLIT, $0-64
+TEXT ·q8M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6138,7 +6171,7 @@ q8M1P1_loop:
 	RET
 
 // func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P2(SB), NOSPLIT, $0-64
+TEXT ·q8M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6230,15 +6263,16 @@ q8M1P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M1P2_block
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P3(SB), NOSPLIT, $0-64
+TEXT ·q8M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6364,17 +6398,18 @@ q8M1P3_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M1P3_block
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P4(SB), NOSPLIT, $0-64
+TEXT ·q8M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6539,19 +6574,22 @@ q8M1P4_loop:
 	ADDQ $576, R12
 	DECQ BX
 	JNZ q8M1P4_block
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
 	VZEROUPPER
 	RET
 
 // func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P5(SB), NOSPLIT, $0-64
+TEXT ·q8M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6750,21 +6788,24 @@ q8M1P5_loop:
 	ADDQ $576, R12
 	DECQ BX
 	JNZ q8M1P5_block
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P6(SB), NOSPLIT, $0-64
+TEXT ·q8M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6997,23 +7038,26 @@ q8M1P6_loop:
 	ADDQ $576, R12
 	DECQ BX
 	JNZ q8M1P6_block
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	VMOVUPS Y6, 0(R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, 0(R12)(R11*1)
+	VMOVUPS Y9, 32(R12)(R11*1)
+	VMOVUPS Y10, 0(R12)(R11*2)
+	VMOVUPS Y11, 32(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P1(SB), NOSPLIT, $0-64
+TEXT ·q8M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7097,7 +7141,7 @@ q8M2P1_loop:
 	RET
 
 // func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P2(SB), NOSPLIT, $0-64
+TEXT ·q8M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7225,7 +7269,7 @@ q8M2P2_loop:
 	RET
 
 // func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P3(SB), NOSPLIT, $0-64
+TEXT ·q8M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7401,7 +7445,7 @@ q8M2P3_loop:
 	RET
 
 // func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P1(SB), NOSPLIT, $0-64
+TEXT ·q8M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7501,7 +7545,7 @@ q8M3P1_loop:
 	RET
 
 // func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P2(SB), NOSPLIT, $0-64
+TEXT ·q8M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7669,7 +7713,7 @@ q8M3P2_loop:
 	RET
 
 // func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M4P1(SB), NOSPLIT, $0-64
+TEXT ·q8M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7788,7 +7832,7 @@ q8M4P1_loop:
 	RET
 
 // func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M5P1(SB), NOSPLIT, $0-64
+TEXT ·q8M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7923,7 +7967,7 @@ q8M5P1_loop:
 	RET
 
 // func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M6P1(SB), NOSPLIT, $0-64
+TEXT ·q8M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8074,7 +8118,7 @@ q8M6P1_loop:
 	RET
 
 // func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8127,7 +8171,7 @@ zf32M1P1_store:
 	RET
 
 // func zf32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8179,13 +8223,14 @@ zf32M1P2_one:
 	DECQ BX
 	JNZ zf32M1P2_one
 zf32M1P2_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P3(SB), NOSPLIT, $0-64
+TEXT ·zf32M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8248,14 +8293,15 @@ zf32M1P3_one:
 	DECQ BX
 	JNZ zf32M1P3_one
 zf32M1P3_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P4(SB), NOSPLIT, $0-64
+TEXT ·zf32M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8333,15 +8379,18 @@ zf32M1P4_one:
 	DECQ BX
 	JNZ zf32M1P4_one
 zf32M1P4_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zf32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P5(SB), NOSPLIT, $0-64
+TEXT ·zf32M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8430,16 +8479,19 @@ zf32M1P5_one:
 	DECQ BX
 	JNZ zf32M1P5_one
 zf32M1P5_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P6(SB), NOSPLIT, $0-64
+TEXT ·zf32M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8539,17 +8591,20 @@ zf32M1P6_one:
 	DECQ BX
 	JNZ zf32M1P6_one
 zf32M1P6_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
+	VMOVUPS Z5, 0(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8614,7 +8669,7 @@ zf32M2P1_store:
 	RET
 
 // func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8691,7 +8746,7 @@ zf32M2P2_store:
 	RET
 
 // func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P3(SB), NOSPLIT, $0-64
+TEXT ·zf32M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8787,7 +8842,7 @@ zf32M2P3_store:
 	RET
 
 // func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P4(SB), NOSPLIT, $0-64
+TEXT ·zf32M2P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8906,7 +8961,7 @@ zf32M2P4_store:
 	RET
 
 // func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8983,7 +9038,7 @@ zf32M3P1_store:
 	RET
 
 // func zf32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9079,7 +9134,7 @@ zf32M3P2_store:
 	RET
 
 // func zf32M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P3(SB), NOSPLIT, $0-64
+TEXT ·zf32M3P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9201,7 +9256,7 @@ zf32M3P3_store:
 	RET
 
 // func zf32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9294,7 +9349,7 @@ zf32M4P1_store:
 	RET
 
 // func zf32M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M4P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9424,7 +9479,7 @@ zf32M4P2_store:
 	RET
 
 // func zf32M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P3(SB), NOSPLIT, $0-64
+TEXT ·zf32M4P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9591,7 +9646,7 @@ zf32M4P3_store:
 	RET
 
 // func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M5P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9696,7 +9751,7 @@ zf32M5P1_store:
 	RET
 
 // func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M5P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M5P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9845,7 +9900,7 @@ zf32M5P2_store:
 	RET
 
 // func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M6P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9962,7 +10017,7 @@ zf32M6P1_store:
 	RET
 
 // func zf32M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M6P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M6P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10130,7 +10185,7 @@ zf32M6P2_store:
 	RET
 
 // func zf32M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M7P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M7P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10263,7 +10318,7 @@ zf32M7P1_store:
 	RET
 
 // func zf32M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M7P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M7P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10454,7 +10509,7 @@ zf32M7P2_store:
 	RET
 
 // func zf32M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M8P1(SB), NOSPLIT, $0-64
+TEXT ·zf32M8P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10599,7 +10654,7 @@ zf32M8P1_store:
 	RET
 
 // func zf32M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M8P2(SB), NOSPLIT, $0-64
+TEXT ·zf32M8P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10809,7 +10864,7 @@ zf32M8P2_store:
 	RET
 
 // func zf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10860,7 +10915,7 @@ zf16M1P1_store:
 	RET
 
 // func zf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10912,13 +10967,14 @@ zf16M1P2_one:
 	DECQ BX
 	JNZ zf16M1P2_one
 zf16M1P2_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P3(SB), NOSPLIT, $0-64
+TEXT ·zf16M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10981,14 +11037,15 @@ zf16M1P3_one:
 	DECQ BX
 	JNZ zf16M1P3_one
 zf16M1P3_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P4(SB), NOSPLIT, $0-64
+TEXT ·zf16M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11066,15 +11123,18 @@ zf16M1P4_one:
 	DECQ BX
 	JNZ zf16M1P4_one
 zf16M1P4_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P5(SB), NOSPLIT, $0-64
+TEXT ·zf16M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11163,16 +11223,19 @@ zf16M1P5_one:
 	DECQ BX
 	JNZ zf16M1P5_one
 zf16M1P5_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P6(SB), NOSPLIT, $0-64
+TEXT ·zf16M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11272,17 +11335,20 @@ zf16M1P6_one:
 	DECQ BX
 	JNZ zf16M1P6_one
 zf16M1P6_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
+	VMOVUPS Z5, 0(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11345,7 +11411,7 @@ zf16M2P1_store:
 	RET
 
 // func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11422,7 +11488,7 @@ zf16M2P2_store:
 	RET
 
 // func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P3(SB), NOSPLIT, $0-64
+TEXT ·zf16M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11518,7 +11584,7 @@ zf16M2P3_store:
 	RET
 
 // func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P4(SB), NOSPLIT, $0-64
+TEXT ·zf16M2P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11637,7 +11703,7 @@ zf16M2P4_store:
 	RET
 
 // func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11712,7 +11778,7 @@ zf16M3P1_store:
 	RET
 
 // func zf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11808,7 +11874,7 @@ zf16M3P2_store:
 	RET
 
 // func zf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P3(SB), NOSPLIT, $0-64
+TEXT ·zf16M3P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11930,7 +11996,7 @@ zf16M3P3_store:
 	RET
 
 // func zf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12021,7 +12087,7 @@ zf16M4P1_store:
 	RET
 
 // func zf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M4P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12147,7 +12213,7 @@ zf16M4P2_store:
 	RET
 
 // func zf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P3(SB), NOSPLIT, $0-64
+TEXT ·zf16M4P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12308,7 +12374,7 @@ zf16M4P3_store:
 	RET
 
 // func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M5P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12411,7 +12477,7 @@ zf16M5P1_store:
 	RET
 
 // func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M5P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M5P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12556,7 +12622,7 @@ zf16M5P2_store:
 	RET
 
 // func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M6P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12671,7 +12737,7 @@ zf16M6P1_store:
 	RET
 
 // func zf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M6P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M6P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12835,7 +12901,7 @@ zf16M6P2_store:
 	RET
 
 // func zf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M7P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M7P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12966,7 +13032,7 @@ zf16M7P1_store:
 	RET
 
 // func zf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M7P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M7P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13153,7 +13219,7 @@ zf16M7P2_store:
 	RET
 
 // func zf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M8P1(SB), NOSPLIT, $0-64
+TEXT ·zf16M8P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13296,7 +13362,7 @@ zf16M8P1_store:
 	RET
 
 // func zf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M8P2(SB), NOSPLIT, $0-64
+TEXT ·zf16M8P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13502,7 +13568,7 @@ zf16M8P2_store:
 	RET
 
 // func zbf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13553,7 +13619,7 @@ zbf16M1P1_store:
 	RET
 
 // func zbf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13588,13 +13654,14 @@ zbf16M1P2_tail:
 	VFMADD231PS.BCST (DX), Z4, Z0
 	VFMADD231PS.BCST (DX)(R9*1), Z5, Z1
 zbf16M1P2_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P3(SB), NOSPLIT, $0-64
+TEXT ·zbf16M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13636,14 +13703,15 @@ zbf16M1P3_tail:
 	VFMADD231PS.BCST (DX)(R9*1), Z7, Z1
 	VFMADD231PS.BCST (DX)(R9*2), Z8, Z2
 zbf16M1P3_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zbf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P4(SB), NOSPLIT, $0-64
+TEXT ·zbf16M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13698,15 +13766,18 @@ zbf16M1P4_tail:
 	VFMADD231PS.BCST (DX)(R9*2), Z10, Z2
 	VFMADD231PS.BCST (R10), Z11, Z3
 zbf16M1P4_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zbf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P5(SB), NOSPLIT, $0-64
+TEXT ·zbf16M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13768,16 +13839,19 @@ zbf16M1P5_tail:
 	VFMADD231PS.BCST (R10), Z13, Z3
 	VFMADD231PS.BCST (R10)(R9*1), Z14, Z4
 zbf16M1P5_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P6(SB), NOSPLIT, $0-64
+TEXT ·zbf16M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13846,17 +13920,20 @@ zbf16M1P6_tail:
 	VFMADD231PS.BCST (R10)(R9*1), Z16, Z4
 	VFMADD231PS.BCST (R10)(R9*2), Z17, Z5
 zbf16M1P6_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
+	VMOVUPS Z5, 0(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zbf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13934,7 +14011,7 @@ zbf16M2P1_store:
 	RET
 
 // func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14036,7 +14113,7 @@ zbf16M2P2_store:
 	RET
 
 // func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P3(SB), NOSPLIT, $0-64
+TEXT ·zbf16M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14167,7 +14244,7 @@ zbf16M2P3_store:
 	RET
 
 // func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P4(SB), NOSPLIT, $0-64
+TEXT ·zbf16M2P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14331,7 +14408,7 @@ zbf16M2P4_store:
 	RET
 
 // func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14425,7 +14502,7 @@ zbf16M3P1_store:
 	RET
 
 // func zbf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14552,7 +14629,7 @@ zbf16M3P2_store:
 	RET
 
 // func zbf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P3(SB), NOSPLIT, $0-64
+TEXT ·zbf16M3P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14717,7 +14794,7 @@ zbf16M3P3_store:
 	RET
 
 // func zbf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14831,7 +14908,7 @@ zbf16M4P1_store:
 	RET
 
 // func zbf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M4P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14994,7 +15071,7 @@ zbf16M4P2_store:
 	RET
 
 // func zbf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P3(SB), NOSPLIT, $0-64
+TEXT ·zbf16M4P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15206,7 +15283,7 @@ zbf16M4P3_store:
 	RET
 
 // func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M5P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15336,7 +15413,7 @@ zbf16M5P1_store:
 	RET
 
 // func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M5P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M5P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15524,7 +15601,7 @@ zbf16M5P2_store:
 	RET
 
 // func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M6P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15670,7 +15747,7 @@ zbf16M6P1_store:
 	RET
 
 // func zbf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M6P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M6P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15883,7 +15960,7 @@ zbf16M6P2_store:
 	RET
 
 // func zbf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M7P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M7P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16049,7 +16126,7 @@ zbf16M7P1_store:
 	RET
 
 // func zbf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M7P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M7P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16291,7 +16368,7 @@ zbf16M7P2_store:
 	RET
 
 // func zbf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M8P1(SB), NOSPLIT, $0-64
+TEXT ·zbf16M8P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16473,7 +16550,7 @@ zbf16M8P1_store:
 	RET
 
 // func zbf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M8P2(SB), NOSPLIT, $0-64
+TEXT ·zbf16M8P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16740,7 +16817,7 @@ zbf16M8P2_store:
 	RET
 
 // func zq8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16790,7 +16867,7 @@ zq8M1P1_loop:
 	RET
 
 // func zq8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16848,13 +16925,14 @@ zq8M1P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M1P2_block
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P3(SB), NOSPLIT, $0-64
+TEXT ·zq8M1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16929,14 +17007,15 @@ zq8M1P3_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M1P3_block
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zq8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P4(SB), NOSPLIT, $0-64
+TEXT ·zq8M1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17033,15 +17112,18 @@ zq8M1P4_loop:
 	ADDQ $576, R12
 	DECQ BX
 	JNZ zq8M1P4_block
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zq8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P5(SB), NOSPLIT, $0-64
+TEXT ·zq8M1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17155,16 +17237,19 @@ zq8M1P5_loop:
 	ADDQ $576, R12
 	DECQ BX
 	JNZ zq8M1P5_block
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P6(SB), NOSPLIT, $0-64
+TEXT ·zq8M1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17295,17 +17380,20 @@ zq8M1P6_loop:
 	ADDQ $576, R12
 	DECQ BX
 	JNZ zq8M1P6_block
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
+	VMOVUPS Z5, 0(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zq8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17365,7 +17453,7 @@ zq8M2P1_loop:
 	RET
 
 // func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17445,7 +17533,7 @@ zq8M2P2_loop:
 	RET
 
 // func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P3(SB), NOSPLIT, $0-64
+TEXT ·zq8M2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17549,7 +17637,7 @@ zq8M2P3_loop:
 	RET
 
 // func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P4(SB), NOSPLIT, $0-64
+TEXT ·zq8M2P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17682,7 +17770,7 @@ zq8M2P4_loop:
 	RET
 
 // func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17752,7 +17840,7 @@ zq8M3P1_loop:
 	RET
 
 // func zq8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17848,7 +17936,7 @@ zq8M3P2_loop:
 	RET
 
 // func zq8M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P3(SB), NOSPLIT, $0-64
+TEXT ·zq8M3P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17974,7 +18062,7 @@ zq8M3P3_loop:
 	RET
 
 // func zq8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18057,7 +18145,7 @@ zq8M4P1_loop:
 	RET
 
 // func zq8M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M4P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18177,7 +18265,7 @@ zq8M4P2_loop:
 	RET
 
 // func zq8M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P3(SB), NOSPLIT, $0-64
+TEXT ·zq8M4P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18334,7 +18422,7 @@ zq8M4P3_loop:
 	RET
 
 // func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M5P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18427,7 +18515,7 @@ zq8M5P1_loop:
 	RET
 
 // func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M5P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M5P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18563,7 +18651,7 @@ zq8M5P2_loop:
 	RET
 
 // func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M6P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18666,7 +18754,7 @@ zq8M6P1_loop:
 	RET
 
 // func zq8M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M6P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M6P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18818,7 +18906,7 @@ zq8M6P2_loop:
 	RET
 
 // func zq8M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M7P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M7P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18934,7 +19022,7 @@ zq8M7P1_loop:
 	RET
 
 // func zq8M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M7P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M7P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19105,7 +19193,7 @@ zq8M7P2_loop:
 	RET
 
 // func zq8M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M8P1(SB), NOSPLIT, $0-64
+TEXT ·zq8M8P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19231,7 +19319,7 @@ zq8M8P1_loop:
 	RET
 
 // func zq8M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M8P2(SB), NOSPLIT, $0-64
+TEXT ·zq8M8P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19418,7 +19506,7 @@ zq8M8P2_loop:
 	RET
 
 // func dotM1P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P1(SB), NOSPLIT, $0-64
+TEXT ·dotM1P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19458,7 +19546,7 @@ dotM1P1_store:
 	RET
 
 // func dotM1P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P2(SB), NOSPLIT, $0-64
+TEXT ·dotM1P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19498,13 +19586,14 @@ dotM1P2_tail:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xc4 // VDPBF16PS Z4, Z2, Z0
 	BYTE $0x62; BYTE $0xf2; BYTE $0x66; BYTE $0x48; BYTE $0x52; BYTE $0xcd // VDPBF16PS Z5, Z3, Z1
 dotM1P2_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM1P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P3(SB), NOSPLIT, $0-64
+TEXT ·dotM1P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19554,14 +19643,15 @@ dotM1P3_tail:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xcf // VDPBF16PS Z7, Z4, Z1
 	BYTE $0x62; BYTE $0xd2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xd0 // VDPBF16PS Z8, Z5, Z2
 dotM1P3_store:
+	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func dotM1P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P4(SB), NOSPLIT, $0-64
+TEXT ·dotM1P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19627,15 +19717,18 @@ dotM1P4_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xd2 // VDPBF16PS Z10, Z6, Z2
 	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xdb // VDPBF16PS Z11, Z7, Z3
 dotM1P4_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
 	VZEROUPPER
 	RET
 
 // func dotM1P5(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P5(SB), NOSPLIT, $0-64
+TEXT ·dotM1P5(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19711,16 +19804,19 @@ dotM1P5_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x3e; BYTE $0x48; BYTE $0x52; BYTE $0xdd // VDPBF16PS Z13, Z8, Z3
 	BYTE $0x62; BYTE $0xd2; BYTE $0x36; BYTE $0x48; BYTE $0x52; BYTE $0xe6 // VDPBF16PS Z14, Z9, Z4
 dotM1P5_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM1P6(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P6(SB), NOSPLIT, $0-64
+TEXT ·dotM1P6(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19806,17 +19902,20 @@ dotM1P6_tail:
 	BYTE $0x62; BYTE $0xb2; BYTE $0x2e; BYTE $0x48; BYTE $0x52; BYTE $0xe0 // VDPBF16PS Z16, Z10, Z4
 	BYTE $0x62; BYTE $0xb2; BYTE $0x26; BYTE $0x48; BYTE $0x52; BYTE $0xe9 // VDPBF16PS Z17, Z11, Z5
 dotM1P6_store:
+	MOVQ outStride+64(FP), R11
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z4, 0(R12)(R11*1)
+	VMOVUPS Z5, 0(R12)(R11*2)
 	VZEROUPPER
 	RET
 
 // func dotM2P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P1(SB), NOSPLIT, $0-64
+TEXT ·dotM2P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19864,7 +19963,7 @@ dotM2P1_store:
 	RET
 
 // func dotM2P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P2(SB), NOSPLIT, $0-64
+TEXT ·dotM2P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19920,7 +20019,7 @@ dotM2P2_store:
 	RET
 
 // func dotM2P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P3(SB), NOSPLIT, $0-64
+TEXT ·dotM2P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19989,7 +20088,7 @@ dotM2P3_store:
 	RET
 
 // func dotM2P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P4(SB), NOSPLIT, $0-64
+TEXT ·dotM2P4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20074,7 +20173,7 @@ dotM2P4_store:
 	RET
 
 // func dotM3P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P1(SB), NOSPLIT, $0-64
+TEXT ·dotM3P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20130,7 +20229,7 @@ dotM3P1_store:
 	RET
 
 // func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P2(SB), NOSPLIT, $0-64
+TEXT ·dotM3P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20199,7 +20298,7 @@ dotM3P2_store:
 	RET
 
 // func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P3(SB), NOSPLIT, $0-64
+TEXT ·dotM3P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20286,7 +20385,7 @@ dotM3P3_store:
 	RET
 
 // func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P1(SB), NOSPLIT, $0-64
+TEXT ·dotM4P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20353,7 +20452,7 @@ dotM4P1_store:
 	RET
 
 // func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P2(SB), NOSPLIT, $0-64
+TEXT ·dotM4P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20445,7 +20544,7 @@ dotM4P2_store:
 	RET
 
 // func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P3(SB), NOSPLIT, $0-64
+TEXT ·dotM4P3(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20562,7 +20661,7 @@ dotM4P3_store:
 	RET
 
 // func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM5P1(SB), NOSPLIT, $0-64
+TEXT ·dotM5P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20637,7 +20736,7 @@ dotM5P1_store:
 	RET
 
 // func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM5P2(SB), NOSPLIT, $0-64
+TEXT ·dotM5P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20742,7 +20841,7 @@ dotM5P2_store:
 	RET
 
 // func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM6P1(SB), NOSPLIT, $0-64
+TEXT ·dotM6P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20825,7 +20924,7 @@ dotM6P1_store:
 	RET
 
 // func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM6P2(SB), NOSPLIT, $0-64
+TEXT ·dotM6P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20943,7 +21042,7 @@ dotM6P2_store:
 	RET
 
 // func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM7P1(SB), NOSPLIT, $0-64
+TEXT ·dotM7P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21037,7 +21136,7 @@ dotM7P1_store:
 	RET
 
 // func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM7P2(SB), NOSPLIT, $0-64
+TEXT ·dotM7P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21171,7 +21270,7 @@ dotM7P2_store:
 	RET
 
 // func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM8P1(SB), NOSPLIT, $0-64
+TEXT ·dotM8P1(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21273,7 +21372,7 @@ dotM8P1_store:
 	RET
 
 // func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM8P2(SB), NOSPLIT, $0-64
+TEXT ·dotM8P2(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX

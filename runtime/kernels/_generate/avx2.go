@@ -119,13 +119,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 		}
 	}
 	g.panelLoop(name, d, s, group, func(u int) { g.column2(k, u) })
-	for m := 0; m < s.M; m++ {
-		for p := 0; p < s.P; p++ {
-			for h := 0; h < 2; h++ {
-				g.f("\tVMOVUPS %s, %d(DI)", k.acc(m, p, h), 4*(m*s.P*16+p*16+h*8))
-			}
-		}
-	}
+	g.store(s, 2, k.acc)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")

@@ -153,11 +153,7 @@ func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
 	} else {
 		g.panelLoop(name, d, s, group, func(u int) { g.column512(k, u) })
 	}
-	for m := 0; m < s.M; m++ {
-		for p := 0; p < s.P; p++ {
-			g.f("\tVMOVUPS %s, %d(DI)", k.acc(m, p), 4*(m*s.P*16+p*16))
-		}
-	}
+	g.store(s, 1, func(m, p, _ int) string { return k.acc(m, p) })
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")

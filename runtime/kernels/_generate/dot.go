@@ -130,11 +130,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.f("\tJZ %s_store", name)
 	pair(0)
 	g.f("%s_store:", name)
-	for m := 0; m < s.M; m++ {
-		for p := 0; p < s.P; p++ {
-			g.f("\tVMOVUPS Z%d, %d(DI)", acc(m, p), 4*(m*s.P*16+p*16))
-		}
-	}
+	g.store(s, 1, func(m, p, _ int) string { return fmt.Sprintf("Z%d", acc(m, p)) })
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")

@@ -173,37 +173,41 @@ func (m *Mat) panelsDot(s *seg, n, p0, p1 int) {
 }
 
 // callFamily runs the kernel of family fam (a switch rather than a function value, so that
-// the output buffer stays on the caller's stack); ostride is the one-row kernels' panel
-// output stride (see callAVX512; the AMX families ignore it). It returns what the famAMXRow kernels
+// the output buffer stays on the caller's stack); ostride and orow are the bytes between
+// the outputs of consecutive panels and batch rows (see callAVX512; the AMX families ignore
+// them and store out[16*(m*np + p)]). It returns what the famAMXRow kernels
 // return (zero from the others).
-func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer, xs, cols int, out *float32, pf uintptr, step, ostride int) uint32 {
+func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer, xs, cols int, out *float32, pf uintptr, step, ostride, orow int) uint32 {
 	switch fam {
 	case famAVX2:
-		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride)
+		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow)
 	case famAVX512:
-		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride)
+		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow)
 	case famAMX:
 		callAMX(&amxConfigs[mr][np][0], np, w, ps, (*uint32)(x), xs, cols, out)
 	case famAMXRow:
 		return callAMXRow(np, w, ps, (*uint32)(x), xs, cols, out)
 	default:
-		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step, ostride)
+		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step, ostride, orow)
 	}
 	return 0
 }
 
-// direct returns where a one-row kernel of family fam (the generated families famAVX2,
-// famAVX512 and famDot; the AMX ones store their panels contiguously) may store the outputs
-// of its np panels pn, pn+lane, ... itself, 4*lane*panelRows bytes apart: into dst, when n
-// is 1 and all those panels are whole; otherwise nil (the kernel stores into a buffer that
-// store or storeLanes copies out). That spares a copy per call; on a Zen 5, one-row products
-// of the dense small target's layer shapes, one after another with cold destinations, went
-// from 0.85-0.88 to 0.87-0.92 of a read of the same bytes (docs/kernels.md).
-func (s *seg) direct(fam, n, np, pn, lane int) *float32 {
-	if n != 1 || fam >= famAMX || (pn+(np-1)*lane+1)*panelRows > s.rows {
+// direct returns where a call of family fam (the generated families famAVX2, famAVX512 and
+// famDot; the AMX ones store into a buffer) on batch rows j0..j0+n-1 may store its outputs
+// itself: dst's row j0 at panel pn, the call's np panels pn, pn+lane, ... being
+// 4*lane*panelRows bytes apart and its rows 4*dRow, when all those panels are whole;
+// otherwise nil (the kernel stores into a buffer that store or storeLanes copies out). That
+// spares a copy per call; on a Zen 5, one-row products of the dense small target's layer
+// shapes, one after another with cold destinations, went from 0.85-0.88 to 0.87-0.92 of a
+// read of the same bytes (docs/kernels.md).
+func (s *seg) direct(fam, j0, n, np, pn, lane int) *float32 {
+	last := pn + (np-1)*lane // the call's last panel
+	if fam >= famAMX || (last+1)*panelRows > s.rows {
 		return nil
 	}
-	return &s.dst[pn*panelRows : (pn+(np-1)*lane+1)*panelRows][0]
+	_ = s.dst[(j0+n-1)*s.dRow+(last+1)*panelRows-1]
+	return &s.dst[j0*s.dRow+pn*panelRows]
 }
 
 // panelsAsm computes the group's local panels [p0, p1) for all n batch rows with the
@@ -239,20 +243,20 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 		for i := 0; i < lane; i++ {
 			p := p0 + i
 			own := base + uintptr(p*pk.panelBytes)
-			if d := s.direct(fam, n, np, p, lane); d != nil {
-				bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*lane*panelRows)
+			if d := s.direct(fam, 0, n, np, p, lane); d != nil {
+				bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*lane*panelRows, 4*s.dRow)
 				continue
 			}
-			bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows)
+			bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*np*panelRows)
 			s.storeLanes(out[:], 0, n, np, p, lane)
 		}
 		if p := p0 + lane*np; p < p1 {
 			own := base + uintptr(p*pk.panelBytes)
-			if d := s.direct(fam, n, p1-p, p, 1); d != nil {
-				bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*panelRows)
+			if d := s.direct(fam, 0, n, p1-p, p, 1); d != nil {
+				bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*panelRows, 4*s.dRow)
 				return bad
 			}
-			bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows)
+			bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*(p1-p)*panelRows)
 			s.store(out[:], 0, n, p1-p, p)
 		}
 		return bad
@@ -302,9 +306,14 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 					q0, q1 = p+1, p+gp
 				}
 				for q := q0; q < q1; q++ {
-					bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, unsafe.Add(x, j0*xStride), xStride, cols, &out[0], next+uintptr(c*slice), step, 4*panelRows)
-					s.store(out[:], j0, mr, np, q)
+					xq, pf := unsafe.Add(x, j0*xStride), next+uintptr(c*slice)
 					c++
+					if d := s.direct(fam, j0, mr, np, q, 1); d != nil {
+						bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, xq, xStride, cols, d, pf, step, 4*panelRows, 4*s.dRow)
+						continue
+					}
+					bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, xq, xStride, cols, &out[0], pf, step, 4*panelRows, 4*np*panelRows)
+					s.store(out[:], j0, mr, np, q)
 				}
 				j0 += mr
 			}
@@ -390,10 +399,10 @@ func (m *Mat) rowGroups(c *geo, g0, g1 int) bool {
 			if d0 := (g+gi)*c.dGroup + r0; nr == panelRows && fam < famAMX {
 				// whole panels, stored straight into dst (see seg.direct)
 				_ = c.dst[d0+(np-1)*lg*c.dGroup+panelRows-1]
-				bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &c.dst[d0], own+prefetchAhead, groupBytes, 4*lg*c.dGroup)
+				bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &c.dst[d0], own+prefetchAhead, groupBytes, 4*lg*c.dGroup, 0)
 				continue
 			}
-			bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows)
+			bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 0)
 			for k := 0; k < np; k++ {
 				d := (g+gi+k*lg)*c.dGroup + r0
 				copy(c.dst[d:d+nr], out[k*panelRows:k*panelRows+nr])

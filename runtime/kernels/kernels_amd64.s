@@ -16,7 +16,7 @@ DATA bf16hi<>+56(SB)/8, $0xffff0000ffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $64
 
 // func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P1(SB), NOSPLIT, $0-72
+TEXT ·f32M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -81,7 +81,7 @@ f32M1P1_store:
 	RET
 
 // func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P2(SB), NOSPLIT, $0-72
+TEXT ·f32M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -164,7 +164,7 @@ f32M1P2_store:
 	RET
 
 // func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P3(SB), NOSPLIT, $0-72
+TEXT ·f32M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -271,7 +271,7 @@ f32M1P3_store:
 	RET
 
 // func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P4(SB), NOSPLIT, $0-72
+TEXT ·f32M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -408,7 +408,7 @@ f32M1P4_store:
 	RET
 
 // func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P5(SB), NOSPLIT, $0-72
+TEXT ·f32M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -569,7 +569,7 @@ f32M1P5_store:
 	RET
 
 // func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P6(SB), NOSPLIT, $0-72
+TEXT ·f32M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -754,7 +754,7 @@ f32M1P6_store:
 	RET
 
 // func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P1(SB), NOSPLIT, $0-72
+TEXT ·f32M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -830,15 +830,17 @@ f32M2P1_one:
 	DECQ BX
 	JNZ f32M2P1_one
 f32M2P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P2(SB), NOSPLIT, $0-72
+TEXT ·f32M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -941,19 +943,22 @@ f32M2P2_one:
 	DECQ BX
 	JNZ f32M2P2_one
 f32M2P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P3(SB), NOSPLIT, $0-72
+TEXT ·f32M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1090,23 +1095,26 @@ f32M2P3_one:
 	DECQ BX
 	JNZ f32M2P3_one
 f32M2P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y8, 0(DI)(R11*1)
+	VMOVUPS Y9, 32(DI)(R11*1)
+	VMOVUPS Y10, 0(DI)(R11*2)
+	VMOVUPS Y11, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P1(SB), NOSPLIT, $0-72
+TEXT ·f32M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1199,17 +1207,20 @@ f32M3P1_one:
 	DECQ BX
 	JNZ f32M3P1_one
 f32M3P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P2(SB), NOSPLIT, $0-72
+TEXT ·f32M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1356,23 +1367,27 @@ f32M3P2_one:
 	DECQ BX
 	JNZ f32M3P2_one
 f32M3P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 0(DI)(R11*1)
+	VMOVUPS Y11, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M4P1(SB), NOSPLIT, $0-72
+TEXT ·f32M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1486,19 +1501,23 @@ f32M4P1_one:
 	DECQ BX
 	JNZ f32M4P1_one
 f32M4P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M5P1(SB), NOSPLIT, $0-72
+TEXT ·f32M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1629,21 +1648,26 @@ f32M5P1_one:
 	DECQ BX
 	JNZ f32M5P1_one
 f32M5P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M6P1(SB), NOSPLIT, $0-72
+TEXT ·f32M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1791,23 +1815,29 @@ f32M6P1_one:
 	DECQ BX
 	JNZ f32M6P1_one
 f32M6P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y10, 0(DI)
+	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P1(SB), NOSPLIT, $0-72
+TEXT ·f16M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1870,7 +1900,7 @@ f16M1P1_store:
 	RET
 
 // func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P2(SB), NOSPLIT, $0-72
+TEXT ·f16M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1953,7 +1983,7 @@ f16M1P2_store:
 	RET
 
 // func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P3(SB), NOSPLIT, $0-72
+TEXT ·f16M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2060,7 +2090,7 @@ f16M1P3_store:
 	RET
 
 // func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P4(SB), NOSPLIT, $0-72
+TEXT ·f16M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2197,7 +2227,7 @@ f16M1P4_store:
 	RET
 
 // func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P5(SB), NOSPLIT, $0-72
+TEXT ·f16M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2358,7 +2388,7 @@ f16M1P5_store:
 	RET
 
 // func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P6(SB), NOSPLIT, $0-72
+TEXT ·f16M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2543,7 +2573,7 @@ f16M1P6_store:
 	RET
 
 // func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P1(SB), NOSPLIT, $0-72
+TEXT ·f16M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2617,15 +2647,17 @@ f16M2P1_one:
 	DECQ BX
 	JNZ f16M2P1_one
 f16M2P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P2(SB), NOSPLIT, $0-72
+TEXT ·f16M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2728,19 +2760,22 @@ f16M2P2_one:
 	DECQ BX
 	JNZ f16M2P2_one
 f16M2P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P3(SB), NOSPLIT, $0-72
+TEXT ·f16M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2877,23 +2912,26 @@ f16M2P3_one:
 	DECQ BX
 	JNZ f16M2P3_one
 f16M2P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y8, 0(DI)(R11*1)
+	VMOVUPS Y9, 32(DI)(R11*1)
+	VMOVUPS Y10, 0(DI)(R11*2)
+	VMOVUPS Y11, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P1(SB), NOSPLIT, $0-72
+TEXT ·f16M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2984,17 +3022,20 @@ f16M3P1_one:
 	DECQ BX
 	JNZ f16M3P1_one
 f16M3P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P2(SB), NOSPLIT, $0-72
+TEXT ·f16M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3141,23 +3182,27 @@ f16M3P2_one:
 	DECQ BX
 	JNZ f16M3P2_one
 f16M3P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 0(DI)(R11*1)
+	VMOVUPS Y11, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M4P1(SB), NOSPLIT, $0-72
+TEXT ·f16M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3269,19 +3314,23 @@ f16M4P1_one:
 	DECQ BX
 	JNZ f16M4P1_one
 f16M4P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M5P1(SB), NOSPLIT, $0-72
+TEXT ·f16M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3410,21 +3459,26 @@ f16M5P1_one:
 	DECQ BX
 	JNZ f16M5P1_one
 f16M5P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
 	VZEROUPPER
 	RET
 
 // func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M6P1(SB), NOSPLIT, $0-72
+TEXT ·f16M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3570,23 +3624,29 @@ f16M6P1_one:
 	DECQ BX
 	JNZ f16M6P1_one
 f16M6P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y10, 0(DI)
+	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
 	RET
 
 // func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P1(SB), NOSPLIT, $0-72
+TEXT ·bf16M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3668,7 +3728,7 @@ bf16M1P1_store:
 	RET
 
 // func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P2(SB), NOSPLIT, $0-72
+TEXT ·bf16M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3786,7 +3846,7 @@ bf16M1P2_store:
 	RET
 
 // func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P3(SB), NOSPLIT, $0-72
+TEXT ·bf16M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3944,7 +4004,7 @@ bf16M1P3_store:
 	RET
 
 // func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P4(SB), NOSPLIT, $0-72
+TEXT ·bf16M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4148,7 +4208,7 @@ bf16M1P4_store:
 	RET
 
 // func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P5(SB), NOSPLIT, $0-72
+TEXT ·bf16M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4392,7 +4452,7 @@ bf16M1P5_store:
 	RET
 
 // func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P6(SB), NOSPLIT, $0-72
+TEXT ·bf16M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4676,7 +4736,7 @@ bf16M1P6_store:
 	RET
 
 // func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P1(SB), NOSPLIT, $0-72
+TEXT ·bf16M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4775,15 +4835,17 @@ bf16M2P1_one:
 	VFMADD231PS Y8, Y4, Y2
 	VFMADD231PS Y8, Y5, Y3
 bf16M2P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
 	VZEROUPPER
 	RET
 
 // func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P2(SB), NOSPLIT, $0-72
+TEXT ·bf16M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4931,19 +4993,22 @@ bf16M2P2_one:
 	VFMADD231PS Y12, Y8, Y6
 	VFMADD231PS Y12, Y9, Y7
 bf16M2P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P3(SB), NOSPLIT, $0-72
+TEXT ·bf16M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5173,23 +5238,26 @@ bf16M2P3_one:
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
 bf16M2P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y8, 0(DI)(R11*1)
+	VMOVUPS Y9, 32(DI)(R11*1)
+	VMOVUPS Y10, 0(DI)(R11*2)
+	VMOVUPS Y11, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P1(SB), NOSPLIT, $0-72
+TEXT ·bf16M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5311,17 +5379,20 @@ bf16M3P1_one:
 	VFMADD231PS Y11, Y6, Y4
 	VFMADD231PS Y11, Y7, Y5
 bf16M3P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
 	VZEROUPPER
 	RET
 
 // func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P2(SB), NOSPLIT, $0-72
+TEXT ·bf16M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5529,23 +5600,27 @@ bf16M3P2_one:
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
 bf16M3P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 0(DI)(R11*1)
+	VMOVUPS Y11, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M4P1(SB), NOSPLIT, $0-72
+TEXT ·bf16M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5694,19 +5769,23 @@ bf16M4P1_one:
 	VFMADD231PS Y14, Y8, Y6
 	VFMADD231PS Y14, Y9, Y7
 bf16M4P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
 	VZEROUPPER
 	RET
 
 // func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M5P1(SB), NOSPLIT, $0-72
+TEXT ·bf16M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5878,21 +5957,26 @@ bf16M5P1_one:
 	VFMADD231PS Y13, Y10, Y8
 	VFMADD231PS Y13, Y11, Y9
 bf16M5P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
 	VZEROUPPER
 	RET
 
 // func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M6P1(SB), NOSPLIT, $0-72
+TEXT ·bf16M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6087,23 +6171,29 @@ bf16M6P1_one:
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
 bf16M6P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y10, 0(DI)
+	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
 	RET
 
 // func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P1(SB), NOSPLIT, $0-72
+TEXT ·q8M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6171,7 +6261,7 @@ q8M1P1_loop:
 	RET
 
 // func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P2(SB), NOSPLIT, $0-72
+TEXT ·q8M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6272,7 +6362,7 @@ q8M1P2_loop:
 	RET
 
 // func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P3(SB), NOSPLIT, $0-72
+TEXT ·q8M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6409,7 +6499,7 @@ q8M1P3_loop:
 	RET
 
 // func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P4(SB), NOSPLIT, $0-72
+TEXT ·q8M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6589,7 +6679,7 @@ q8M1P4_loop:
 	RET
 
 // func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P5(SB), NOSPLIT, $0-72
+TEXT ·q8M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6805,7 +6895,7 @@ q8M1P5_loop:
 	RET
 
 // func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P6(SB), NOSPLIT, $0-72
+TEXT ·q8M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7057,7 +7147,7 @@ q8M1P6_loop:
 	RET
 
 // func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P1(SB), NOSPLIT, $0-72
+TEXT ·q8M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7133,15 +7223,17 @@ q8M2P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M2P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
 	VZEROUPPER
 	RET
 
 // func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P2(SB), NOSPLIT, $0-72
+TEXT ·q8M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7257,19 +7349,22 @@ q8M2P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M2P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P3(SB), NOSPLIT, $0-72
+TEXT ·q8M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7429,23 +7524,26 @@ q8M2P3_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M2P3_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	VMOVUPS Y4, 0(DI)(R11*2)
+	VMOVUPS Y5, 32(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y8, 0(DI)(R11*1)
+	VMOVUPS Y9, 32(DI)(R11*1)
+	VMOVUPS Y10, 0(DI)(R11*2)
+	VMOVUPS Y11, 32(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P1(SB), NOSPLIT, $0-72
+TEXT ·q8M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7535,17 +7633,20 @@ q8M3P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M3P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
 	VZEROUPPER
 	RET
 
 // func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P2(SB), NOSPLIT, $0-72
+TEXT ·q8M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7697,23 +7798,27 @@ q8M3P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M3P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	VMOVUPS Y2, 0(DI)(R11*1)
+	VMOVUPS Y3, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 0(DI)(R11*1)
+	VMOVUPS Y7, 32(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 0(DI)(R11*1)
+	VMOVUPS Y11, 32(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M4P1(SB), NOSPLIT, $0-72
+TEXT ·q8M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7820,19 +7925,23 @@ q8M4P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M4P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
 	VZEROUPPER
 	RET
 
 // func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M5P1(SB), NOSPLIT, $0-72
+TEXT ·q8M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7953,21 +8062,26 @@ q8M5P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M5P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
 	VZEROUPPER
 	RET
 
 // func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M6P1(SB), NOSPLIT, $0-72
+TEXT ·q8M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8102,23 +8216,29 @@ q8M6P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ q8M6P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	VMOVUPS Y8, 256(DI)
-	VMOVUPS Y9, 288(DI)
-	VMOVUPS Y10, 320(DI)
-	VMOVUPS Y11, 352(DI)
+	ADDQ R13, DI
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ R13, DI
+	VMOVUPS Y10, 0(DI)
+	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8171,7 +8291,7 @@ zf32M1P1_store:
 	RET
 
 // func zf32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8230,7 +8350,7 @@ zf32M1P2_store:
 	RET
 
 // func zf32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P3(SB), NOSPLIT, $0-72
+TEXT ·zf32M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8301,7 +8421,7 @@ zf32M1P3_store:
 	RET
 
 // func zf32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P4(SB), NOSPLIT, $0-72
+TEXT ·zf32M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8390,7 +8510,7 @@ zf32M1P4_store:
 	RET
 
 // func zf32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P5(SB), NOSPLIT, $0-72
+TEXT ·zf32M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8491,7 +8611,7 @@ zf32M1P5_store:
 	RET
 
 // func zf32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P6(SB), NOSPLIT, $0-72
+TEXT ·zf32M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8604,7 +8724,7 @@ zf32M1P6_store:
 	RET
 
 // func zf32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8663,13 +8783,15 @@ zf32M2P1_one:
 	DECQ BX
 	JNZ zf32M2P1_one
 zf32M2P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8738,15 +8860,18 @@ zf32M2P2_one:
 	DECQ BX
 	JNZ zf32M2P2_one
 zf32M2P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P3(SB), NOSPLIT, $0-72
+TEXT ·zf32M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8832,17 +8957,20 @@ zf32M2P3_one:
 	DECQ BX
 	JNZ zf32M2P3_one
 zf32M2P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P4(SB), NOSPLIT, $0-72
+TEXT ·zf32M2P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8949,19 +9077,26 @@ zf32M2P4_one:
 	DECQ BX
 	JNZ zf32M2P4_one
 zf32M2P4_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	ADDQ R13, DI
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	VMOVUPS Z6, 0(DI)(R11*2)
+	VMOVUPS Z7, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9031,14 +9166,17 @@ zf32M3P1_one:
 	DECQ BX
 	JNZ zf32M3P1_one
 zf32M3P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9124,17 +9262,21 @@ zf32M3P2_one:
 	DECQ BX
 	JNZ zf32M3P2_one
 zf32M3P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P3(SB), NOSPLIT, $0-72
+TEXT ·zf32M3P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9243,20 +9385,24 @@ zf32M3P3_one:
 	DECQ BX
 	JNZ zf32M3P3_one
 zf32M3P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9341,15 +9487,19 @@ zf32M4P1_one:
 	DECQ BX
 	JNZ zf32M4P1_one
 zf32M4P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M4P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9467,19 +9617,24 @@ zf32M4P2_one:
 	DECQ BX
 	JNZ zf32M4P2_one
 zf32M4P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P3(SB), NOSPLIT, $0-72
+TEXT ·zf32M4P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9630,23 +9785,28 @@ zf32M4P3_one:
 	DECQ BX
 	JNZ zf32M4P3_one
 zf32M4P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z9, 0(DI)
+	VMOVUPS Z10, 0(DI)(R11*1)
+	VMOVUPS Z11, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M5P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9742,16 +9902,21 @@ zf32M5P1_one:
 	DECQ BX
 	JNZ zf32M5P1_one
 zf32M5P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M5P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M5P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9886,21 +10051,27 @@ zf32M5P2_one:
 	DECQ BX
 	JNZ zf32M5P2_one
 zf32M5P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M6P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10007,17 +10178,23 @@ zf32M6P1_one:
 	DECQ BX
 	JNZ zf32M6P1_one
 zf32M6P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M6P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M6P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10169,23 +10346,30 @@ zf32M6P2_one:
 	DECQ BX
 	JNZ zf32M6P2_one
 zf32M6P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M7P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M7P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10307,18 +10491,25 @@ zf32M7P1_one:
 	DECQ BX
 	JNZ zf32M7P1_one
 zf32M7P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M7P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M7P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10491,25 +10682,33 @@ zf32M7P2_one:
 	DECQ BX
 	JNZ zf32M7P2_one
 zf32M7P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf32M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M8P1(SB), NOSPLIT, $0-72
+TEXT ·zf32M8P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10642,19 +10841,27 @@ zf32M8P1_one:
 	DECQ BX
 	JNZ zf32M8P1_one
 zf32M8P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z7, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf32M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M8P2(SB), NOSPLIT, $0-72
+TEXT ·zf32M8P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10844,27 +11051,36 @@ zf32M8P2_one:
 	DECQ BX
 	JNZ zf32M8P2_one
 zf32M8P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
-	VMOVUPS Z14, 896(DI)
-	VMOVUPS Z15, 960(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z14, 0(DI)
+	VMOVUPS Z15, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10915,7 +11131,7 @@ zf16M1P1_store:
 	RET
 
 // func zf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10974,7 +11190,7 @@ zf16M1P2_store:
 	RET
 
 // func zf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P3(SB), NOSPLIT, $0-72
+TEXT ·zf16M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11045,7 +11261,7 @@ zf16M1P3_store:
 	RET
 
 // func zf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P4(SB), NOSPLIT, $0-72
+TEXT ·zf16M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11134,7 +11350,7 @@ zf16M1P4_store:
 	RET
 
 // func zf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P5(SB), NOSPLIT, $0-72
+TEXT ·zf16M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11235,7 +11451,7 @@ zf16M1P5_store:
 	RET
 
 // func zf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P6(SB), NOSPLIT, $0-72
+TEXT ·zf16M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11348,7 +11564,7 @@ zf16M1P6_store:
 	RET
 
 // func zf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11405,13 +11621,15 @@ zf16M2P1_one:
 	DECQ BX
 	JNZ zf16M2P1_one
 zf16M2P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11480,15 +11698,18 @@ zf16M2P2_one:
 	DECQ BX
 	JNZ zf16M2P2_one
 zf16M2P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P3(SB), NOSPLIT, $0-72
+TEXT ·zf16M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11574,17 +11795,20 @@ zf16M2P3_one:
 	DECQ BX
 	JNZ zf16M2P3_one
 zf16M2P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P4(SB), NOSPLIT, $0-72
+TEXT ·zf16M2P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11691,19 +11915,26 @@ zf16M2P4_one:
 	DECQ BX
 	JNZ zf16M2P4_one
 zf16M2P4_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	ADDQ R13, DI
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	VMOVUPS Z6, 0(DI)(R11*2)
+	VMOVUPS Z7, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11771,14 +12002,17 @@ zf16M3P1_one:
 	DECQ BX
 	JNZ zf16M3P1_one
 zf16M3P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11864,17 +12098,21 @@ zf16M3P2_one:
 	DECQ BX
 	JNZ zf16M3P2_one
 zf16M3P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P3(SB), NOSPLIT, $0-72
+TEXT ·zf16M3P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11983,20 +12221,24 @@ zf16M3P3_one:
 	DECQ BX
 	JNZ zf16M3P3_one
 zf16M3P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12079,15 +12321,19 @@ zf16M4P1_one:
 	DECQ BX
 	JNZ zf16M4P1_one
 zf16M4P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M4P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12201,19 +12447,24 @@ zf16M4P2_one:
 	DECQ BX
 	JNZ zf16M4P2_one
 zf16M4P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P3(SB), NOSPLIT, $0-72
+TEXT ·zf16M4P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12358,23 +12609,28 @@ zf16M4P3_one:
 	DECQ BX
 	JNZ zf16M4P3_one
 zf16M4P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z9, 0(DI)
+	VMOVUPS Z10, 0(DI)(R11*1)
+	VMOVUPS Z11, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M5P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12468,16 +12724,21 @@ zf16M5P1_one:
 	DECQ BX
 	JNZ zf16M5P1_one
 zf16M5P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M5P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M5P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12608,21 +12869,27 @@ zf16M5P2_one:
 	DECQ BX
 	JNZ zf16M5P2_one
 zf16M5P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M6P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12727,17 +12994,23 @@ zf16M6P1_one:
 	DECQ BX
 	JNZ zf16M6P1_one
 zf16M6P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M6P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M6P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12885,23 +13158,30 @@ zf16M6P2_one:
 	DECQ BX
 	JNZ zf16M6P2_one
 zf16M6P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M7P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M7P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13021,18 +13301,25 @@ zf16M7P1_one:
 	DECQ BX
 	JNZ zf16M7P1_one
 zf16M7P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M7P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M7P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13201,25 +13488,33 @@ zf16M7P2_one:
 	DECQ BX
 	JNZ zf16M7P2_one
 zf16M7P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M8P1(SB), NOSPLIT, $0-72
+TEXT ·zf16M8P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13350,19 +13645,27 @@ zf16M8P1_one:
 	DECQ BX
 	JNZ zf16M8P1_one
 zf16M8P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z7, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M8P2(SB), NOSPLIT, $0-72
+TEXT ·zf16M8P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13548,27 +13851,36 @@ zf16M8P2_one:
 	DECQ BX
 	JNZ zf16M8P2_one
 zf16M8P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
-	VMOVUPS Z14, 896(DI)
-	VMOVUPS Z15, 960(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z14, 0(DI)
+	VMOVUPS Z15, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13619,7 +13931,7 @@ zbf16M1P1_store:
 	RET
 
 // func zbf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13661,7 +13973,7 @@ zbf16M1P2_store:
 	RET
 
 // func zbf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P3(SB), NOSPLIT, $0-72
+TEXT ·zbf16M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13711,7 +14023,7 @@ zbf16M1P3_store:
 	RET
 
 // func zbf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P4(SB), NOSPLIT, $0-72
+TEXT ·zbf16M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13777,7 +14089,7 @@ zbf16M1P4_store:
 	RET
 
 // func zbf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P5(SB), NOSPLIT, $0-72
+TEXT ·zbf16M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13851,7 +14163,7 @@ zbf16M1P5_store:
 	RET
 
 // func zbf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P6(SB), NOSPLIT, $0-72
+TEXT ·zbf16M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13933,7 +14245,7 @@ zbf16M1P6_store:
 	RET
 
 // func zbf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14005,13 +14317,15 @@ zbf16M2P1_one:
 	VFMADD231PS Z4, Z3, Z0
 	VFMADD231PS Z5, Z3, Z1
 zbf16M2P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14105,15 +14419,18 @@ zbf16M2P2_one:
 	VFMADD231PS Z9, Z6, Z2
 	VFMADD231PS Z9, Z7, Z3
 zbf16M2P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P3(SB), NOSPLIT, $0-72
+TEXT ·zbf16M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14234,17 +14551,20 @@ zbf16M2P3_one:
 	VFMADD231PS Z13, Z10, Z4
 	VFMADD231PS Z13, Z11, Z5
 zbf16M2P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P4(SB), NOSPLIT, $0-72
+TEXT ·zbf16M2P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14396,19 +14716,26 @@ zbf16M2P4_one:
 	VFMADD231PS Z17, Z14, Z6
 	VFMADD231PS Z17, Z15, Z7
 zbf16M2P4_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	ADDQ R13, DI
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	VMOVUPS Z6, 0(DI)(R11*2)
+	VMOVUPS Z7, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14495,14 +14822,17 @@ zbf16M3P1_one:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z7, Z4, Z2
 zbf16M3P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zbf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14619,17 +14949,21 @@ zbf16M3P2_one:
 	VFMADD231PS Z12, Z8, Z4
 	VFMADD231PS Z12, Z9, Z5
 zbf16M3P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P3(SB), NOSPLIT, $0-72
+TEXT ·zbf16M3P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14781,20 +15115,24 @@ zbf16M3P3_one:
 	VFMADD231PS Z17, Z13, Z7
 	VFMADD231PS Z17, Z14, Z8
 zbf16M3P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zbf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14900,15 +15238,19 @@ zbf16M4P1_one:
 	VFMADD231PS Z8, Z5, Z2
 	VFMADD231PS Z9, Z5, Z3
 zbf16M4P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zbf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M4P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15059,19 +15401,24 @@ zbf16M4P2_one:
 	VFMADD231PS Z15, Z10, Z6
 	VFMADD231PS Z15, Z11, Z7
 zbf16M4P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P3(SB), NOSPLIT, $0-72
+TEXT ·zbf16M4P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15267,23 +15614,28 @@ zbf16M4P3_one:
 	VFMADD231PS Z21, Z16, Z10
 	VFMADD231PS Z21, Z17, Z11
 zbf16M4P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z9, 0(DI)
+	VMOVUPS Z10, 0(DI)(R11*1)
+	VMOVUPS Z11, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M5P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15404,16 +15756,21 @@ zbf16M5P1_one:
 	VFMADD231PS Z10, Z6, Z3
 	VFMADD231PS Z11, Z6, Z4
 zbf16M5P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M5P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M5P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15587,21 +15944,27 @@ zbf16M5P2_one:
 	VFMADD231PS Z18, Z12, Z8
 	VFMADD231PS Z18, Z13, Z9
 zbf16M5P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M6P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15737,17 +16100,23 @@ zbf16M6P1_one:
 	VFMADD231PS Z12, Z7, Z4
 	VFMADD231PS Z13, Z7, Z5
 zbf16M6P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zbf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M6P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M6P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15944,23 +16313,30 @@ zbf16M6P2_one:
 	VFMADD231PS Z21, Z14, Z10
 	VFMADD231PS Z21, Z15, Z11
 zbf16M6P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M7P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M7P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16115,18 +16491,25 @@ zbf16M7P1_one:
 	VFMADD231PS Z14, Z8, Z5
 	VFMADD231PS Z15, Z8, Z6
 zbf16M7P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zbf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M7P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M7P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16350,25 +16733,33 @@ zbf16M7P2_one:
 	VFMADD231PS Z24, Z16, Z12
 	VFMADD231PS Z24, Z17, Z13
 zbf16M7P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zbf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M8P1(SB), NOSPLIT, $0-72
+TEXT ·zbf16M8P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16538,19 +16929,27 @@ zbf16M8P1_one:
 	VFMADD231PS Z16, Z9, Z6
 	VFMADD231PS Z17, Z9, Z7
 zbf16M8P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z7, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zbf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M8P2(SB), NOSPLIT, $0-72
+TEXT ·zbf16M8P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16797,27 +17196,36 @@ zbf16M8P2_one:
 	VFMADD231PS Z27, Z18, Z14
 	VFMADD231PS Z27, Z19, Z15
 zbf16M8P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
-	VMOVUPS Z14, 896(DI)
-	VMOVUPS Z15, 960(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z14, 0(DI)
+	VMOVUPS Z15, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16867,7 +17275,7 @@ zq8M1P1_loop:
 	RET
 
 // func zq8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16932,7 +17340,7 @@ zq8M1P2_loop:
 	RET
 
 // func zq8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P3(SB), NOSPLIT, $0-72
+TEXT ·zq8M1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17015,7 +17423,7 @@ zq8M1P3_loop:
 	RET
 
 // func zq8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P4(SB), NOSPLIT, $0-72
+TEXT ·zq8M1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17123,7 +17531,7 @@ zq8M1P4_loop:
 	RET
 
 // func zq8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P5(SB), NOSPLIT, $0-72
+TEXT ·zq8M1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17249,7 +17657,7 @@ zq8M1P5_loop:
 	RET
 
 // func zq8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P6(SB), NOSPLIT, $0-72
+TEXT ·zq8M1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17393,7 +17801,7 @@ zq8M1P6_loop:
 	RET
 
 // func zq8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17447,13 +17855,15 @@ zq8M2P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M2P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17525,15 +17935,18 @@ zq8M2P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M2P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P3(SB), NOSPLIT, $0-72
+TEXT ·zq8M2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17627,17 +18040,20 @@ zq8M2P3_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M2P3_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P4(SB), NOSPLIT, $0-72
+TEXT ·zq8M2P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17758,19 +18174,26 @@ zq8M2P4_loop:
 	ADDQ $576, R12
 	DECQ BX
 	JNZ zq8M2P4_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	ADDQ R13, DI
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	VMOVUPS Z6, 0(DI)(R11*2)
+	VMOVUPS Z7, 0(R12)
 	VZEROUPPER
 	RET
 
 // func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17833,14 +18256,17 @@ zq8M3P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M3P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zq8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17926,17 +18352,21 @@ zq8M3P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M3P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P3(SB), NOSPLIT, $0-72
+TEXT ·zq8M3P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18049,20 +18479,24 @@ zq8M3P3_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M3P3_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zq8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18137,15 +18571,19 @@ zq8M4P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M4P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zq8M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M4P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18253,19 +18691,24 @@ zq8M4P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M4P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P3(SB), NOSPLIT, $0-72
+TEXT ·zq8M4P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18406,23 +18849,28 @@ zq8M4P3_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M4P3_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z9, 0(DI)
+	VMOVUPS Z10, 0(DI)(R11*1)
+	VMOVUPS Z11, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M5P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18506,16 +18954,21 @@ zq8M5P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M5P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M5P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M5P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18637,21 +19090,27 @@ zq8M5P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M5P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M6P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18744,17 +19203,23 @@ zq8M6P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M6P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zq8M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M6P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M6P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18890,23 +19355,30 @@ zq8M6P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M6P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M7P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M7P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19011,18 +19483,25 @@ zq8M7P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M7P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zq8M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M7P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M7P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19175,25 +19654,33 @@ zq8M7P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M7P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func zq8M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M8P1(SB), NOSPLIT, $0-72
+TEXT ·zq8M8P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19307,19 +19794,27 @@ zq8M8P1_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M8P1_block
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z7, 0(DI)
 	VZEROUPPER
 	RET
 
 // func zq8M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M8P2(SB), NOSPLIT, $0-72
+TEXT ·zq8M8P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19486,27 +19981,36 @@ zq8M8P2_loop:
 	ADDQ $576, SI
 	DECQ BX
 	JNZ zq8M8P2_block
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
-	VMOVUPS Z14, 896(DI)
-	VMOVUPS Z15, 960(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z14, 0(DI)
+	VMOVUPS Z15, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM1P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P1(SB), NOSPLIT, $0-72
+TEXT ·dotM1P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19546,7 +20050,7 @@ dotM1P1_store:
 	RET
 
 // func dotM1P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P2(SB), NOSPLIT, $0-72
+TEXT ·dotM1P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19593,7 +20097,7 @@ dotM1P2_store:
 	RET
 
 // func dotM1P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P3(SB), NOSPLIT, $0-72
+TEXT ·dotM1P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19651,7 +20155,7 @@ dotM1P3_store:
 	RET
 
 // func dotM1P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P4(SB), NOSPLIT, $0-72
+TEXT ·dotM1P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19728,7 +20232,7 @@ dotM1P4_store:
 	RET
 
 // func dotM1P5(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P5(SB), NOSPLIT, $0-72
+TEXT ·dotM1P5(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19816,7 +20320,7 @@ dotM1P5_store:
 	RET
 
 // func dotM1P6(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P6(SB), NOSPLIT, $0-72
+TEXT ·dotM1P6(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19915,7 +20419,7 @@ dotM1P6_store:
 	RET
 
 // func dotM2P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P1(SB), NOSPLIT, $0-72
+TEXT ·dotM2P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19957,13 +20461,15 @@ dotM2P1_tail:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xc3 // VDPBF16PS Z3, Z2, Z0
 	BYTE $0x62; BYTE $0xf2; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xcc // VDPBF16PS Z4, Z2, Z1
 dotM2P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
 	VZEROUPPER
 	RET
 
 // func dotM2P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P2(SB), NOSPLIT, $0-72
+TEXT ·dotM2P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20011,15 +20517,18 @@ dotM2P2_tail:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xd7 // VDPBF16PS Z7, Z4, Z2
 	BYTE $0x62; BYTE $0xf2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xdf // VDPBF16PS Z7, Z5, Z3
 dotM2P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM2P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P3(SB), NOSPLIT, $0-72
+TEXT ·dotM2P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20078,17 +20587,20 @@ dotM2P3_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xe2 // VDPBF16PS Z10, Z7, Z4
 	BYTE $0x62; BYTE $0xd2; BYTE $0x3e; BYTE $0x48; BYTE $0x52; BYTE $0xea // VDPBF16PS Z10, Z8, Z5
 dotM2P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func dotM2P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P4(SB), NOSPLIT, $0-72
+TEXT ·dotM2P4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20161,19 +20673,26 @@ dotM2P4_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2e; BYTE $0x48; BYTE $0x52; BYTE $0xf5 // VDPBF16PS Z13, Z10, Z6
 	BYTE $0x62; BYTE $0xd2; BYTE $0x26; BYTE $0x48; BYTE $0x52; BYTE $0xfd // VDPBF16PS Z13, Z11, Z7
 dotM2P4_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	VMOVUPS Z3, 0(R12)
+	ADDQ R13, DI
+	LEAQ (DI)(R11*2), R12
+	ADDQ R11, R12
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	VMOVUPS Z6, 0(DI)(R11*2)
+	VMOVUPS Z7, 0(R12)
 	VZEROUPPER
 	RET
 
 // func dotM3P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P1(SB), NOSPLIT, $0-72
+TEXT ·dotM3P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20222,14 +20741,17 @@ dotM3P1_tail:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x66; BYTE $0x48; BYTE $0x52; BYTE $0xcd // VDPBF16PS Z5, Z3, Z1
 	BYTE $0x62; BYTE $0xf2; BYTE $0x66; BYTE $0x48; BYTE $0x52; BYTE $0xd6 // VDPBF16PS Z6, Z3, Z2
 dotM3P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
 	VZEROUPPER
 	RET
 
 // func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P2(SB), NOSPLIT, $0-72
+TEXT ·dotM3P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20288,17 +20810,21 @@ dotM3P2_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xe2 // VDPBF16PS Z10, Z6, Z4
 	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xea // VDPBF16PS Z10, Z7, Z5
 dotM3P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P3(SB), NOSPLIT, $0-72
+TEXT ·dotM3P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20372,20 +20898,24 @@ dotM3P3_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2e; BYTE $0x48; BYTE $0x52; BYTE $0xfe // VDPBF16PS Z14, Z10, Z7
 	BYTE $0x62; BYTE $0x52; BYTE $0x26; BYTE $0x48; BYTE $0x52; BYTE $0xc6 // VDPBF16PS Z14, Z11, Z8
 dotM3P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P1(SB), NOSPLIT, $0-72
+TEXT ·dotM4P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20444,15 +20974,19 @@ dotM4P1_tail:
 	BYTE $0x62; BYTE $0xf2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xd7 // VDPBF16PS Z7, Z4, Z2
 	BYTE $0x62; BYTE $0xd2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xd8 // VDPBF16PS Z8, Z4, Z3
 dotM4P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
 	VZEROUPPER
 	RET
 
 // func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P2(SB), NOSPLIT, $0-72
+TEXT ·dotM4P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20532,19 +21066,24 @@ dotM4P2_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x3e; BYTE $0x48; BYTE $0x52; BYTE $0xf5 // VDPBF16PS Z13, Z8, Z6
 	BYTE $0x62; BYTE $0xd2; BYTE $0x36; BYTE $0x48; BYTE $0x52; BYTE $0xfd // VDPBF16PS Z13, Z9, Z7
 dotM4P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P3(SB), NOSPLIT, $0-72
+TEXT ·dotM4P3(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20645,23 +21184,28 @@ dotM4P3_tail:
 	BYTE $0x62; BYTE $0x32; BYTE $0x16; BYTE $0x48; BYTE $0x52; BYTE $0xd2 // VDPBF16PS Z18, Z13, Z10
 	BYTE $0x62; BYTE $0x32; BYTE $0x0e; BYTE $0x48; BYTE $0x52; BYTE $0xda // VDPBF16PS Z18, Z14, Z11
 dotM4P3_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	VMOVUPS Z2, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	VMOVUPS Z4, 0(DI)(R11*1)
+	VMOVUPS Z5, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	VMOVUPS Z8, 0(DI)(R11*2)
+	ADDQ R13, DI
+	VMOVUPS Z9, 0(DI)
+	VMOVUPS Z10, 0(DI)(R11*1)
+	VMOVUPS Z11, 0(DI)(R11*2)
 	VZEROUPPER
 	RET
 
 // func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM5P1(SB), NOSPLIT, $0-72
+TEXT ·dotM5P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20727,16 +21271,21 @@ dotM5P1_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xd9 // VDPBF16PS Z9, Z5, Z3
 	BYTE $0x62; BYTE $0xd2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xe2 // VDPBF16PS Z10, Z5, Z4
 dotM5P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
 	VZEROUPPER
 	RET
 
 // func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM5P2(SB), NOSPLIT, $0-72
+TEXT ·dotM5P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20827,21 +21376,27 @@ dotM5P2_tail:
 	BYTE $0x62; BYTE $0x32; BYTE $0x2e; BYTE $0x48; BYTE $0x52; BYTE $0xc0 // VDPBF16PS Z16, Z10, Z8
 	BYTE $0x62; BYTE $0x32; BYTE $0x26; BYTE $0x48; BYTE $0x52; BYTE $0xc8 // VDPBF16PS Z16, Z11, Z9
 dotM5P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM6P1(SB), NOSPLIT, $0-72
+TEXT ·dotM6P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20914,17 +21469,23 @@ dotM6P1_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xe3 // VDPBF16PS Z11, Z6, Z4
 	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xec // VDPBF16PS Z12, Z6, Z5
 dotM6P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
 	VZEROUPPER
 	RET
 
 // func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM6P2(SB), NOSPLIT, $0-72
+TEXT ·dotM6P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21026,23 +21587,30 @@ dotM6P2_tail:
 	BYTE $0x62; BYTE $0x32; BYTE $0x1e; BYTE $0x48; BYTE $0x52; BYTE $0xd3 // VDPBF16PS Z19, Z12, Z10
 	BYTE $0x62; BYTE $0x32; BYTE $0x16; BYTE $0x48; BYTE $0x52; BYTE $0xdb // VDPBF16PS Z19, Z13, Z11
 dotM6P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM7P1(SB), NOSPLIT, $0-72
+TEXT ·dotM7P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21125,18 +21693,25 @@ dotM7P1_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xed // VDPBF16PS Z13, Z7, Z5
 	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xf6 // VDPBF16PS Z14, Z7, Z6
 dotM7P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
 	VZEROUPPER
 	RET
 
 // func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM7P2(SB), NOSPLIT, $0-72
+TEXT ·dotM7P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21252,25 +21827,33 @@ dotM7P2_tail:
 	BYTE $0x62; BYTE $0x32; BYTE $0x0e; BYTE $0x48; BYTE $0x52; BYTE $0xe6 // VDPBF16PS Z22, Z14, Z12
 	BYTE $0x62; BYTE $0x32; BYTE $0x06; BYTE $0x48; BYTE $0x52; BYTE $0xee // VDPBF16PS Z22, Z15, Z13
 dotM7P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 
 // func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM8P1(SB), NOSPLIT, $0-72
+TEXT ·dotM8P1(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21360,19 +21943,27 @@ dotM8P1_tail:
 	BYTE $0x62; BYTE $0xd2; BYTE $0x3e; BYTE $0x48; BYTE $0x52; BYTE $0xf7 // VDPBF16PS Z15, Z8, Z6
 	BYTE $0x62; BYTE $0xb2; BYTE $0x3e; BYTE $0x48; BYTE $0x52; BYTE $0xf8 // VDPBF16PS Z16, Z8, Z7
 dotM8P1_store:
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
+	ADDQ R13, DI
+	VMOVUPS Z1, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z3, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z5, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	ADDQ R13, DI
+	VMOVUPS Z7, 0(DI)
 	VZEROUPPER
 	RET
 
 // func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM8P2(SB), NOSPLIT, $0-72
+TEXT ·dotM8P2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21499,22 +22090,31 @@ dotM8P2_tail:
 	BYTE $0x62; BYTE $0x12; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xf1 // VDPBF16PS Z25, Z16, Z14
 	BYTE $0x62; BYTE $0x12; BYTE $0x76; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // VDPBF16PS Z25, Z17, Z15
 dotM8P2_store:
+	MOVQ outStride+64(FP), R11
+	MOVQ outRow+72(FP), R13
 	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
-	VMOVUPS Z14, 896(DI)
-	VMOVUPS Z15, 960(DI)
+	VMOVUPS Z1, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z2, 0(DI)
+	VMOVUPS Z3, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z4, 0(DI)
+	VMOVUPS Z5, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z6, 0(DI)
+	VMOVUPS Z7, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z8, 0(DI)
+	VMOVUPS Z9, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z10, 0(DI)
+	VMOVUPS Z11, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 0(DI)(R11*1)
+	ADDQ R13, DI
+	VMOVUPS Z14, 0(DI)
+	VMOVUPS Z15, 0(DI)(R11*1)
 	VZEROUPPER
 	RET
 

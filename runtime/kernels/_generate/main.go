@@ -100,7 +100,7 @@ func xat(m, off int) string {
 // row 3, R14 row 6, R9 x row stride, CX columns, DI out, AX/R13 prefetch pointer and step.
 // With px (see panelX), R10 is panel 3's x instead.
 func (g *gen) prologue(name string, s shape, pfMulti, px bool) {
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-80", name)
 	g.f("\tMOVQ w+0(FP), SI")
 	g.f("\tMOVQ panelStride+8(FP), R8")
 	g.f("\tMOVQ x+16(FP), DX")
@@ -175,14 +175,21 @@ func (g *gen) advance(s shape, lo, hi string, wb, xb int, px bool) {
 
 // store emits the stores of the accumulators: acc(m, p, h) is batch row m's register for
 // panel p, half h of halves (two YMM halves of 8 outputs, or one ZMM of 16). The outputs of
-// row m, panel p go to DI + 4*(m*P*16 + p*16), except in the one-row kernels of several
-// panels, whose panel p goes to DI + p*outStride: a one-row call stores straight into its
-// destination, whose panels are lanes apart, instead of into a buffer copied out after every
-// call (see seg.direct).
+// row m, panel p go to DI + m*outRow + p*outStride: a call stores straight into its
+// destination (panels lanes apart in a one-row call, batch rows a row of dst apart) instead
+// of into a buffer copied out after every call (see seg.direct). SI, R11, R12 and R13 are
+// free once the loop is done.
 func (g *gen) store(s shape, halves int, acc func(m, p, h int) string) {
-	if s.M == 1 && s.P > 1 {
-		// SI and R12 (the weights' base registers) and R11 are free once the loop is done.
+	if s.P > 1 {
 		g.f("\tMOVQ outStride+64(FP), R11")
+	}
+	if s.M > 1 {
+		g.f("\tMOVQ outRow+72(FP), R13")
+	}
+	for m := 0; m < s.M; m++ {
+		if m > 0 {
+			g.f("\tADDQ R13, DI")
+		}
 		if s.P > 3 {
 			g.f("\tLEAQ (DI)(R11*2), R12")
 			g.f("\tADDQ R11, R12")
@@ -197,15 +204,7 @@ func (g *gen) store(s shape, halves int, acc func(m, p, h int) string) {
 				if p%3 > 0 {
 					addr += fmt.Sprintf("(R11*%d)", p%3)
 				}
-				g.f("\tVMOVUPS %s, %s", acc(0, p, h), addr)
-			}
-		}
-		return
-	}
-	for m := 0; m < s.M; m++ {
-		for p := 0; p < s.P; p++ {
-			for h := 0; h < halves; h++ {
-				g.f("\tVMOVUPS %s, %d(DI)", acc(m, p, h), 4*(m*s.P*16+p*16)+h*64/halves)
+				g.f("\tVMOVUPS %s, %s", acc(m, p, h), addr)
 			}
 		}
 	}
@@ -266,7 +265,7 @@ func main() {
 			xt = "*uint32"
 		}
 		g.f("//go:noescape")
-		g.f("func %s(w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep int, outStride int)\n", k.name, xt)
+		g.f("func %s(w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)\n", k.name, xt)
 	}
 	g.helperDecls()
 	g.f("// roundBF16x16 rounds n groups of 16 float32 values at src to bfloat16 pairs at dst")
@@ -294,9 +293,8 @@ func main() {
 		g.f("//")
 		g.f("// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns")
 		g.f("// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.")
-		g.f("// The outputs of batch row m and panel p go to out[16*(m*np + p)], except that a")
-		g.f("// one-row kernel of several panels puts panel p's at out + p*outStride bytes.")
-		g.f("func call%s(t DType, mr, np int, w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride int) {", title(fam.name), fam.xt)
+		g.f("// The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.")
+		g.f("func call%s(t DType, mr, np int, w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int) {", title(fam.name), fam.xt)
 		g.f("\tswitch t {")
 		for _, d := range dtypes {
 			var ks []kernelDecl
@@ -312,7 +310,7 @@ func main() {
 			g.f("\t\tswitch np*16 + mr {")
 			for _, k := range ks {
 				g.f("\t\tcase %d:", k.s.P*16+k.s.M)
-				g.f("\t\t\t%s(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride)", k.name)
+				g.f("\t\t\t%s(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)", k.name)
 				g.f("\t\t\treturn")
 			}
 			g.f("\t\t}")

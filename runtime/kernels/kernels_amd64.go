@@ -175,20 +175,21 @@ func (m *Mat) panelsDot(s *seg, n, p0, p1 int) {
 // callFamily runs the kernel of family fam (a switch rather than a function value, so that
 // the output buffer stays on the caller's stack); ostride and orow are the bytes between
 // the outputs of consecutive panels and batch rows (see callAVX512; the AMX families ignore
-// them and store out[16*(m*np + p)]). It returns what the famAMXRow kernels
+// them and store out[16*(m*np + p)]); runs (at least 1) is the number of consecutive panels
+// per stream of the kernels that go on over several (see runsOf), 1 for the others. It returns what the famAMXRow kernels
 // return (zero from the others).
-func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer, xs, cols int, out *float32, pf uintptr, step, ostride, orow int) uint32 {
+func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer, xs, cols int, out *float32, pf uintptr, step, ostride, orow, runs int) uint32 {
 	switch fam {
 	case famAVX2:
-		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow)
+		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow, runs)
 	case famAVX512:
-		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow)
+		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow, runs)
 	case famAMX:
 		callAMX(&amxConfigs[mr][np][0], np, w, ps, (*uint32)(x), xs, cols, out)
 	case famAMXRow:
 		return callAMXRow(np, w, ps, (*uint32)(x), xs, cols, out)
 	default:
-		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step, ostride, orow)
+		callDot(t, mr, np, w, ps, (*uint32)(x), xs, cols, out, pf, step, ostride, orow, runs)
 	}
 	return 0
 }
@@ -208,6 +209,13 @@ func (s *seg) direct(fam, j0, n, np, pn, lane int) *float32 {
 	}
 	_ = s.dst[(j0+n-1)*s.dRow+(last+1)*panelRows-1]
 	return &s.dst[j0*s.dRow+pn*panelRows]
+}
+
+// runsOf reports whether the kernel of family fam, type t, n rows and np panels goes on over
+// several consecutive panels per stream in one call (the runs argument): the one-row BF16
+// kernels of several panels of the AVX-512F family.
+func runsOf(fam int, t DType, n, np int) bool {
+	return fam == famAVX512 && t == BF16 && n == 1 && np > 1
 }
 
 // panelsAsm computes the group's local panels [p0, p1) for all n batch rows with the
@@ -240,23 +248,36 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 		if n == 1 {
 			xStride = 0 // the one-row kernels of several panels share one x (see rowGroups)
 		}
+		if runsOf(fam, m.t, n, np) && lane > 1 {
+			if d := s.direct(fam, 0, 1, np, p0+lane-1, lane); d != nil {
+				// every lane whole: the whole run of lanes in one call
+				own := base + uintptr(p0*pk.panelBytes)
+				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &s.dst[p0*panelRows], own+prefetchAhead, groupBytes, 4*lane*panelRows, 0, lane)
+				if p := p0 + lane*np; p < p1 {
+					own := base + uintptr(p*pk.panelBytes)
+					bad |= callFamily(fam, m.t, 1, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*(p1-p)*panelRows, 1)
+					s.store(out[:], 0, 1, p1-p, p)
+				}
+				return bad
+			}
+		}
 		for i := 0; i < lane; i++ {
 			p := p0 + i
 			own := base + uintptr(p*pk.panelBytes)
 			if d := s.direct(fam, 0, n, np, p, lane); d != nil {
-				bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*lane*panelRows, 4*s.dRow)
+				bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*lane*panelRows, 4*s.dRow, 1)
 				continue
 			}
-			bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*np*panelRows)
+			bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*np*panelRows, 1)
 			s.storeLanes(out[:], 0, n, np, p, lane)
 		}
 		if p := p0 + lane*np; p < p1 {
 			own := base + uintptr(p*pk.panelBytes)
 			if d := s.direct(fam, 0, n, p1-p, p, 1); d != nil {
-				bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*panelRows, 4*s.dRow)
+				bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*panelRows, 4*s.dRow, 1)
 				return bad
 			}
-			bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*(p1-p)*panelRows)
+			bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*(p1-p)*panelRows, 1)
 			s.store(out[:], 0, n, p1-p, p)
 		}
 		return bad
@@ -309,10 +330,10 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 					xq, pf := unsafe.Add(x, j0*xStride), next+uintptr(c*slice)
 					c++
 					if d := s.direct(fam, j0, mr, np, q, 1); d != nil {
-						bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, xq, xStride, cols, d, pf, step, 4*panelRows, 4*s.dRow)
+						bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, xq, xStride, cols, d, pf, step, 4*panelRows, 4*s.dRow, 1)
 						continue
 					}
-					bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, xq, xStride, cols, &out[0], pf, step, 4*panelRows, 4*np*panelRows)
+					bad |= callFamily(fam, m.t, mr, np, &mem[q*pk.panelBytes], pk.panelBytes, xq, xStride, cols, &out[0], pf, step, 4*panelRows, 4*np*panelRows, 1)
 					s.store(out[:], j0, mr, np, q)
 				}
 				j0 += mr
@@ -399,10 +420,10 @@ func (m *Mat) rowGroups(c *geo, g0, g1 int) bool {
 			if d0 := (g+gi)*c.dGroup + r0; nr == panelRows && fam < famAMX {
 				// whole panels, stored straight into dst (see seg.direct)
 				_ = c.dst[d0+(np-1)*lg*c.dGroup+panelRows-1]
-				bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &c.dst[d0], own+prefetchAhead, groupBytes, 4*lg*c.dGroup, 0)
+				bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &c.dst[d0], own+prefetchAhead, groupBytes, 4*lg*c.dGroup, 0, 1)
 				continue
 			}
-			bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 0)
+			bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 0, 1)
 			for k := 0; k < np; k++ {
 				d := (g+gi+k*lg)*c.dGroup + r0
 				copy(c.dst[d:d+nr], out[k*panelRows:k*panelRows+nr])

@@ -16,7 +16,7 @@ DATA bf16hi<>+56(SB)/8, $0xffff0000ffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $64
 
 // func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P1(SB), NOSPLIT, $0-80
+TEXT ·f32M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -81,7 +81,7 @@ f32M1P1_store:
 	RET
 
 // func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P2(SB), NOSPLIT, $0-80
+TEXT ·f32M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -164,7 +164,7 @@ f32M1P2_store:
 	RET
 
 // func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P3(SB), NOSPLIT, $0-80
+TEXT ·f32M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -271,7 +271,7 @@ f32M1P3_store:
 	RET
 
 // func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P4(SB), NOSPLIT, $0-80
+TEXT ·f32M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -408,7 +408,7 @@ f32M1P4_store:
 	RET
 
 // func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P5(SB), NOSPLIT, $0-80
+TEXT ·f32M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -569,7 +569,7 @@ f32M1P5_store:
 	RET
 
 // func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M1P6(SB), NOSPLIT, $0-80
+TEXT ·f32M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -754,7 +754,7 @@ f32M1P6_store:
 	RET
 
 // func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P1(SB), NOSPLIT, $0-80
+TEXT ·f32M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -840,7 +840,7 @@ f32M2P1_store:
 	RET
 
 // func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P2(SB), NOSPLIT, $0-80
+TEXT ·f32M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -958,7 +958,7 @@ f32M2P2_store:
 	RET
 
 // func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M2P3(SB), NOSPLIT, $0-80
+TEXT ·f32M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1114,7 +1114,7 @@ f32M2P3_store:
 	RET
 
 // func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P1(SB), NOSPLIT, $0-80
+TEXT ·f32M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1220,7 +1220,7 @@ f32M3P1_store:
 	RET
 
 // func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M3P2(SB), NOSPLIT, $0-80
+TEXT ·f32M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1387,7 +1387,7 @@ f32M3P2_store:
 	RET
 
 // func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M4P1(SB), NOSPLIT, $0-80
+TEXT ·f32M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1517,7 +1517,7 @@ f32M4P1_store:
 	RET
 
 // func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M5P1(SB), NOSPLIT, $0-80
+TEXT ·f32M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1667,7 +1667,7 @@ f32M5P1_store:
 	RET
 
 // func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f32M6P1(SB), NOSPLIT, $0-80
+TEXT ·f32M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1837,7 +1837,7 @@ f32M6P1_store:
 	RET
 
 // func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P1(SB), NOSPLIT, $0-80
+TEXT ·f16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1900,7 +1900,7 @@ f16M1P1_store:
 	RET
 
 // func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P2(SB), NOSPLIT, $0-80
+TEXT ·f16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -1983,7 +1983,7 @@ f16M1P2_store:
 	RET
 
 // func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P3(SB), NOSPLIT, $0-80
+TEXT ·f16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2090,7 +2090,7 @@ f16M1P3_store:
 	RET
 
 // func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P4(SB), NOSPLIT, $0-80
+TEXT ·f16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2227,7 +2227,7 @@ f16M1P4_store:
 	RET
 
 // func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P5(SB), NOSPLIT, $0-80
+TEXT ·f16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2388,7 +2388,7 @@ f16M1P5_store:
 	RET
 
 // func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M1P6(SB), NOSPLIT, $0-80
+TEXT ·f16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2573,7 +2573,7 @@ f16M1P6_store:
 	RET
 
 // func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P1(SB), NOSPLIT, $0-80
+TEXT ·f16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2657,7 +2657,7 @@ f16M2P1_store:
 	RET
 
 // func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P2(SB), NOSPLIT, $0-80
+TEXT ·f16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2775,7 +2775,7 @@ f16M2P2_store:
 	RET
 
 // func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M2P3(SB), NOSPLIT, $0-80
+TEXT ·f16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -2931,7 +2931,7 @@ f16M2P3_store:
 	RET
 
 // func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P1(SB), NOSPLIT, $0-80
+TEXT ·f16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3035,7 +3035,7 @@ f16M3P1_store:
 	RET
 
 // func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M3P2(SB), NOSPLIT, $0-80
+TEXT ·f16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3202,7 +3202,7 @@ f16M3P2_store:
 	RET
 
 // func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M4P1(SB), NOSPLIT, $0-80
+TEXT ·f16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3330,7 +3330,7 @@ f16M4P1_store:
 	RET
 
 // func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M5P1(SB), NOSPLIT, $0-80
+TEXT ·f16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3478,7 +3478,7 @@ f16M5P1_store:
 	RET
 
 // func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·f16M6P1(SB), NOSPLIT, $0-80
+TEXT ·f16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3646,7 +3646,7 @@ f16M6P1_store:
 	RET
 
 // func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P1(SB), NOSPLIT, $0-80
+TEXT ·bf16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3728,7 +3728,7 @@ bf16M1P1_store:
 	RET
 
 // func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P2(SB), NOSPLIT, $0-80
+TEXT ·bf16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -3846,7 +3846,7 @@ bf16M1P2_store:
 	RET
 
 // func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P3(SB), NOSPLIT, $0-80
+TEXT ·bf16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4004,7 +4004,7 @@ bf16M1P3_store:
 	RET
 
 // func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P4(SB), NOSPLIT, $0-80
+TEXT ·bf16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4208,7 +4208,7 @@ bf16M1P4_store:
 	RET
 
 // func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P5(SB), NOSPLIT, $0-80
+TEXT ·bf16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4452,7 +4452,7 @@ bf16M1P5_store:
 	RET
 
 // func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M1P6(SB), NOSPLIT, $0-80
+TEXT ·bf16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4736,7 +4736,7 @@ bf16M1P6_store:
 	RET
 
 // func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P1(SB), NOSPLIT, $0-80
+TEXT ·bf16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -4845,7 +4845,7 @@ bf16M2P1_store:
 	RET
 
 // func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P2(SB), NOSPLIT, $0-80
+TEXT ·bf16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5008,7 +5008,7 @@ bf16M2P2_store:
 	RET
 
 // func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M2P3(SB), NOSPLIT, $0-80
+TEXT ·bf16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5257,7 +5257,7 @@ bf16M2P3_store:
 	RET
 
 // func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P1(SB), NOSPLIT, $0-80
+TEXT ·bf16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5392,7 +5392,7 @@ bf16M3P1_store:
 	RET
 
 // func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M3P2(SB), NOSPLIT, $0-80
+TEXT ·bf16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5620,7 +5620,7 @@ bf16M3P2_store:
 	RET
 
 // func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M4P1(SB), NOSPLIT, $0-80
+TEXT ·bf16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5785,7 +5785,7 @@ bf16M4P1_store:
 	RET
 
 // func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M5P1(SB), NOSPLIT, $0-80
+TEXT ·bf16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -5976,7 +5976,7 @@ bf16M5P1_store:
 	RET
 
 // func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·bf16M6P1(SB), NOSPLIT, $0-80
+TEXT ·bf16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6193,7 +6193,7 @@ bf16M6P1_store:
 	RET
 
 // func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P1(SB), NOSPLIT, $0-80
+TEXT ·q8M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6261,7 +6261,7 @@ q8M1P1_loop:
 	RET
 
 // func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P2(SB), NOSPLIT, $0-80
+TEXT ·q8M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6362,7 +6362,7 @@ q8M1P2_loop:
 	RET
 
 // func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P3(SB), NOSPLIT, $0-80
+TEXT ·q8M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6499,7 +6499,7 @@ q8M1P3_loop:
 	RET
 
 // func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P4(SB), NOSPLIT, $0-80
+TEXT ·q8M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6679,7 +6679,7 @@ q8M1P4_loop:
 	RET
 
 // func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P5(SB), NOSPLIT, $0-80
+TEXT ·q8M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -6895,7 +6895,7 @@ q8M1P5_loop:
 	RET
 
 // func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M1P6(SB), NOSPLIT, $0-80
+TEXT ·q8M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7147,7 +7147,7 @@ q8M1P6_loop:
 	RET
 
 // func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P1(SB), NOSPLIT, $0-80
+TEXT ·q8M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7233,7 +7233,7 @@ q8M2P1_loop:
 	RET
 
 // func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P2(SB), NOSPLIT, $0-80
+TEXT ·q8M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7364,7 +7364,7 @@ q8M2P2_loop:
 	RET
 
 // func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M2P3(SB), NOSPLIT, $0-80
+TEXT ·q8M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7543,7 +7543,7 @@ q8M2P3_loop:
 	RET
 
 // func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P1(SB), NOSPLIT, $0-80
+TEXT ·q8M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7646,7 +7646,7 @@ q8M3P1_loop:
 	RET
 
 // func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M3P2(SB), NOSPLIT, $0-80
+TEXT ·q8M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7818,7 +7818,7 @@ q8M3P2_loop:
 	RET
 
 // func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M4P1(SB), NOSPLIT, $0-80
+TEXT ·q8M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -7941,7 +7941,7 @@ q8M4P1_loop:
 	RET
 
 // func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M5P1(SB), NOSPLIT, $0-80
+TEXT ·q8M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8081,7 +8081,7 @@ q8M5P1_loop:
 	RET
 
 // func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·q8M6P1(SB), NOSPLIT, $0-80
+TEXT ·q8M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8238,7 +8238,7 @@ q8M6P1_loop:
 	RET
 
 // func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8291,7 +8291,7 @@ zf32M1P1_store:
 	RET
 
 // func zf32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8350,7 +8350,7 @@ zf32M1P2_store:
 	RET
 
 // func zf32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P3(SB), NOSPLIT, $0-80
+TEXT ·zf32M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8421,7 +8421,7 @@ zf32M1P3_store:
 	RET
 
 // func zf32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P4(SB), NOSPLIT, $0-80
+TEXT ·zf32M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8510,7 +8510,7 @@ zf32M1P4_store:
 	RET
 
 // func zf32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P5(SB), NOSPLIT, $0-80
+TEXT ·zf32M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8611,7 +8611,7 @@ zf32M1P5_store:
 	RET
 
 // func zf32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M1P6(SB), NOSPLIT, $0-80
+TEXT ·zf32M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8724,7 +8724,7 @@ zf32M1P6_store:
 	RET
 
 // func zf32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8791,7 +8791,7 @@ zf32M2P1_store:
 	RET
 
 // func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8871,7 +8871,7 @@ zf32M2P2_store:
 	RET
 
 // func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P3(SB), NOSPLIT, $0-80
+TEXT ·zf32M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -8970,7 +8970,7 @@ zf32M2P3_store:
 	RET
 
 // func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M2P4(SB), NOSPLIT, $0-80
+TEXT ·zf32M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9096,7 +9096,7 @@ zf32M2P4_store:
 	RET
 
 // func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9176,7 +9176,7 @@ zf32M3P1_store:
 	RET
 
 // func zf32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9276,7 +9276,7 @@ zf32M3P2_store:
 	RET
 
 // func zf32M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M3P3(SB), NOSPLIT, $0-80
+TEXT ·zf32M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9402,7 +9402,7 @@ zf32M3P3_store:
 	RET
 
 // func zf32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9499,7 +9499,7 @@ zf32M4P1_store:
 	RET
 
 // func zf32M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9634,7 +9634,7 @@ zf32M4P2_store:
 	RET
 
 // func zf32M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M4P3(SB), NOSPLIT, $0-80
+TEXT ·zf32M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9806,7 +9806,7 @@ zf32M4P3_store:
 	RET
 
 // func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M5P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -9916,7 +9916,7 @@ zf32M5P1_store:
 	RET
 
 // func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M5P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10071,7 +10071,7 @@ zf32M5P2_store:
 	RET
 
 // func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M6P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10194,7 +10194,7 @@ zf32M6P1_store:
 	RET
 
 // func zf32M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M6P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10369,7 +10369,7 @@ zf32M6P2_store:
 	RET
 
 // func zf32M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M7P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10509,7 +10509,7 @@ zf32M7P1_store:
 	RET
 
 // func zf32M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M7P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10708,7 +10708,7 @@ zf32M7P2_store:
 	RET
 
 // func zf32M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M8P1(SB), NOSPLIT, $0-80
+TEXT ·zf32M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -10861,7 +10861,7 @@ zf32M8P1_store:
 	RET
 
 // func zf32M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf32M8P2(SB), NOSPLIT, $0-80
+TEXT ·zf32M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11080,7 +11080,7 @@ zf32M8P2_store:
 	RET
 
 // func zf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11131,7 +11131,7 @@ zf16M1P1_store:
 	RET
 
 // func zf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11190,7 +11190,7 @@ zf16M1P2_store:
 	RET
 
 // func zf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P3(SB), NOSPLIT, $0-80
+TEXT ·zf16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11261,7 +11261,7 @@ zf16M1P3_store:
 	RET
 
 // func zf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P4(SB), NOSPLIT, $0-80
+TEXT ·zf16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11350,7 +11350,7 @@ zf16M1P4_store:
 	RET
 
 // func zf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P5(SB), NOSPLIT, $0-80
+TEXT ·zf16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11451,7 +11451,7 @@ zf16M1P5_store:
 	RET
 
 // func zf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M1P6(SB), NOSPLIT, $0-80
+TEXT ·zf16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11564,7 +11564,7 @@ zf16M1P6_store:
 	RET
 
 // func zf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11629,7 +11629,7 @@ zf16M2P1_store:
 	RET
 
 // func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11709,7 +11709,7 @@ zf16M2P2_store:
 	RET
 
 // func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P3(SB), NOSPLIT, $0-80
+TEXT ·zf16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11808,7 +11808,7 @@ zf16M2P3_store:
 	RET
 
 // func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M2P4(SB), NOSPLIT, $0-80
+TEXT ·zf16M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -11934,7 +11934,7 @@ zf16M2P4_store:
 	RET
 
 // func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12012,7 +12012,7 @@ zf16M3P1_store:
 	RET
 
 // func zf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12112,7 +12112,7 @@ zf16M3P2_store:
 	RET
 
 // func zf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M3P3(SB), NOSPLIT, $0-80
+TEXT ·zf16M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12238,7 +12238,7 @@ zf16M3P3_store:
 	RET
 
 // func zf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12333,7 +12333,7 @@ zf16M4P1_store:
 	RET
 
 // func zf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12464,7 +12464,7 @@ zf16M4P2_store:
 	RET
 
 // func zf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M4P3(SB), NOSPLIT, $0-80
+TEXT ·zf16M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12630,7 +12630,7 @@ zf16M4P3_store:
 	RET
 
 // func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M5P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12738,7 +12738,7 @@ zf16M5P1_store:
 	RET
 
 // func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M5P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -12889,7 +12889,7 @@ zf16M5P2_store:
 	RET
 
 // func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M6P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13010,7 +13010,7 @@ zf16M6P1_store:
 	RET
 
 // func zf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M6P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13181,7 +13181,7 @@ zf16M6P2_store:
 	RET
 
 // func zf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M7P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13319,7 +13319,7 @@ zf16M7P1_store:
 	RET
 
 // func zf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M7P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13514,7 +13514,7 @@ zf16M7P2_store:
 	RET
 
 // func zf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M8P1(SB), NOSPLIT, $0-80
+TEXT ·zf16M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13665,7 +13665,7 @@ zf16M8P1_store:
 	RET
 
 // func zf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zf16M8P2(SB), NOSPLIT, $0-80
+TEXT ·zf16M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13880,7 +13880,7 @@ zf16M8P2_store:
 	RET
 
 // func zbf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13931,7 +13931,7 @@ zbf16M1P1_store:
 	RET
 
 // func zbf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13941,6 +13941,12 @@ TEXT ·zbf16M1P2(SB), NOSPLIT, $0-80
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VMOVDQU32 bf16hi<>(SB), Z7
+	MOVQ DX, AX
+	MOVQ CX, R13
+	MOVQ outStride+64(FP), R11
+	MOVQ runs+80(FP), R14
+zbf16M1P2_run:
+	MOVQ R13, CX
 	MOVQ CX, BX
 	ANDQ $1, BX
 	SHRQ $1, CX
@@ -13965,15 +13971,31 @@ zbf16M1P2_tail:
 	VPSLLD $16, 0(SI)(R8*1), Z5
 	VFMADD231PS.BCST (DX), Z4, Z0
 	VFMADD231PS.BCST (DX)(R9*1), Z5, Z1
+	ADDQ $64, SI
 zbf16M1P2_store:
 	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 0(DI)(R11*1)
+	DECQ R14
+	JZ zbf16M1P2_done
+	MOVQ R13, BX
+	INCQ BX
+	SHRQ $1, BX
+	NEGQ BX
+	ANDQ $15, BX
+	SHLQ $6, BX
+	ADDQ BX, SI
+	ADDQ $64, DI
+	MOVQ AX, DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	JMP zbf16M1P2_run
+zbf16M1P2_done:
 	VZEROUPPER
 	RET
 
 // func zbf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P3(SB), NOSPLIT, $0-80
+TEXT ·zbf16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -13984,6 +14006,12 @@ TEXT ·zbf16M1P3(SB), NOSPLIT, $0-80
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VMOVDQU32 bf16hi<>(SB), Z10
+	MOVQ DX, AX
+	MOVQ CX, R13
+	MOVQ outStride+64(FP), R11
+	MOVQ runs+80(FP), R14
+zbf16M1P3_run:
+	MOVQ R13, CX
 	MOVQ CX, BX
 	ANDQ $1, BX
 	SHRQ $1, CX
@@ -14014,16 +14042,33 @@ zbf16M1P3_tail:
 	VFMADD231PS.BCST (DX), Z6, Z0
 	VFMADD231PS.BCST (DX)(R9*1), Z7, Z1
 	VFMADD231PS.BCST (DX)(R9*2), Z8, Z2
+	ADDQ $64, SI
 zbf16M1P3_store:
 	MOVQ outStride+64(FP), R11
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 0(DI)(R11*1)
 	VMOVUPS Z2, 0(DI)(R11*2)
+	DECQ R14
+	JZ zbf16M1P3_done
+	MOVQ R13, BX
+	INCQ BX
+	SHRQ $1, BX
+	NEGQ BX
+	ANDQ $15, BX
+	SHLQ $6, BX
+	ADDQ BX, SI
+	ADDQ $64, DI
+	MOVQ AX, DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	JMP zbf16M1P3_run
+zbf16M1P3_done:
 	VZEROUPPER
 	RET
 
 // func zbf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P4(SB), NOSPLIT, $0-80
+TEXT ·zbf16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14039,6 +14084,12 @@ TEXT ·zbf16M1P4(SB), NOSPLIT, $0-80
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VMOVDQU32 bf16hi<>(SB), Z13
+	MOVQ DX, AX
+	MOVQ CX, R13
+	MOVQ outStride+64(FP), R11
+	MOVQ runs+80(FP), R14
+zbf16M1P4_run:
+	MOVQ R13, CX
 	MOVQ CX, BX
 	ANDQ $1, BX
 	SHRQ $1, CX
@@ -14077,19 +14128,41 @@ zbf16M1P4_tail:
 	VFMADD231PS.BCST (DX)(R9*1), Z9, Z1
 	VFMADD231PS.BCST (DX)(R9*2), Z10, Z2
 	VFMADD231PS.BCST (R10), Z11, Z3
+	ADDQ $64, SI
+	ADDQ $64, R12
 zbf16M1P4_store:
 	MOVQ outStride+64(FP), R11
-	LEAQ (DI)(R11*2), R12
-	ADDQ R11, R12
+	LEAQ (DI)(R11*2), R10
+	ADDQ R11, R10
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 0(DI)(R11*1)
 	VMOVUPS Z2, 0(DI)(R11*2)
-	VMOVUPS Z3, 0(R12)
+	VMOVUPS Z3, 0(R10)
+	DECQ R14
+	JZ zbf16M1P4_done
+	MOVQ R13, BX
+	INCQ BX
+	SHRQ $1, BX
+	NEGQ BX
+	ANDQ $15, BX
+	SHLQ $6, BX
+	ADDQ BX, SI
+	ADDQ BX, R12
+	ADDQ $64, DI
+	MOVQ AX, DX
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	JMP zbf16M1P4_run
+zbf16M1P4_done:
 	VZEROUPPER
 	RET
 
 // func zbf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P5(SB), NOSPLIT, $0-80
+TEXT ·zbf16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14106,6 +14179,12 @@ TEXT ·zbf16M1P5(SB), NOSPLIT, $0-80
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VMOVDQU32 bf16hi<>(SB), Z16
+	MOVQ DX, AX
+	MOVQ CX, R13
+	MOVQ outStride+64(FP), R11
+	MOVQ runs+80(FP), R14
+zbf16M1P5_run:
+	MOVQ R13, CX
 	MOVQ CX, BX
 	ANDQ $1, BX
 	SHRQ $1, CX
@@ -14150,20 +14229,43 @@ zbf16M1P5_tail:
 	VFMADD231PS.BCST (DX)(R9*2), Z12, Z2
 	VFMADD231PS.BCST (R10), Z13, Z3
 	VFMADD231PS.BCST (R10)(R9*1), Z14, Z4
+	ADDQ $64, SI
+	ADDQ $64, R12
 zbf16M1P5_store:
 	MOVQ outStride+64(FP), R11
-	LEAQ (DI)(R11*2), R12
-	ADDQ R11, R12
+	LEAQ (DI)(R11*2), R10
+	ADDQ R11, R10
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 0(DI)(R11*1)
 	VMOVUPS Z2, 0(DI)(R11*2)
-	VMOVUPS Z3, 0(R12)
-	VMOVUPS Z4, 0(R12)(R11*1)
+	VMOVUPS Z3, 0(R10)
+	VMOVUPS Z4, 0(R10)(R11*1)
+	DECQ R14
+	JZ zbf16M1P5_done
+	MOVQ R13, BX
+	INCQ BX
+	SHRQ $1, BX
+	NEGQ BX
+	ANDQ $15, BX
+	SHLQ $6, BX
+	ADDQ BX, SI
+	ADDQ BX, R12
+	ADDQ $64, DI
+	MOVQ AX, DX
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	JMP zbf16M1P5_run
+zbf16M1P5_done:
 	VZEROUPPER
 	RET
 
 // func zbf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M1P6(SB), NOSPLIT, $0-80
+TEXT ·zbf16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14181,6 +14283,12 @@ TEXT ·zbf16M1P6(SB), NOSPLIT, $0-80
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VMOVDQU32 bf16hi<>(SB), Z19
+	MOVQ DX, AX
+	MOVQ CX, R13
+	MOVQ outStride+64(FP), R11
+	MOVQ runs+80(FP), R14
+zbf16M1P6_run:
+	MOVQ R13, CX
 	MOVQ CX, BX
 	ANDQ $1, BX
 	SHRQ $1, CX
@@ -14231,21 +14339,45 @@ zbf16M1P6_tail:
 	VFMADD231PS.BCST (R10), Z15, Z3
 	VFMADD231PS.BCST (R10)(R9*1), Z16, Z4
 	VFMADD231PS.BCST (R10)(R9*2), Z17, Z5
+	ADDQ $64, SI
+	ADDQ $64, R12
 zbf16M1P6_store:
 	MOVQ outStride+64(FP), R11
-	LEAQ (DI)(R11*2), R12
-	ADDQ R11, R12
+	LEAQ (DI)(R11*2), R10
+	ADDQ R11, R10
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 0(DI)(R11*1)
 	VMOVUPS Z2, 0(DI)(R11*2)
-	VMOVUPS Z3, 0(R12)
-	VMOVUPS Z4, 0(R12)(R11*1)
-	VMOVUPS Z5, 0(R12)(R11*2)
+	VMOVUPS Z3, 0(R10)
+	VMOVUPS Z4, 0(R10)(R11*1)
+	VMOVUPS Z5, 0(R10)(R11*2)
+	DECQ R14
+	JZ zbf16M1P6_done
+	MOVQ R13, BX
+	INCQ BX
+	SHRQ $1, BX
+	NEGQ BX
+	ANDQ $15, BX
+	SHLQ $6, BX
+	ADDQ BX, SI
+	ADDQ BX, R12
+	ADDQ $64, DI
+	MOVQ AX, DX
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	JMP zbf16M1P6_run
+zbf16M1P6_done:
 	VZEROUPPER
 	RET
 
 // func zbf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14325,7 +14457,7 @@ zbf16M2P1_store:
 	RET
 
 // func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14430,7 +14562,7 @@ zbf16M2P2_store:
 	RET
 
 // func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P3(SB), NOSPLIT, $0-80
+TEXT ·zbf16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14564,7 +14696,7 @@ zbf16M2P3_store:
 	RET
 
 // func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M2P4(SB), NOSPLIT, $0-80
+TEXT ·zbf16M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14735,7 +14867,7 @@ zbf16M2P4_store:
 	RET
 
 // func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14832,7 +14964,7 @@ zbf16M3P1_store:
 	RET
 
 // func zbf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -14963,7 +15095,7 @@ zbf16M3P2_store:
 	RET
 
 // func zbf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M3P3(SB), NOSPLIT, $0-80
+TEXT ·zbf16M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15132,7 +15264,7 @@ zbf16M3P3_store:
 	RET
 
 // func zbf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15250,7 +15382,7 @@ zbf16M4P1_store:
 	RET
 
 // func zbf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15418,7 +15550,7 @@ zbf16M4P2_store:
 	RET
 
 // func zbf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M4P3(SB), NOSPLIT, $0-80
+TEXT ·zbf16M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15635,7 +15767,7 @@ zbf16M4P3_store:
 	RET
 
 // func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M5P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15770,7 +15902,7 @@ zbf16M5P1_store:
 	RET
 
 // func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M5P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -15964,7 +16096,7 @@ zbf16M5P2_store:
 	RET
 
 // func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M6P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16116,7 +16248,7 @@ zbf16M6P1_store:
 	RET
 
 // func zbf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M6P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16336,7 +16468,7 @@ zbf16M6P2_store:
 	RET
 
 // func zbf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M7P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16509,7 +16641,7 @@ zbf16M7P1_store:
 	RET
 
 // func zbf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M7P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16759,7 +16891,7 @@ zbf16M7P2_store:
 	RET
 
 // func zbf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M8P1(SB), NOSPLIT, $0-80
+TEXT ·zbf16M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -16949,7 +17081,7 @@ zbf16M8P1_store:
 	RET
 
 // func zbf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zbf16M8P2(SB), NOSPLIT, $0-80
+TEXT ·zbf16M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17225,7 +17357,7 @@ zbf16M8P2_store:
 	RET
 
 // func zq8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17275,7 +17407,7 @@ zq8M1P1_loop:
 	RET
 
 // func zq8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17340,7 +17472,7 @@ zq8M1P2_loop:
 	RET
 
 // func zq8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P3(SB), NOSPLIT, $0-80
+TEXT ·zq8M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17423,7 +17555,7 @@ zq8M1P3_loop:
 	RET
 
 // func zq8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P4(SB), NOSPLIT, $0-80
+TEXT ·zq8M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17531,7 +17663,7 @@ zq8M1P4_loop:
 	RET
 
 // func zq8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P5(SB), NOSPLIT, $0-80
+TEXT ·zq8M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17657,7 +17789,7 @@ zq8M1P5_loop:
 	RET
 
 // func zq8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M1P6(SB), NOSPLIT, $0-80
+TEXT ·zq8M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17801,7 +17933,7 @@ zq8M1P6_loop:
 	RET
 
 // func zq8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17863,7 +17995,7 @@ zq8M2P1_loop:
 	RET
 
 // func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -17946,7 +18078,7 @@ zq8M2P2_loop:
 	RET
 
 // func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P3(SB), NOSPLIT, $0-80
+TEXT ·zq8M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18053,7 +18185,7 @@ zq8M2P3_loop:
 	RET
 
 // func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M2P4(SB), NOSPLIT, $0-80
+TEXT ·zq8M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18193,7 +18325,7 @@ zq8M2P4_loop:
 	RET
 
 // func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18266,7 +18398,7 @@ zq8M3P1_loop:
 	RET
 
 // func zq8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18366,7 +18498,7 @@ zq8M3P2_loop:
 	RET
 
 // func zq8M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M3P3(SB), NOSPLIT, $0-80
+TEXT ·zq8M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18496,7 +18628,7 @@ zq8M3P3_loop:
 	RET
 
 // func zq8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18583,7 +18715,7 @@ zq8M4P1_loop:
 	RET
 
 // func zq8M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18708,7 +18840,7 @@ zq8M4P2_loop:
 	RET
 
 // func zq8M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M4P3(SB), NOSPLIT, $0-80
+TEXT ·zq8M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18870,7 +19002,7 @@ zq8M4P3_loop:
 	RET
 
 // func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M5P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -18968,7 +19100,7 @@ zq8M5P1_loop:
 	RET
 
 // func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M5P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19110,7 +19242,7 @@ zq8M5P2_loop:
 	RET
 
 // func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M6P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19219,7 +19351,7 @@ zq8M6P1_loop:
 	RET
 
 // func zq8M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M6P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19378,7 +19510,7 @@ zq8M6P2_loop:
 	RET
 
 // func zq8M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M7P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19501,7 +19633,7 @@ zq8M7P1_loop:
 	RET
 
 // func zq8M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M7P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19680,7 +19812,7 @@ zq8M7P2_loop:
 	RET
 
 // func zq8M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M8P1(SB), NOSPLIT, $0-80
+TEXT ·zq8M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -19814,7 +19946,7 @@ zq8M8P1_loop:
 	RET
 
 // func zq8M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·zq8M8P2(SB), NOSPLIT, $0-80
+TEXT ·zq8M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20010,7 +20142,7 @@ zq8M8P2_loop:
 	RET
 
 // func dotM1P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P1(SB), NOSPLIT, $0-80
+TEXT ·dotM1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20050,7 +20182,7 @@ dotM1P1_store:
 	RET
 
 // func dotM1P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P2(SB), NOSPLIT, $0-80
+TEXT ·dotM1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20097,7 +20229,7 @@ dotM1P2_store:
 	RET
 
 // func dotM1P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P3(SB), NOSPLIT, $0-80
+TEXT ·dotM1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20155,7 +20287,7 @@ dotM1P3_store:
 	RET
 
 // func dotM1P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P4(SB), NOSPLIT, $0-80
+TEXT ·dotM1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20232,7 +20364,7 @@ dotM1P4_store:
 	RET
 
 // func dotM1P5(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P5(SB), NOSPLIT, $0-80
+TEXT ·dotM1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20320,7 +20452,7 @@ dotM1P5_store:
 	RET
 
 // func dotM1P6(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM1P6(SB), NOSPLIT, $0-80
+TEXT ·dotM1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20419,7 +20551,7 @@ dotM1P6_store:
 	RET
 
 // func dotM2P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P1(SB), NOSPLIT, $0-80
+TEXT ·dotM2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20469,7 +20601,7 @@ dotM2P1_store:
 	RET
 
 // func dotM2P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P2(SB), NOSPLIT, $0-80
+TEXT ·dotM2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20528,7 +20660,7 @@ dotM2P2_store:
 	RET
 
 // func dotM2P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P3(SB), NOSPLIT, $0-80
+TEXT ·dotM2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20600,7 +20732,7 @@ dotM2P3_store:
 	RET
 
 // func dotM2P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM2P4(SB), NOSPLIT, $0-80
+TEXT ·dotM2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20692,7 +20824,7 @@ dotM2P4_store:
 	RET
 
 // func dotM3P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P1(SB), NOSPLIT, $0-80
+TEXT ·dotM3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20751,7 +20883,7 @@ dotM3P1_store:
 	RET
 
 // func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P2(SB), NOSPLIT, $0-80
+TEXT ·dotM3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20824,7 +20956,7 @@ dotM3P2_store:
 	RET
 
 // func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM3P3(SB), NOSPLIT, $0-80
+TEXT ·dotM3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20915,7 +21047,7 @@ dotM3P3_store:
 	RET
 
 // func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P1(SB), NOSPLIT, $0-80
+TEXT ·dotM4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -20986,7 +21118,7 @@ dotM4P1_store:
 	RET
 
 // func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P2(SB), NOSPLIT, $0-80
+TEXT ·dotM4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21083,7 +21215,7 @@ dotM4P2_store:
 	RET
 
 // func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM4P3(SB), NOSPLIT, $0-80
+TEXT ·dotM4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21205,7 +21337,7 @@ dotM4P3_store:
 	RET
 
 // func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM5P1(SB), NOSPLIT, $0-80
+TEXT ·dotM5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21285,7 +21417,7 @@ dotM5P1_store:
 	RET
 
 // func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM5P2(SB), NOSPLIT, $0-80
+TEXT ·dotM5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21396,7 +21528,7 @@ dotM5P2_store:
 	RET
 
 // func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM6P1(SB), NOSPLIT, $0-80
+TEXT ·dotM6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21485,7 +21617,7 @@ dotM6P1_store:
 	RET
 
 // func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM6P2(SB), NOSPLIT, $0-80
+TEXT ·dotM6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21610,7 +21742,7 @@ dotM6P2_store:
 	RET
 
 // func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM7P1(SB), NOSPLIT, $0-80
+TEXT ·dotM7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21711,7 +21843,7 @@ dotM7P1_store:
 	RET
 
 // func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM7P2(SB), NOSPLIT, $0-80
+TEXT ·dotM7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21853,7 +21985,7 @@ dotM7P2_store:
 	RET
 
 // func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM8P1(SB), NOSPLIT, $0-80
+TEXT ·dotM8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX
@@ -21963,7 +22095,7 @@ dotM8P1_store:
 	RET
 
 // func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
-TEXT ·dotM8P2(SB), NOSPLIT, $0-80
+TEXT ·dotM8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
 	MOVQ x+16(FP), DX

@@ -5,532 +5,532 @@
 package kernels
 
 //go:noescape
-func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf32M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zbf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zq8M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func zq8M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM1P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM1P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM1P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM1P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM1P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM1P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM1P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM1P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM1P5(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM1P5(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM1P6(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM1P6(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM2P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM2P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM2P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM2P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM2P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM2P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM2P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM2P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM3P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM3P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)
+func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 // readBytes reads n bytes from p (n a multiple of 128) as fast as the core can, and
 // returns their sum as 64-bit words: the bandwidth limit the benchmarks compare with.
@@ -771,186 +771,188 @@ var (
 // One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
 // (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
-func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int) {
+// The one-row BF16 kernels of several panels of the AVX-512F family go on over runs
+// consecutive panels in each stream (see onePairRuns; the others take runs = 1).
+func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {
 	switch t {
 	case F32:
 		switch np*16 + mr {
 		case 17:
-			f32M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			f32M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			f32M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			f32M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			f32M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			f32M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			f32M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			f32M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			f32M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			f32M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			f32M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			f32M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			f32M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			f32M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f32M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	case F16:
 		switch np*16 + mr {
 		case 17:
-			f16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			f16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			f16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			f16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			f16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			f16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			f16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			f16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			f16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			f16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			f16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			f16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			f16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			f16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			f16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	case BF16:
 		switch np*16 + mr {
 		case 17:
-			bf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			bf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			bf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			bf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			bf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			bf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			bf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			bf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			bf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			bf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			bf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			bf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			bf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			bf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			bf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	case Q8_0:
 		switch np*16 + mr {
 		case 17:
-			q8M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			q8M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			q8M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			q8M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			q8M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			q8M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			q8M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			q8M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			q8M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			q8M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			q8M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			q8M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			q8M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			q8M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			q8M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	}
@@ -962,306 +964,308 @@ func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride
 // One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
 // (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
-func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int) {
+// The one-row BF16 kernels of several panels of the AVX-512F family go on over runs
+// consecutive panels in each stream (see onePairRuns; the others take runs = 1).
+func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {
 	switch t {
 	case F32:
 		switch np*16 + mr {
 		case 17:
-			zf32M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			zf32M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			zf32M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			zf32M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			zf32M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			zf32M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			zf32M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			zf32M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			zf32M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 66:
-			zf32M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			zf32M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			zf32M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 51:
-			zf32M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			zf32M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 36:
-			zf32M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 52:
-			zf32M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			zf32M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 37:
-			zf32M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			zf32M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 38:
-			zf32M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 23:
-			zf32M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 39:
-			zf32M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 24:
-			zf32M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 40:
-			zf32M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf32M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	case F16:
 		switch np*16 + mr {
 		case 17:
-			zf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			zf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			zf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			zf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			zf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			zf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			zf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			zf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			zf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 66:
-			zf16M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			zf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			zf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 51:
-			zf16M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			zf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 36:
-			zf16M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 52:
-			zf16M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			zf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 37:
-			zf16M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			zf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 38:
-			zf16M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 23:
-			zf16M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 39:
-			zf16M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 24:
-			zf16M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 40:
-			zf16M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zf16M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	case BF16:
 		switch np*16 + mr {
 		case 17:
-			zbf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			zbf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			zbf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			zbf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			zbf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			zbf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			zbf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			zbf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			zbf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 66:
-			zbf16M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			zbf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			zbf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 51:
-			zbf16M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			zbf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 36:
-			zbf16M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 52:
-			zbf16M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			zbf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 37:
-			zbf16M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			zbf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 38:
-			zbf16M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 23:
-			zbf16M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 39:
-			zbf16M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 24:
-			zbf16M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 40:
-			zbf16M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zbf16M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	case Q8_0:
 		switch np*16 + mr {
 		case 17:
-			zq8M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			zq8M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			zq8M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			zq8M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			zq8M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			zq8M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			zq8M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			zq8M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			zq8M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 66:
-			zq8M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			zq8M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			zq8M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 51:
-			zq8M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			zq8M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 36:
-			zq8M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 52:
-			zq8M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			zq8M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 37:
-			zq8M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			zq8M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 38:
-			zq8M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 23:
-			zq8M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 39:
-			zq8M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 24:
-			zq8M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 40:
-			zq8M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			zq8M8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	}
@@ -1273,81 +1277,83 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 // One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
 // (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
-func callDot(t DType, mr, np int, w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int) {
+// The one-row BF16 kernels of several panels of the AVX-512F family go on over runs
+// consecutive panels in each stream (see onePairRuns; the others take runs = 1).
+func callDot(t DType, mr, np int, w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {
 	switch t {
 	case BF16:
 		switch np*16 + mr {
 		case 17:
-			dotM1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM1P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 33:
-			dotM1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM1P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 49:
-			dotM1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM1P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 65:
-			dotM1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM1P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 81:
-			dotM1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM1P5(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 97:
-			dotM1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM1P6(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 18:
-			dotM2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM2P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 34:
-			dotM2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM2P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 50:
-			dotM2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 66:
-			dotM2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
-			dotM3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 35:
-			dotM3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM3P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 51:
-			dotM3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 20:
-			dotM4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 36:
-			dotM4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM4P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 52:
-			dotM4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 21:
-			dotM5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 37:
-			dotM5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
-			dotM6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 38:
-			dotM6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 23:
-			dotM7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 39:
-			dotM7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 24:
-			dotM8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 40:
-			dotM8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)
+			dotM8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	}

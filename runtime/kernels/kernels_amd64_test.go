@@ -75,7 +75,7 @@ func BenchmarkKernel(b *testing.B) {
 					for i := 0; i < b.N*50; i++ { // 50 short rounds per iteration: best of many
 						t0 := clock()
 						for j := 0; j < reps; j++ {
-							callFamily(fam, dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, x, xs, cols, &out[0], pf, 128, 4*panelRows, 4*np*panelRows)
+							callFamily(fam, dt, mr, np, &m.pk.mem[0], m.pk.panelBytes, x, xs, cols, &out[0], pf, 128, 4*panelRows, 4*np*panelRows, 1)
 						}
 						t1 := clock()
 						bp.peak(1 << 11)

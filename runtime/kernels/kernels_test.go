@@ -313,9 +313,10 @@ func TestPathsAgree(t *testing.T) {
 }
 
 // TestLanes checks one-row products whose kernel calls take panels several lanes apart
-// (panel i, i+lane, ...: matrices of 12 panels and more, with minStreamBytes 0 in
-// pathsMatch), with a leftover call and a partial last panel or without, on every path.
+// (panel i, i+lane, ...: matrices of 12 panels and more), with a leftover call and a partial
+// last panel or without, in 2 to 6 streams (minStreamBytes set so), on every path.
 func TestLanes(t *testing.T) {
+	defer func(b int) { minStreamBytes = b }(minStreamBytes)
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, dt := range []DType{BF16, F32, F16, Q8_0} {
 		for _, rows := range []int{16*13 + 5, 16 * 14, 16 * 25, 16 * 29, 16*31 + 1, 16 * 36} {
@@ -331,7 +332,10 @@ func TestLanes(t *testing.T) {
 				restore := setPath(pathPortable)
 				mp.MatMul(want, x, 1)
 				restore()
-				pathsMatch(t, mp, prec, x, 1, want, fmt.Sprintf("%v %dx%d", dt, tm.rows, tm.cols))
+				for streams := 2; streams <= 6; streams++ {
+					minStreamBytes = m.pk.panels * m.pk.panelBytes / streams // pathsMatch also tries 0
+					pathsMatch(t, mp, prec, x, 1, want, fmt.Sprintf("%v %dx%d, %d streams", dt, tm.rows, tm.cols, streams))
+				}
 			}
 		}
 	}

@@ -119,7 +119,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 		}
 	}
 	g.panelLoop(name, d, s, group, func(u int) { g.column2(k, u) })
-	g.store(s, 2, k.acc)
+	g.store(s, 2, k.acc, "R12")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")

@@ -130,7 +130,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.f("\tJZ %s_store", name)
 	pair(0)
 	g.f("%s_store:", name)
-	g.store(s, 1, func(m, p, _ int) string { return fmt.Sprintf("Z%d", acc(m, p)) })
+	g.store(s, 1, func(m, p, _ int) string { return fmt.Sprintf("Z%d", acc(m, p)) }, "R12")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")

@@ -100,7 +100,7 @@ func xat(m, off int) string {
 // row 3, R14 row 6, R9 x row stride, CX columns, DI out, AX/R13 prefetch pointer and step.
 // With px (see panelX), R10 is panel 3's x instead.
 func (g *gen) prologue(name string, s shape, pfMulti, px bool) {
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-80", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-88", name)
 	g.f("\tMOVQ w+0(FP), SI")
 	g.f("\tMOVQ panelStride+8(FP), R8")
 	g.f("\tMOVQ x+16(FP), DX")
@@ -177,9 +177,9 @@ func (g *gen) advance(s shape, lo, hi string, wb, xb int, px bool) {
 // panel p, half h of halves (two YMM halves of 8 outputs, or one ZMM of 16). The outputs of
 // row m, panel p go to DI + m*outRow + p*outStride: a call stores straight into its
 // destination (panels lanes apart in a one-row call, batch rows a row of dst apart) instead
-// of into a buffer copied out after every call (see seg.direct). SI, R11, R12 and R13 are
-// free once the loop is done.
-func (g *gen) store(s shape, halves int, acc func(m, p, h int) string) {
+// of into a buffer copied out after every call (see seg.direct). R11, R13 and tmp (R12, the
+// weights of panels 3-5, unless the caller still needs it) are free once the loop is done.
+func (g *gen) store(s shape, halves int, acc func(m, p, h int) string, tmp string) {
 	if s.P > 1 {
 		g.f("\tMOVQ outStride+64(FP), R11")
 	}
@@ -191,13 +191,13 @@ func (g *gen) store(s shape, halves int, acc func(m, p, h int) string) {
 			g.f("\tADDQ R13, DI")
 		}
 		if s.P > 3 {
-			g.f("\tLEAQ (DI)(R11*2), R12")
-			g.f("\tADDQ R11, R12")
+			g.f("\tLEAQ (DI)(R11*2), %s", tmp)
+			g.f("\tADDQ R11, %s", tmp)
 		}
 		for p := 0; p < s.P; p++ {
 			base := "DI"
 			if p >= 3 {
-				base = "R12"
+				base = tmp
 			}
 			for h := 0; h < halves; h++ {
 				addr := fmt.Sprintf("%d(%s)", h*64/halves, base)
@@ -265,7 +265,7 @@ func main() {
 			xt = "*uint32"
 		}
 		g.f("//go:noescape")
-		g.f("func %s(w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int)\n", k.name, xt)
+		g.f("func %s(w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)\n", k.name, xt)
 	}
 	g.helperDecls()
 	g.f("// roundBF16x16 rounds n groups of 16 float32 values at src to bfloat16 pairs at dst")
@@ -294,7 +294,9 @@ func main() {
 		g.f("// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns")
 		g.f("// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.")
 		g.f("// The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.")
-		g.f("func call%s(t DType, mr, np int, w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow int) {", title(fam.name), fam.xt)
+		g.f("// The one-row BF16 kernels of several panels of the AVX-512F family go on over runs")
+		g.f("// consecutive panels in each stream (see onePairRuns; the others take runs = 1).")
+		g.f("func call%s(t DType, mr, np int, w *byte, panelStride int, x %s, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {", title(fam.name), fam.xt)
 		g.f("\tswitch t {")
 		for _, d := range dtypes {
 			var ks []kernelDecl
@@ -310,7 +312,7 @@ func main() {
 			g.f("\t\tswitch np*16 + mr {")
 			for _, k := range ks {
 				g.f("\t\tcase %d:", k.s.P*16+k.s.M)
-				g.f("\t\t\t%s(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow)", k.name)
+				g.f("\t\t\t%s(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)", k.name)
 				g.f("\t\t\treturn")
 			}
 			g.f("\t\t}")

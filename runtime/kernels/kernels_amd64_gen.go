@@ -771,8 +771,8 @@ var (
 // One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
 // (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
-// The one-row BF16 kernels of several panels of the AVX-512F family go on over runs
-// consecutive panels in each stream (see onePairRuns; the others take runs = 1).
+// The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
+// on over runs consecutive panels in each stream (see runsBegin; the others take 1).
 func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {
 	switch t {
 	case F32:
@@ -964,8 +964,8 @@ func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride
 // One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
 // (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
-// The one-row BF16 kernels of several panels of the AVX-512F family go on over runs
-// consecutive panels in each stream (see onePairRuns; the others take runs = 1).
+// The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
+// on over runs consecutive panels in each stream (see runsBegin; the others take 1).
 func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {
 	switch t {
 	case F32:
@@ -1277,8 +1277,8 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 // One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
 // (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
-// The one-row BF16 kernels of several panels of the AVX-512F family go on over runs
-// consecutive panels in each stream (see onePairRuns; the others take runs = 1).
+// The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
+// on over runs consecutive panels in each stream (see runsBegin; the others take 1).
 func callDot(t DType, mr, np int, w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {
 	switch t {
 	case BF16:

@@ -105,24 +105,12 @@ func (g *gen) column512(k avx512, u int) {
 }
 
 // onePairRuns is the body of the one-row BF16 kernels of several panels after the prologue
-// (accumulators zeroed, mask loaded): for each of runs consecutive panels of every stream
-// (the panels of a stream are contiguous), the column loop, one pair per iteration and then
-// the lone even column of an odd count, the stores at DI + p*outStride, and the step to the
-// next panel: the weights past the panel's padding, DI 64 bytes on, x back to its start, the
-// accumulators zeroed. One call over
-// whole lanes of a matrix instead of one per panel: on a Zen 5 a 1536 x 384 BF16 matrix
-// streamed at 0.80-0.82 of the read in one call per panel and 0.88-0.90 in runs of 4 or
-// more (docs/kernels.md). On the Intel AMX machine a loop body of one pair streamed 4-7 %
-// faster than one of two (docs/benchmarks.md). R10 (panels 3-5's x) is the stores' spare
-// register; it is set again from the saved x.
+// (accumulators zeroed, mask loaded): per run (see runsBegin), the column loop, one pair per
+// iteration, then the lone even column of an odd count. On the Intel AMX machine a loop body
+// of one pair streamed 4-7 % faster than one of two (docs/benchmarks.md).
 func (g *gen) onePairRuns(name string, k avx512) {
 	s := k.s
-	g.f("\tMOVQ DX, AX")
-	g.f("\tMOVQ CX, R13")
-	g.f("\tMOVQ outStride+64(FP), R11")
-	g.f("\tMOVQ runs+80(FP), R14")
-	g.f("%s_run:", name)
-	g.f("\tMOVQ R13, CX")
+	g.runsBegin(name)
 	g.f("\tMOVQ CX, BX")
 	g.f("\tANDQ $1, BX")
 	g.f("\tSHRQ $1, CX")
@@ -137,38 +125,9 @@ func (g *gen) onePairRuns(name string, k avx512) {
 	g.f("\tTESTQ BX, BX")
 	g.f("\tJZ %s_store", name)
 	g.column512(k, 0)
-	g.f("\tADDQ $64, SI") // past the lone column's line, to the next panel
-	if s.P > 3 {
-		g.f("\tADDQ $64, R12")
-	}
+	g.lineOn(s)
 	g.f("%s_store:", name)
-	g.store(s, 1, func(m, p, _ int) string { return k.acc(m, p) }, "R10")
-	g.f("\tDECQ R14")
-	g.f("\tJZ %s_done", name)
-	// The next panel of each stream starts past this one's padding to whole blocks of 16
-	// pairs: (-pairs mod 16) lines.
-	g.f("\tMOVQ R13, BX")
-	g.f("\tINCQ BX")
-	g.f("\tSHRQ $1, BX")
-	g.f("\tNEGQ BX")
-	g.f("\tANDQ $%d, BX", amxPairsPerBlock-1)
-	g.f("\tSHLQ $6, BX")
-	g.f("\tADDQ BX, SI")
-	if s.P > 3 {
-		g.f("\tADDQ BX, R12")
-	}
-	g.f("\tADDQ $64, DI")
-	g.f("\tMOVQ AX, DX")
-	if s.P > 3 {
-		g.f("\tLEAQ (DX)(R9*2), R10")
-		g.f("\tADDQ R9, R10")
-	}
-	for p := 0; p < s.P; p++ {
-		r := k.acc(0, p)
-		g.f("\tVPXORD %s, %s, %s", r, r, r)
-	}
-	g.f("\tJMP %s_run", name)
-	g.f("%s_done:", name)
+	g.runsEnd(name, s, false, func(m, p, _ int) string { return k.acc(m, p) })
 }
 
 // avx512Kernel emits one AVX-512F kernel (f32 activations).

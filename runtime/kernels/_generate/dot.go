@@ -114,6 +114,10 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 			}
 		}
 	}
+	runs := s.M == 1 && s.P > 1 // see runsBegin
+	if runs {
+		g.runsBegin(name)
+	}
 	g.f("\tMOVQ CX, BX")
 	g.f("\tANDQ $1, BX")
 	g.f("\tSHRQ $1, CX")
@@ -129,8 +133,16 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.f("\tTESTQ BX, BX")
 	g.f("\tJZ %s_store", name)
 	pair(0)
+	if runs {
+		g.lineOn(s)
+	}
 	g.f("%s_store:", name)
-	g.store(s, 1, func(m, p, _ int) string { return fmt.Sprintf("Z%d", acc(m, p)) }, "R12")
+	accReg := func(m, p, _ int) string { return fmt.Sprintf("Z%d", acc(m, p)) }
+	if runs {
+		g.runsEnd(name, s, true, accReg)
+	} else {
+		g.store(s, 1, accReg, "R12")
+	}
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")

@@ -213,9 +213,9 @@ func (s *seg) direct(fam, j0, n, np, pn, lane int) *float32 {
 
 // runsOf reports whether the kernel of family fam, type t, n rows and np panels goes on over
 // several consecutive panels per stream in one call (the runs argument): the one-row BF16
-// kernels of several panels of the AVX-512F and AVX512_BF16 families.
+// kernels of several panels of the generated families (AVX2, AVX-512F, AVX512_BF16).
 func runsOf(fam int, t DType, n, np int) bool {
-	return (fam == famAVX512 || fam == famDot) && t == BF16 && n == 1 && np > 1
+	return fam < famAMX && t == BF16 && n == 1 && np > 1
 }
 
 // panelsAsm computes the group's local panels [p0, p1) for all n batch rows with the

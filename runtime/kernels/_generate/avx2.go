@@ -118,8 +118,16 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 			g.column2(k, u)
 		}
 	}
-	g.panelLoop(name, d, s, group, func(u int) { g.column2(k, u) })
-	g.store(s, 2, k.acc, "R12")
+	runs := d.name == "BF16" && s.M == 1 && s.P > 1 // see runsBegin
+	if runs {
+		g.runsBegin(name)
+	}
+	g.panelLoop(name, d, s, group, func(u int) { g.column2(k, u) }, runs)
+	if runs {
+		g.runsEnd(name, s, false, 2, "VXORPS", k.acc)
+	} else {
+		g.store(s, 2, k.acc, "R12")
+	}
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")
@@ -133,8 +141,9 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 // F32 and F16: groups of 4 columns, then single columns. BF16: groups of 4 columns (two
 // pairs), then one pair if two columns remain, then the even half of a last pair. Q8_0: cols
 // is a multiple of 32; per 32-column block the 64 bytes of scales, then 8 groups of 4 columns
-// through the column pointers R11 (panels 0..2) and R13 (panels 3..5).
-func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u int)) {
+// through the column pointers R11 (panels 0..2) and R13 (panels 3..5). With runs (a BF16
+// kernel of panel runs: see runsBegin), the weight pointers end past the lone last pair.
+func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u int), runs bool) {
 	switch d.name {
 	case "Q8_0":
 		g.f("\tSHRQ $5, CX")
@@ -176,6 +185,9 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tTESTQ $1, BX")
 		g.f("\tJZ %s_store", name)
 		col(0)
+		if runs {
+			g.lineOn(s)
+		}
 		g.f("%s_store:", name)
 	default:
 		g.f("\tMOVQ CX, BX")

@@ -127,7 +127,7 @@ func (g *gen) onePairRuns(name string, k avx512) {
 	g.column512(k, 0)
 	g.lineOn(s)
 	g.f("%s_store:", name)
-	g.runsEnd(name, s, false, func(m, p, _ int) string { return k.acc(m, p) })
+	g.runsEnd(name, s, false, 1, "VPXORD", func(m, p, _ int) string { return k.acc(m, p) })
 }
 
 // avx512Kernel emits one AVX-512F kernel (f32 activations).
@@ -159,7 +159,7 @@ func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
 		g.f("")
 		return kernelDecl{"avx512", d.name, name, s}
 	}
-	g.panelLoop(name, d, s, group, func(u int) { g.column512(k, u) })
+	g.panelLoop(name, d, s, group, func(u int) { g.column512(k, u) }, false)
 	g.store(s, 1, func(m, p, _ int) string { return k.acc(m, p) }, "R12")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")

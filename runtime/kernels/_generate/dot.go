@@ -139,7 +139,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.f("%s_store:", name)
 	accReg := func(m, p, _ int) string { return fmt.Sprintf("Z%d", acc(m, p)) }
 	if runs {
-		g.runsEnd(name, s, true, accReg)
+		g.runsEnd(name, s, true, 1, "VPXORD", accReg)
 	} else {
 		g.store(s, 1, accReg, "R12")
 	}

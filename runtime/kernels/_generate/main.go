@@ -238,9 +238,11 @@ func (g *gen) lineOn(s shape) {
 // the stores at DI + p*outStride (R10, panels 3-5's x, as the spare register), and unless
 // it was the last run, the step to the next panel: the weights past this one's padding to
 // whole blocks of 16 pairs, DI 64 bytes on, x back to its start, the accumulators zeroed.
-// pairs says whether the column count in R13 counts pairs (the dot kernels) or columns.
-func (g *gen) runsEnd(name string, s shape, pairs bool, acc func(m, p, h int) string) {
-	g.store(s, 1, acc, "R10")
+// pairs says whether the column count in R13 counts pairs (the dot kernels) or columns;
+// halves and acc are those of store, zero the instruction that zeroes an accumulator
+// (VXORPS on AVX2, which has no VPXORD).
+func (g *gen) runsEnd(name string, s shape, pairs bool, halves int, zero string, acc func(m, p, h int) string) {
+	g.store(s, halves, acc, "R10")
 	g.f("\tDECQ R14")
 	g.f("\tJZ %s_done", name)
 	// (-pairs mod 16) lines of padding
@@ -263,8 +265,10 @@ func (g *gen) runsEnd(name string, s shape, pairs bool, acc func(m, p, h int) st
 		g.f("\tADDQ R9, R10")
 	}
 	for p := 0; p < s.P; p++ {
-		r := acc(0, p, 0)
-		g.f("\tVPXORD %s, %s, %s", r, r, r)
+		for h := 0; h < halves; h++ {
+			r := acc(0, p, h)
+			g.f("\t%s %s, %s, %s", zero, r, r, r)
+		}
 	}
 	g.f("\tJMP %s_run", name)
 	g.f("%s_done:", name)

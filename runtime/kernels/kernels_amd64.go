@@ -248,20 +248,16 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 		if n == 1 {
 			xStride = 0 // the one-row kernels of several panels share one x (see rowGroups)
 		}
+		done := 0 // lanes computed
 		if runsOf(fam, m.t, n, np) && lane > 1 {
-			if d := s.direct(fam, 0, 1, np, p0+lane-1, lane); d != nil {
-				// every lane whole: the whole run of lanes in one call
-				own := base + uintptr(p0*pk.panelBytes)
-				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &s.dst[p0*panelRows], own+prefetchAhead, groupBytes, 4*lane*panelRows, 0, lane)
-				if p := p0 + lane*np; p < p1 {
-					own := base + uintptr(p*pk.panelBytes)
-					bad |= callFamily(fam, m.t, 1, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*(p1-p)*panelRows, 1)
-					s.store(out[:], 0, 1, p1-p, p)
-				}
-				return bad
+			// All the lanes in one call when their np*lane panels are whole: each of the
+			// kernel's streams goes on over its lane panels.
+			if d := s.direct(fam, 0, 1, np*lane, p0, 1); d != nil {
+				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, 0, groupBytes, 4*lane*panelRows, 0, lane)
+				done = lane
 			}
 		}
-		for i := 0; i < lane; i++ {
+		for i := done; i < lane; i++ {
 			p := p0 + i
 			own := base + uintptr(p*pk.panelBytes)
 			if d := s.direct(fam, 0, n, np, p, lane); d != nil {

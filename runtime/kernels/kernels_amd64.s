@@ -15,7 +15,7 @@ DATA bf16hi<>+48(SB)/8, $0xffff0000ffff0000
 DATA bf16hi<>+56(SB)/8, $0xffff0000ffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $64
 
-// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -80,7 +80,7 @@ f32M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -163,7 +163,7 @@ f32M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -270,7 +270,7 @@ f32M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -407,7 +407,7 @@ f32M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -568,7 +568,7 @@ f32M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -753,7 +753,7 @@ f32M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -839,7 +839,7 @@ f32M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -957,7 +957,7 @@ f32M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1113,7 +1113,7 @@ f32M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1219,7 +1219,7 @@ f32M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1386,7 +1386,7 @@ f32M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1516,7 +1516,7 @@ f32M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1666,7 +1666,7 @@ f32M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f32M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1836,7 +1836,7 @@ f32M6P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1899,7 +1899,7 @@ f16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -1982,7 +1982,7 @@ f16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -2089,7 +2089,7 @@ f16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -2226,7 +2226,7 @@ f16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -2387,7 +2387,7 @@ f16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -2572,7 +2572,7 @@ f16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -2656,7 +2656,7 @@ f16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -2774,7 +2774,7 @@ f16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -2930,7 +2930,7 @@ f16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -3034,7 +3034,7 @@ f16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -3201,7 +3201,7 @@ f16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -3329,7 +3329,7 @@ f16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -3477,7 +3477,7 @@ f16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func f16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·f16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -3645,7 +3645,7 @@ f16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -3727,7 +3727,7 @@ bf16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -3869,7 +3869,7 @@ bf16M1P2_done:
 	VZEROUPPER
 	RET
 
-// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -4053,7 +4053,7 @@ bf16M1P3_done:
 	VZEROUPPER
 	RET
 
-// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -4289,7 +4289,7 @@ bf16M1P4_done:
 	VZEROUPPER
 	RET
 
-// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -4567,7 +4567,7 @@ bf16M1P5_done:
 	VZEROUPPER
 	RET
 
-// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -4887,7 +4887,7 @@ bf16M1P6_done:
 	VZEROUPPER
 	RET
 
-// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -4996,7 +4996,7 @@ bf16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -5159,7 +5159,7 @@ bf16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -5408,7 +5408,7 @@ bf16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -5543,7 +5543,7 @@ bf16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -5771,7 +5771,7 @@ bf16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -5936,7 +5936,7 @@ bf16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -6127,7 +6127,7 @@ bf16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func bf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·bf16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -6344,7 +6344,7 @@ bf16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -6412,7 +6412,7 @@ q8M1P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -6513,7 +6513,7 @@ q8M1P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -6650,7 +6650,7 @@ q8M1P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -6830,7 +6830,7 @@ q8M1P4_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -7046,7 +7046,7 @@ q8M1P5_loop:
 	VZEROUPPER
 	RET
 
-// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -7298,7 +7298,7 @@ q8M1P6_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -7384,7 +7384,7 @@ q8M2P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -7515,7 +7515,7 @@ q8M2P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -7694,7 +7694,7 @@ q8M2P3_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -7797,7 +7797,7 @@ q8M3P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -7969,7 +7969,7 @@ q8M3P2_loop:
 	VZEROUPPER
 	RET
 
-// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8092,7 +8092,7 @@ q8M4P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8232,7 +8232,7 @@ q8M5P1_loop:
 	VZEROUPPER
 	RET
 
-// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·q8M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8389,7 +8389,7 @@ q8M6P1_loop:
 	VZEROUPPER
 	RET
 
-// func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8442,7 +8442,7 @@ zf32M1P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8501,7 +8501,7 @@ zf32M1P2_store:
 	VZEROUPPER
 	RET
 
-// func zf32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8572,7 +8572,7 @@ zf32M1P3_store:
 	VZEROUPPER
 	RET
 
-// func zf32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8661,7 +8661,7 @@ zf32M1P4_store:
 	VZEROUPPER
 	RET
 
-// func zf32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8762,7 +8762,7 @@ zf32M1P5_store:
 	VZEROUPPER
 	RET
 
-// func zf32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8875,7 +8875,7 @@ zf32M1P6_store:
 	VZEROUPPER
 	RET
 
-// func zf32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -8942,7 +8942,7 @@ zf32M2P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9022,7 +9022,7 @@ zf32M2P2_store:
 	VZEROUPPER
 	RET
 
-// func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9121,7 +9121,7 @@ zf32M2P3_store:
 	VZEROUPPER
 	RET
 
-// func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9247,7 +9247,7 @@ zf32M2P4_store:
 	VZEROUPPER
 	RET
 
-// func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9327,7 +9327,7 @@ zf32M3P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9427,7 +9427,7 @@ zf32M3P2_store:
 	VZEROUPPER
 	RET
 
-// func zf32M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9553,7 +9553,7 @@ zf32M3P3_store:
 	VZEROUPPER
 	RET
 
-// func zf32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9650,7 +9650,7 @@ zf32M4P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9785,7 +9785,7 @@ zf32M4P2_store:
 	VZEROUPPER
 	RET
 
-// func zf32M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -9957,7 +9957,7 @@ zf32M4P3_store:
 	VZEROUPPER
 	RET
 
-// func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -10067,7 +10067,7 @@ zf32M5P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -10222,7 +10222,7 @@ zf32M5P2_store:
 	VZEROUPPER
 	RET
 
-// func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -10345,7 +10345,7 @@ zf32M6P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -10520,7 +10520,7 @@ zf32M6P2_store:
 	VZEROUPPER
 	RET
 
-// func zf32M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -10660,7 +10660,7 @@ zf32M7P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -10859,7 +10859,7 @@ zf32M7P2_store:
 	VZEROUPPER
 	RET
 
-// func zf32M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11012,7 +11012,7 @@ zf32M8P1_store:
 	VZEROUPPER
 	RET
 
-// func zf32M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf32M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf32M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11231,7 +11231,7 @@ zf32M8P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11282,7 +11282,7 @@ zf16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11341,7 +11341,7 @@ zf16M1P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11412,7 +11412,7 @@ zf16M1P3_store:
 	VZEROUPPER
 	RET
 
-// func zf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11501,7 +11501,7 @@ zf16M1P4_store:
 	VZEROUPPER
 	RET
 
-// func zf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11602,7 +11602,7 @@ zf16M1P5_store:
 	VZEROUPPER
 	RET
 
-// func zf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11715,7 +11715,7 @@ zf16M1P6_store:
 	VZEROUPPER
 	RET
 
-// func zf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11780,7 +11780,7 @@ zf16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11860,7 +11860,7 @@ zf16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -11959,7 +11959,7 @@ zf16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12085,7 +12085,7 @@ zf16M2P4_store:
 	VZEROUPPER
 	RET
 
-// func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12163,7 +12163,7 @@ zf16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12263,7 +12263,7 @@ zf16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12389,7 +12389,7 @@ zf16M3P3_store:
 	VZEROUPPER
 	RET
 
-// func zf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12484,7 +12484,7 @@ zf16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12615,7 +12615,7 @@ zf16M4P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12781,7 +12781,7 @@ zf16M4P3_store:
 	VZEROUPPER
 	RET
 
-// func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -12889,7 +12889,7 @@ zf16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -13040,7 +13040,7 @@ zf16M5P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -13161,7 +13161,7 @@ zf16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -13332,7 +13332,7 @@ zf16M6P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -13470,7 +13470,7 @@ zf16M7P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -13665,7 +13665,7 @@ zf16M7P2_store:
 	VZEROUPPER
 	RET
 
-// func zf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -13816,7 +13816,7 @@ zf16M8P1_store:
 	VZEROUPPER
 	RET
 
-// func zf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zf16M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14031,7 +14031,7 @@ zf16M8P2_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14082,7 +14082,7 @@ zbf16M1P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14146,7 +14146,7 @@ zbf16M1P2_done:
 	VZEROUPPER
 	RET
 
-// func zbf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14219,7 +14219,7 @@ zbf16M1P3_done:
 	VZEROUPPER
 	RET
 
-// func zbf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14313,7 +14313,7 @@ zbf16M1P4_done:
 	VZEROUPPER
 	RET
 
-// func zbf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14416,7 +14416,7 @@ zbf16M1P5_done:
 	VZEROUPPER
 	RET
 
-// func zbf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14528,7 +14528,7 @@ zbf16M1P6_done:
 	VZEROUPPER
 	RET
 
-// func zbf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14608,7 +14608,7 @@ zbf16M2P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14713,7 +14713,7 @@ zbf16M2P2_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -14847,7 +14847,7 @@ zbf16M2P3_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -15018,7 +15018,7 @@ zbf16M2P4_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -15115,7 +15115,7 @@ zbf16M3P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -15246,7 +15246,7 @@ zbf16M3P2_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -15415,7 +15415,7 @@ zbf16M3P3_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -15533,7 +15533,7 @@ zbf16M4P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -15701,7 +15701,7 @@ zbf16M4P2_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -15918,7 +15918,7 @@ zbf16M4P3_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -16053,7 +16053,7 @@ zbf16M5P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -16247,7 +16247,7 @@ zbf16M5P2_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -16399,7 +16399,7 @@ zbf16M6P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -16619,7 +16619,7 @@ zbf16M6P2_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -16792,7 +16792,7 @@ zbf16M7P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17042,7 +17042,7 @@ zbf16M7P2_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17232,7 +17232,7 @@ zbf16M8P1_store:
 	VZEROUPPER
 	RET
 
-// func zbf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zbf16M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zbf16M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17508,7 +17508,7 @@ zbf16M8P2_store:
 	VZEROUPPER
 	RET
 
-// func zq8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17558,7 +17558,7 @@ zq8M1P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M1P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17623,7 +17623,7 @@ zq8M1P2_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M1P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17706,7 +17706,7 @@ zq8M1P3_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M1P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17814,7 +17814,7 @@ zq8M1P4_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M1P5(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -17940,7 +17940,7 @@ zq8M1P5_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M1P6(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18084,7 +18084,7 @@ zq8M1P6_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M2P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18146,7 +18146,7 @@ zq8M2P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18229,7 +18229,7 @@ zq8M2P2_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18336,7 +18336,7 @@ zq8M2P3_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18476,7 +18476,7 @@ zq8M2P4_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18549,7 +18549,7 @@ zq8M3P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M3P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18649,7 +18649,7 @@ zq8M3P2_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M3P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18779,7 +18779,7 @@ zq8M3P3_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M4P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18866,7 +18866,7 @@ zq8M4P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M4P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -18991,7 +18991,7 @@ zq8M4P2_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M4P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -19153,7 +19153,7 @@ zq8M4P3_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -19251,7 +19251,7 @@ zq8M5P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -19393,7 +19393,7 @@ zq8M5P2_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -19502,7 +19502,7 @@ zq8M6P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M6P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -19661,7 +19661,7 @@ zq8M6P2_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M7P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -19784,7 +19784,7 @@ zq8M7P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M7P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -19963,7 +19963,7 @@ zq8M7P2_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M8P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20097,7 +20097,7 @@ zq8M8P1_loop:
 	VZEROUPPER
 	RET
 
-// func zq8M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func zq8M8P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·zq8M8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20293,7 +20293,7 @@ zq8M8P2_loop:
 	VZEROUPPER
 	RET
 
-// func dotM1P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM1P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM1P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20333,7 +20333,7 @@ dotM1P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM1P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM1P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM1P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20400,7 +20400,7 @@ dotM1P2_done:
 	VZEROUPPER
 	RET
 
-// func dotM1P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM1P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM1P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20479,7 +20479,7 @@ dotM1P3_done:
 	VZEROUPPER
 	RET
 
-// func dotM1P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM1P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM1P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20582,7 +20582,7 @@ dotM1P4_done:
 	VZEROUPPER
 	RET
 
-// func dotM1P5(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM1P5(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM1P5(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20697,7 +20697,7 @@ dotM1P5_done:
 	VZEROUPPER
 	RET
 
-// func dotM1P6(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM1P6(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM1P6(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20824,7 +20824,7 @@ dotM1P6_done:
 	VZEROUPPER
 	RET
 
-// func dotM2P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM2P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM2P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20874,7 +20874,7 @@ dotM2P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM2P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM2P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM2P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -20933,7 +20933,7 @@ dotM2P2_store:
 	VZEROUPPER
 	RET
 
-// func dotM2P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM2P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM2P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21005,7 +21005,7 @@ dotM2P3_store:
 	VZEROUPPER
 	RET
 
-// func dotM2P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM2P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM2P4(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21097,7 +21097,7 @@ dotM2P4_store:
 	VZEROUPPER
 	RET
 
-// func dotM3P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM3P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM3P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21156,7 +21156,7 @@ dotM3P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM3P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21229,7 +21229,7 @@ dotM3P2_store:
 	VZEROUPPER
 	RET
 
-// func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM3P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21320,7 +21320,7 @@ dotM3P3_store:
 	VZEROUPPER
 	RET
 
-// func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM4P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21391,7 +21391,7 @@ dotM4P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM4P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21488,7 +21488,7 @@ dotM4P2_store:
 	VZEROUPPER
 	RET
 
-// func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM4P3(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21610,7 +21610,7 @@ dotM4P3_store:
 	VZEROUPPER
 	RET
 
-// func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM5P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21690,7 +21690,7 @@ dotM5P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM5P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21801,7 +21801,7 @@ dotM5P2_store:
 	VZEROUPPER
 	RET
 
-// func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM6P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -21890,7 +21890,7 @@ dotM6P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM6P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -22015,7 +22015,7 @@ dotM6P2_store:
 	VZEROUPPER
 	RET
 
-// func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM7P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -22116,7 +22116,7 @@ dotM7P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM7P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -22258,7 +22258,7 @@ dotM7P2_store:
 	VZEROUPPER
 	RET
 
-// func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM8P1(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8
@@ -22368,7 +22368,7 @@ dotM8P1_store:
 	VZEROUPPER
 	RET
 
-// func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)
+// func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 TEXT ·dotM8P2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ panelStride+8(FP), R8

@@ -99,7 +99,7 @@ func (g *gen) column2(k avx2, u int) {
 func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 	k := avx2{d, s}
 	name := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P)
-	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
+	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)", name)
 	g.prologue(name, s, false, false)
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {

@@ -135,7 +135,7 @@ func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
 	k := avx512{d, s}
 	k.check()
 	name := fmt.Sprintf("z%sM%dP%d", d.prefix, s.M, s.P)
-	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
+	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)", name)
 	g.prologue(name, s, multiPrefetch(s), d.name == "BF16" && panelX(s))
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {

@@ -84,7 +84,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	if breg(nb) > 32 {
 		log.Fatalf("dot kernel %v needs %d registers", s, breg(nb))
 	}
-	g.f("// func %s(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep int)", name)
+	g.f("// func %s(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)", name)
 	g.prologue(name, s, multiPrefetch(s), panelX(s))
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {

@@ -168,7 +168,7 @@ func BenchmarkGEMV(b *testing.B) {
 					clock, release := threadClock()
 					defer release()
 					stride := len(mem) / 6 &^ 127
-					kern, read, ratio, kBest, rBest := paired(b, clock, func() { readStreams(&mem[0], stride, stride) }, func() { m.MatVec(dst, x) })
+					kern, read, ratio, kBest, rBest := paired(b, clock, func() { readSix(&mem[0], stride, stride) }, func() { m.MatVec(dst, x) })
 					b.ReportMetric(rBest.Seconds()/kBest.Seconds(), "best-ratio-to-read")
 					b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
 					b.ReportMetric(float64(len(mem))/read.Seconds()/1e9, "read-GB/s")
@@ -219,7 +219,7 @@ func halvesRead(mem []byte, threads int) {
 	onThreads(threads, func(k int) {
 		part := mem[len(mem)*k/threads : len(mem)*(k+1)/threads]
 		stride := len(part) / 6 &^ 127
-		readStreams(&part[0], stride, stride)
+		readSix(&part[0], stride, stride)
 	})
 }
 
@@ -449,7 +449,7 @@ func BenchmarkSmallMatrices(b *testing.B) {
 					for _, m := range ms {
 						mem := m.pk.mem
 						stride := len(mem) / 6 &^ 127
-						readStreams(&mem[0], stride, stride)
+						readSix(&mem[0], stride, stride)
 						if rest := (len(mem) - 6*stride) &^ 127; rest > 0 {
 							readBytes(&mem[6*stride], rest)
 						}

@@ -118,6 +118,53 @@ func roundBulk(d []uint32, row []float32) int {
 	return n * 16
 }
 
+// streamPrefetch is whether the one-row BF16 kernels of several panels of the AVX2 and
+// AVX-512F families prefetch each of their streams ahead in software (their pf argument; see
+// streamLoop in the generator): on Intel CPUs, where the core alone keeps too few lines in
+// flight (a 6-stream one-row product of 480 MB streamed at 0.82-0.91 of a six-stream read
+// without the prefetches and 0.98-1.1 with them on an Emerald Rapids Xeon), and not on
+// AMD's, where the prefetches cost more than they bring (0.73-0.79 against 0.87-0.92 on a
+// Zen 5). docs/kernels.md, "Stream prefetch". A variable so that tests run both loops.
+var streamPrefetch = cpuIntel
+
+// cpuIntel is whether the CPU is Intel's.
+var cpuIntel = isIntel()
+
+// readSix reads six streams of n bytes (n a multiple of 64) at p, p+stride, ..., p+5*stride
+// with the strongest read this package has for the CPU, the limit the benchmarks compare
+// with: ZMM loads on AVX-512 machines, prefetching ahead on Intel's (on an Emerald Rapids Xeon
+// 4-9 % and 5-13 % faster than readStreams' YMM loads), else readStreams.
+func readSix(p *byte, stride, n int) uint64 {
+	if cpuAVX512 {
+		pf := 0
+		if cpuIntel {
+			pf = 1
+		}
+		return readStreams512(p, stride, n, pf)
+	}
+	return readStreams(p, stride, n)
+}
+
+// isIntel reports whether CPUID names Intel as the vendor.
+func isIntel() bool {
+	b, c, d := cpuVendor()
+	return b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e // "Genu" "ineI" "ntel"
+}
+
+// rowPF returns the pf argument of a call of family fam on n batch rows and np panels, the
+// first at address own: for the kernels of panel runs (see runsOf) whether to prefetch each
+// stream (streamPrefetch), for the others where to prefetch their own panel ahead (ignored
+// by the kernels that leave prefetching to the hardware).
+func rowPF(fam int, t DType, n, np int, own uintptr) uintptr {
+	if runsOf(fam, t, n, np) {
+		if streamPrefetch && fam <= famAVX512 {
+			return 1
+		}
+		return 0
+	}
+	return own + prefetchAhead
+}
+
 // cpuPaths lists the paths this build and CPU can run, slowest first.
 func cpuPaths() []path { return availablePaths }
 
@@ -253,27 +300,27 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 			// All the lanes in one call when their np*lane panels are whole: each of the
 			// kernel's streams goes on over its lane panels.
 			if d := s.direct(fam, 0, 1, np*lane, p0, 1); d != nil {
-				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, 0, groupBytes, 4*lane*panelRows, 0, lane)
+				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, rowPF(fam, m.t, 1, np, 0), groupBytes, 4*lane*panelRows, 0, lane)
 				done = lane
 			}
 		}
 		for i := done; i < lane; i++ {
 			p := p0 + i
-			own := base + uintptr(p*pk.panelBytes)
+			pf := rowPF(fam, m.t, n, np, base+uintptr(p*pk.panelBytes))
 			if d := s.direct(fam, 0, n, np, p, lane); d != nil {
-				bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*lane*panelRows, 4*s.dRow, 1)
+				bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, pf, groupBytes, 4*lane*panelRows, 4*s.dRow, 1)
 				continue
 			}
-			bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*np*panelRows, 1)
+			bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, &out[0], pf, groupBytes, 4*panelRows, 4*np*panelRows, 1)
 			s.storeLanes(out[:], 0, n, np, p, lane)
 		}
 		if p := p0 + lane*np; p < p1 {
-			own := base + uintptr(p*pk.panelBytes)
+			pf := rowPF(fam, m.t, n, p1-p, base+uintptr(p*pk.panelBytes))
 			if d := s.direct(fam, 0, n, p1-p, p, 1); d != nil {
-				bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, d, own+prefetchAhead, groupBytes, 4*panelRows, 4*s.dRow, 1)
+				bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, d, pf, groupBytes, 4*panelRows, 4*s.dRow, 1)
 				return bad
 			}
-			bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 4*(p1-p)*panelRows, 1)
+			bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, &out[0], pf, groupBytes, 4*panelRows, 4*(p1-p)*panelRows, 1)
 			s.store(out[:], 0, n, p1-p, p)
 		}
 		return bad
@@ -410,16 +457,16 @@ func (m *Mat) rowGroups(c *geo, g0, g1 int) bool {
 		for i := 0; i < lg*gp; i++ {
 			gi, pi := i/gp, i%gp
 			p := (g+gi)*gp + pi
-			own := base + uintptr(p*pb)
+			pf := rowPF(fam, m.t, 1, np, base+uintptr(p*pb))
 			r0 := pi * panelRows
 			nr := min(panelRows, pk.groupRows-r0)
 			if d0 := (g+gi)*c.dGroup + r0; nr == panelRows && fam < famAMX {
 				// whole panels, stored straight into dst (see seg.direct)
 				_ = c.dst[d0+(np-1)*lg*c.dGroup+panelRows-1]
-				bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &c.dst[d0], own+prefetchAhead, groupBytes, 4*lg*c.dGroup, 0, 1)
+				bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &c.dst[d0], pf, groupBytes, 4*lg*c.dGroup, 0, 1)
 				continue
 			}
-			bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &out[0], own+prefetchAhead, groupBytes, 4*panelRows, 0, 1)
+			bad |= callFamily(fam, m.t, 1, np, &pk.mem[p*pb], lg*gp*pb, unsafe.Add(x, (g-g0+gi)*xg), xs, cols, &out[0], pf, groupBytes, 4*panelRows, 0, 1)
 			for k := 0; k < np; k++ {
 				d := (g+gi+k*lg)*c.dGroup + r0
 				copy(c.dst[d:d+nr], out[k*panelRows:k*panelRows+nr])

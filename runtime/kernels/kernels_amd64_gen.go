@@ -545,6 +545,12 @@ func readBytes(p *byte, n int) uint64
 //go:noescape
 func readStreams(p *byte, stride int, n int) uint64
 
+// readStreams512 is readStreams with ZMM loads (needs AVX-512F), each stream prefetched
+// 512 bytes ahead when pf is not zero.
+//
+//go:noescape
+func readStreams512(p *byte, stride int, n int, pf int) uint64
+
 // fmaLoop runs n iterations of 12 independent 8-wide FMAs (192 flops each): the
 // arithmetic peak of the AVX2 path.
 func fmaLoop(n int)
@@ -557,6 +563,10 @@ func fmaLoop512(n int)
 // multiply-adds, 1024 flops each): the arithmetic peak of the AVX512_BF16 path (needs
 // AVX512_BF16).
 func dotLoop(n int)
+
+// cpuVendor returns CPUID leaf 0's vendor words: EBX, EDX, ECX spell the vendor
+// ("GenuineIntel", "AuthenticAMD").
+func cpuVendor() (ebx, ecx, edx uint32)
 
 // dpbf16 runs one VDPBF16PS on 16 lanes: acc[j] += the products of the bf16 pairs a[j]
 // and b[j] (a test hook that probes the instruction itself; needs AVX512_BF16).

@@ -240,3 +240,26 @@ func TestRoundBulk(t *testing.T) {
 		}
 	}
 }
+
+// TestReadStreams512 checks the ZMM read of readSix, with and without its prefetches,
+// against readStreams' sums (the benchmarks' limit must read every byte it claims to).
+func TestReadStreams512(t *testing.T) {
+	if !cpuAVX512 {
+		t.Log("kernels: readStreams512 NOT TESTED: this CPU lacks AVX-512F")
+		return
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, lines := range []int{0, 1, 3, 17, 200} {
+		stride := lines*64 + 128
+		b := make([]byte, 6*stride)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		want := readStreams(&b[0], stride, lines*64)
+		for _, pf := range []int{0, 1} {
+			if got := readStreams512(&b[0], stride, lines*64, pf); got != want {
+				t.Fatalf("%d lines, pf %d: sum %x, want %x", lines, pf, got, want)
+			}
+		}
+	}
+}

@@ -14,6 +14,13 @@ const cpuDot = false
 // cpuPaths lists the paths of this build: the portable code only.
 func cpuPaths() []path { return []path{pathPortable} }
 
+// streamPrefetch is the assembly kernels' software prefetch switch; without them it does
+// nothing (the tests set it either way on every build).
+var streamPrefetch = false
+
+// readSix is readStreams (the portable read) without the assembly kernels.
+func readSix(p *byte, stride, n int) uint64 { return readStreams(p, stride, n) }
+
 // The assembly paths are never selected without assembly.
 func (m *Mat) panelsAVX2(s *seg, n, p0, p1 int) { m.panelsGeneric(s, n, p0, p1) }
 func (m *Mat) panels512(s *seg, n, p0, p1 int)  { m.panelsGeneric(s, n, p0, p1) }

@@ -459,21 +459,24 @@ func TestParseCacheSize(t *testing.T) {
 // fails unless each gives the bits of want (the portable result); what names the case.
 func pathsMatch(t *testing.T, m *Mat, prec Precision, x []float32, n int, want []float32, what string) {
 	t.Helper()
-	defer func(b int) { minStreamBytes = b }(minStreamBytes)
+	defer func(b int, pf bool) { minStreamBytes, streamPrefetch = b, pf }(minStreamBytes, streamPrefetch)
 	for _, b := range []int{minStreamBytes, 0} { // short streams at test sizes, then the widest kernels
 		minStreamBytes = b
-		allPaths(func(name string, p Precision) {
-			if p != prec {
-				return
-			}
-			got := make([]float32, len(want))
-			m.MatMul(got, x, n)
-			for o := range got {
-				if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
-					t.Fatalf("%s %s (%d bytes per stream at least): out %d = %v, portable %v", what, name, b, o, got[o], want[o])
+		for _, pf := range []bool{false, true} { // both loops of the stream kernels
+			streamPrefetch = pf
+			allPaths(func(name string, p Precision) {
+				if p != prec {
+					return
 				}
-			}
-		})
+				got := make([]float32, len(want))
+				m.MatMul(got, x, n)
+				for o := range got {
+					if math.Float32bits(got[o]) != math.Float32bits(want[o]) {
+						t.Fatalf("%s %s (%d bytes per stream at least, stream prefetch %v): out %d = %v, portable %v", what, name, b, pf, o, got[o], want[o])
+					}
+				}
+			})
+		}
 	}
 }
 

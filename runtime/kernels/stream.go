@@ -12,7 +12,7 @@ func StreamRead(b []byte) uint64 {
 	var s uint64
 	if stride > 0 {
 		if curPath != pathPortable {
-			s = readStreams(&b[0], stride, stride)
+			s = readSix(&b[0], stride, stride)
 		} else {
 			for i := 0; i < 6; i++ {
 				s += sumWords(b[i*stride : (i+1)*stride])

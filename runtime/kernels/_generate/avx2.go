@@ -170,11 +170,18 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tANDQ $3, BX")
 		g.f("\tSHRQ $2, CX")
 		g.f("\tJZ %s_tail", name)
-		g.f("%s_loop:", name)
-		group()
-		g.advance(s, "SI", "R12", 128, 16, false)
-		g.f("\tDECQ CX")
-		g.f("\tJNZ %s_loop", name)
+		iteration := func() {
+			group()
+			g.advance(s, "SI", "R12", 128, 16, false)
+		}
+		if runs {
+			g.streamLoop(name, s, 128, iteration)
+		} else {
+			g.f("%s_loop:", name)
+			iteration()
+			g.f("\tDECQ CX")
+			g.f("\tJNZ %s_loop", name)
+		}
 		g.f("%s_tail:", name)
 		g.f("\tTESTQ $2, BX")
 		g.f("\tJZ %s_one", name)

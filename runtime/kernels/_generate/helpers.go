@@ -52,6 +52,51 @@ func (g *gen) helpers() {
 	}
 	g.hsumQ("ret+24(FP)")
 
+	// The same read with ZMM loads, one per line, prefetching each stream streamAhead bytes
+	// ahead when pf is not zero: the strongest read of an AVX-512 machine (see readSix).
+	g.f("// func readStreams512(p *byte, stride int, n int, pf int) uint64")
+	g.f("TEXT ·readStreams512(SB), NOSPLIT, $0-40")
+	g.f("\tMOVQ p+0(FP), SI")
+	g.f("\tMOVQ stride+8(FP), R8")
+	g.f("\tMOVQ n+16(FP), CX")
+	g.f("\tLEAQ (SI)(R8*2), R9")
+	g.f("\tADDQ R8, R9")
+	g.f("\tSHRQ $6, CX")
+	for i := 0; i < 6; i++ {
+		g.f("\tVPXORQ Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ readStreams512_done")
+	g.f("\tCMPQ pf+24(FP), $0")
+	g.f("\tJNE readStreams512_loopf")
+	for _, pf := range []bool{false, true} {
+		label := "readStreams512_loop"
+		if pf {
+			label += "f"
+		}
+		g.f("%s:", label)
+		for i := 0; i < 6 && pf; i++ {
+			g.f("\tPREFETCHT0 %s", mem("SI", "R9", i, streamAhead))
+		}
+		for i := 0; i < 6; i++ {
+			g.f("\tVPADDQ %s, Z%d, Z%d", mem("SI", "R9", i, 0), i, i)
+		}
+		g.f("\tADDQ $64, SI")
+		g.f("\tADDQ $64, R9")
+		g.f("\tDECQ CX")
+		g.f("\tJNZ %s", label)
+		if !pf {
+			g.f("\tJMP readStreams512_done")
+		}
+	}
+	g.f("readStreams512_done:")
+	for i := 1; i < 6; i++ {
+		g.f("\tVPADDQ Z%d, Z0, Z0", i)
+	}
+	g.f("\tVEXTRACTI64X4 $1, Z0, Y1")
+	g.f("\tVPADDQ Y1, Y0, Y0")
+	g.hsumQ("ret+32(FP)")
+
 	g.f("// func fmaLoop(n int)")
 	g.f("TEXT ·fmaLoop(SB), NOSPLIT, $0-8")
 	g.f("\tMOVQ n+0(FP), CX")
@@ -87,6 +132,17 @@ func (g *gen) helpers() {
 			g.vdpbf16ps(i, 16, 17)
 		}
 	})
+
+	g.f("// func cpuVendor() (ebx, ecx, edx uint32)")
+	g.f("TEXT ·cpuVendor(SB), NOSPLIT, $0-12")
+	g.f("\tXORL AX, AX")
+	g.f("\tXORL CX, CX")
+	g.f("\tCPUID")
+	g.f("\tMOVL BX, ebx+0(FP)")
+	g.f("\tMOVL CX, ecx+4(FP)")
+	g.f("\tMOVL DX, edx+8(FP)")
+	g.f("\tRET")
+	g.f("")
 
 	g.f("// func dpbf16(acc *float32, a, b *uint32)")
 	g.f("TEXT ·dpbf16(SB), NOSPLIT, $0-24")
@@ -143,6 +199,11 @@ func (g *gen) helperDecls() {
 	g.f("//")
 	g.f("//go:noescape")
 	g.f("func readStreams(p *byte, stride int, n int) uint64\n")
+	g.f("// readStreams512 is readStreams with ZMM loads (needs AVX-512F), each stream prefetched")
+	g.f("// %d bytes ahead when pf is not zero.", streamAhead)
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func readStreams512(p *byte, stride int, n int, pf int) uint64\n")
 	g.f("// fmaLoop runs n iterations of 12 independent 8-wide FMAs (192 flops each): the")
 	g.f("// arithmetic peak of the AVX2 path.")
 	g.f("func fmaLoop(n int)\n")
@@ -153,6 +214,9 @@ func (g *gen) helperDecls() {
 	g.f("// multiply-adds, 1024 flops each): the arithmetic peak of the AVX512_BF16 path (needs")
 	g.f("// AVX512_BF16).")
 	g.f("func dotLoop(n int)\n")
+	g.f("// cpuVendor returns CPUID leaf 0's vendor words: EBX, EDX, ECX spell the vendor")
+	g.f("// (\"GenuineIntel\", \"AuthenticAMD\").")
+	g.f("func cpuVendor() (ebx, ecx, edx uint32)\n")
 	g.f("// dpbf16 runs one VDPBF16PS on 16 lanes: acc[j] += the products of the bf16 pairs a[j]")
 	g.f("// and b[j] (a test hook that probes the instruction itself; needs AVX512_BF16).")
 	g.f("//")

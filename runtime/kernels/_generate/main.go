@@ -226,6 +226,38 @@ func (g *gen) runsBegin(name string) {
 	g.f("\tMOVQ R13, CX")
 }
 
+// streamAhead is how far ahead of its reads each stream of a one-row kernel of several
+// panels prefetches when its pf argument is not zero (see streamLoop).
+const streamAhead = 512
+
+// streamLoop emits the column loop of a one-row kernel of several panels twice, body() being
+// one iteration (which reads bytes bytes of each panel and advances the pointers and CX):
+// plain under name_loop, and under name_loopf with a software prefetch of every panel's
+// stream streamAhead bytes ahead (one per 64 bytes read), which it takes when the pf argument
+// is not zero. The caller has set CX to the iteration count (not zero) and emits name_tail
+// right after. On an Intel Xeon (Emerald Rapids) the prefetching loop streams BF16 weights
+// at 0.98-1.1 of a six-stream read and the plain one at 0.82-0.91, while on a Zen 5 the
+// prefetches cost more than they bring (docs/kernels.md, "Stream prefetch"); the Go side
+// chooses by CPU (streamPrefetch).
+func (g *gen) streamLoop(name string, s shape, bytes int, body func()) {
+	g.f("\tCMPQ pf+48(FP), $0")
+	g.f("\tJNE %s_loopf", name)
+	g.f("%s_loop:", name)
+	body()
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_loop", name)
+	g.f("\tJMP %s_tail", name)
+	g.f("%s_loopf:", name)
+	for p := 0; p < s.P; p++ {
+		for off := 0; off < bytes; off += 64 {
+			g.f("\tPREFETCHT0 %s", mem("SI", "R12", p, streamAhead+off))
+		}
+	}
+	body()
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_loopf", name)
+}
+
 // lineOn advances the weight pointers one 64-byte line (past a lone last pair).
 func (g *gen) lineOn(s shape) {
 	g.f("\tADDQ $64, SI")

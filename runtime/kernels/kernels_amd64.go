@@ -152,12 +152,13 @@ func isIntel() bool {
 }
 
 // rowPF returns the pf argument of a call of family fam on n batch rows and np panels, the
-// first at address own: for the kernels of panel runs (see runsOf) whether to prefetch each
-// stream (streamPrefetch), for the others where to prefetch their own panel ahead (ignored
-// by the kernels that leave prefetching to the hardware).
+// first at address own: for the one-row kernels of several panels of the AVX2 and AVX-512F
+// families but Q8_0's (streamKernel in the generator) whether to prefetch each stream
+// (streamPrefetch), for the others where to prefetch their own panel ahead (ignored by the
+// kernels that leave prefetching to the hardware).
 func rowPF(fam int, t DType, n, np int, own uintptr) uintptr {
-	if runsOf(fam, t, n, np) {
-		if streamPrefetch && fam <= famAVX512 {
+	if fam <= famAVX512 && n == 1 && np > 1 && t != Q8_0 {
+		if streamPrefetch {
 			return 1
 		}
 		return 0
@@ -300,7 +301,7 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 			// All the lanes in one call when their np*lane panels are whole: each of the
 			// kernel's streams goes on over its lane panels.
 			if d := s.direct(fam, 0, 1, np*lane, p0, 1); d != nil {
-				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, rowPF(fam, m.t, 1, np, 0), groupBytes, 4*lane*panelRows, 0, lane)
+				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, rowPF(fam, m.t, 1, np, base+uintptr(p0*pk.panelBytes)), groupBytes, 4*lane*panelRows, 0, lane)
 				done = lane
 			}
 		}

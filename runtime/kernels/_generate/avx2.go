@@ -174,7 +174,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 			group()
 			g.advance(s, "SI", "R12", 128, 16, false)
 		}
-		if runs {
+		if streamKernel(d, s) {
 			g.streamLoop(name, s, 128, iteration)
 		} else {
 			g.f("%s_loop:", name)
@@ -201,11 +201,18 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tANDQ $%d, BX", unroll-1)
 		g.f("\tSHRQ $2, CX")
 		g.f("\tJZ %s_tail", name)
-		g.f("%s_loop:", name)
-		group()
-		g.advance(s, "SI", "R12", unroll*d.step, 4*unroll, false)
-		g.f("\tDECQ CX")
-		g.f("\tJNZ %s_loop", name)
+		iteration := func() {
+			group()
+			g.advance(s, "SI", "R12", unroll*d.step, 4*unroll, false)
+		}
+		if streamKernel(d, s) {
+			g.streamLoop(name, s, unroll*d.step, iteration)
+		} else {
+			g.f("%s_loop:", name)
+			iteration()
+			g.f("\tDECQ CX")
+			g.f("\tJNZ %s_loop", name)
+		}
 		g.f("%s_tail:", name)
 		g.f("\tTESTQ BX, BX")
 		g.f("\tJZ %s_store", name)

@@ -230,6 +230,11 @@ func (g *gen) runsBegin(name string) {
 // panels prefetches when its pf argument is not zero (see streamLoop).
 const streamAhead = 512
 
+// streamKernel reports whether the AVX2 or AVX-512F kernel of type d and shape s has the
+// prefetching loop of streamLoop: the one-row kernels of several panels, but Q8_0's (bound
+// by the core: docs/kernels.md, "Known limits").
+func streamKernel(d dtype, s shape) bool { return s.M == 1 && s.P > 1 && d.name != "Q8_0" }
+
 // streamLoop emits the column loop of a one-row kernel of several panels twice, body() being
 // one iteration (which reads bytes bytes of each panel and advances the pointers and CX):
 // plain under name_loop, and under name_loopf with a software prefetch of every panel's

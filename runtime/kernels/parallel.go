@@ -7,13 +7,19 @@ import (
 	"time"
 )
 
-// minPartWork is the least number of multiply-adds worth handing to another goroutine: 256 Ki
-// (512 KB of BF16 weights for one row, ~15 µs of streaming) against the microsecond a polling
-// worker takes to join. At 1 Mi the attention projections of a hidden-1024 model (0.6-0.8 Mi
-// each) ran on one goroutine, and two-thread decode read the weights at 0.72-0.78 of a
-// two-thread read on the dense `small` target and 0.82-0.83 on the demo target; at 256 Ki
-// 0.83-0.88 and 0.87-0.91 (three alternated runs on a Zen 5, docs/benchmarks.md).
-var minPartWork = 1 << 18 // a variable so that tests can force splitting
+// minPartWork is the least number of multiply-adds worth handing to another goroutine: 128 Ki
+// (256 KB of BF16 weights for one row, ~15 µs of streaming at one core's rate) against the
+// microsecond a polling worker takes to join. At 1 Mi the attention projections of a
+// hidden-1024 model (0.6-0.8 Mi each) ran on one goroutine, and two-thread decode read the
+// weights at 0.72-0.78 of a two-thread read on the dense `small` target and 0.82-0.83 on the
+// demo target; at 256 Ki 0.83-0.88 and 0.87-0.91 (three alternated runs on a Zen 5). At 128
+// Ki MLA's per-head k_b of those models splits too, and so does each routed expert's
+// gate-up product inside its task, which lets a goroutine that has run out of tasks help the
+// one still in its last: on an Intel Xeon (Emerald Rapids) the `small` MoE target's two-thread
+// decode went from 0.65-0.69 to 0.69-0.77 of the read and the dense one's from 0.77-0.80 to
+// 0.80-0.82, the demo target's unchanged (0.81-0.85; three alternated runs each, 64 Ki and
+// 32 Ki no better; docs/benchmarks.md).
+var minPartWork = 1 << 17 // a variable so that tests can force splitting
 
 // parallelism is the number of goroutines a call may use (0: GOMAXPROCS).
 var parallelism atomic.Int64

@@ -17,7 +17,7 @@ import (
 // gate-up product inside its task, which lets a goroutine that has run out of tasks help the
 // one still in its last: on an Intel Xeon (Emerald Rapids) the `small` MoE target's two-thread
 // decode went from 0.65-0.69 to 0.69-0.77 of the read and the dense one's from 0.77-0.80 to
-// 0.80-0.82, the demo target's unchanged (0.81-0.85; three alternated runs each, 64 Ki and
+// 0.80-0.83, the demo target's unchanged (0.81-0.85; three alternated runs each, 64 Ki and
 // 32 Ki no better; docs/benchmarks.md).
 var minPartWork = 1 << 17 // a variable so that tests can force splitting
 

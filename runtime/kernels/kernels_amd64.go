@@ -157,7 +157,7 @@ func isIntel() bool {
 // (streamPrefetch), for the others where to prefetch their own panel ahead (ignored by the
 // kernels that leave prefetching to the hardware).
 func rowPF(fam int, t DType, n, np int, own uintptr) uintptr {
-	if fam <= famAVX512 && n == 1 && np > 1 && t != Q8_0 {
+	if (fam <= famAVX512 || fam == famAVX2X) && n == 1 && np > 1 && t != Q8_0 {
 		if streamPrefetch {
 			return 1
 		}
@@ -203,6 +203,7 @@ const (
 	famAVX2 = iota
 	famAVX512
 	famDot
+	famAVX2X // one row of BF16 on AVX2 with per-panel inputs (bf16M1P*x, rowGroups)
 	famAMX
 	famAMXRow // one row of the AMX contract on AVX-512 FMAs (amxRowP*)
 )
@@ -232,6 +233,12 @@ func callFamily(fam int, t DType, mr, np int, w *byte, ps int, x unsafe.Pointer,
 		callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow, runs)
 	case famAVX512:
 		callAVX512(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow, runs)
+	case famAVX2X:
+		if np == 1 { // one panel, one x: the plain kernel
+			callAVX2(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow, runs)
+		} else {
+			callAVX2X(t, mr, np, w, ps, (*float32)(x), xs, cols, out, pf, step, ostride, orow, runs)
+		}
 	case famAMX:
 		callAMX(&amxConfigs[mr][np][0], np, w, ps, (*uint32)(x), xs, cols, out)
 	case famAMXRow:
@@ -441,6 +448,8 @@ func (m *Mat) rowGroups(c *geo, g0, g1 int) bool {
 		fam, x, xg, cols = famDot, unsafe.Pointer(&c.xb[g0*c.xbGroup*c.xbRow]), 4*c.xbGroup*c.xbRow, (m.cols+1)/2
 	case prec == F32Activations && curPath == pathAVX512:
 		fam, x, xg, cols = famAVX512, unsafe.Pointer(&c.x[g0*c.xGroup]), 4*c.xGroup, m.cols
+	case prec == F32Activations && curPath == pathAVX2:
+		fam, x, xg, cols = famAVX2X, unsafe.Pointer(&c.x[g0*c.xGroup]), 4*c.xGroup, m.cols
 	default:
 		return false
 	}

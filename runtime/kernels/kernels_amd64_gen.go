@@ -173,6 +173,21 @@ func q8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *fl
 func q8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
+func bf16M1P2x(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func bf16M1P3x(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func bf16M1P4x(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func bf16M1P5x(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func bf16M1P6x(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
 func zf32M1P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
@@ -967,6 +982,37 @@ func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride
 		}
 	}
 	panic("kernels: no avx2 kernel for this shape")
+}
+
+// callAVX2X runs the AVX2+FMA one-row BF16 kernel with per-panel inputs (panel p's x at x + p*xStride) for type t, M = mr batch rows and P = np panels.
+//
+// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
+// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
+// The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
+// The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
+// on over runs consecutive panels in each stream (see runsBegin; the others take 1).
+func callAVX2X(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int) {
+	switch t {
+	case BF16:
+		switch np*16 + mr {
+		case 33:
+			bf16M1P2x(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 49:
+			bf16M1P3x(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 65:
+			bf16M1P4x(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 81:
+			bf16M1P5x(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 97:
+			bf16M1P6x(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		}
+	}
+	panic("kernels: no avx2x kernel for this shape")
 }
 
 // callAVX512 runs the AVX-512F kernel for type t, M = mr batch rows and P = np panels.

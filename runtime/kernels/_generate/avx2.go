@@ -8,10 +8,13 @@ import "fmt"
 // at best) hide the FMA latency. The package's Go code gets the same table.
 var maxPanelsAVX2 = []int{0, 6, 3, 2, 1, 1, 1}
 
-// avx2 holds the register allocation of one AVX2 kernel.
+// avx2 holds the register allocation of one AVX2 kernel; px marks the one-row kernels of
+// several panels that read each panel's own x (panel p's at x + p*xStride: see panelX), the
+// family "avx2x" that streams several groups of a Group at once (rowGroups).
 type avx2 struct {
-	d dtype
-	s shape
+	d  dtype
+	s  shape
+	px bool
 }
 
 func (k avx2) acc(m, p, h int) string { return fmt.Sprintf("Y%d", (m*k.s.P+p)*2+h) }
@@ -32,7 +35,7 @@ func (k avx2) fixed() int {
 // nb returns the number of broadcast registers: one per batch row when they fit (each
 // broadcast then serves every panel), else one reloaded for each panel.
 func (k avx2) nb() int {
-	if k.fixed()+k.s.M <= 16 {
+	if k.fixed()+k.s.M <= 16 && !k.px {
 		return k.s.M
 	}
 	return 1
@@ -77,7 +80,7 @@ func (g *gen) loadW2(k avx2, p, u int) {
 // column2 emits the work of one column u: per panel the weights, then per batch row two
 // FMAs (rows 0..7 and 8..15 of the panel).
 func (g *gen) column2(k avx2, u int) {
-	shared := k.nb() == k.s.M
+	shared := k.nb() == k.s.M && !k.px
 	if shared {
 		for m := 0; m < k.s.M; m++ {
 			g.f("\tVBROADCASTSS %s, %s", xat(m, 4*u), k.breg(m))
@@ -86,7 +89,10 @@ func (g *gen) column2(k avx2, u int) {
 	for p := 0; p < k.s.P; p++ {
 		g.loadW2(k, p, u)
 		for m := 0; m < k.s.M; m++ {
-			if !shared {
+			switch {
+			case k.px:
+				g.f("\tVBROADCASTSS %s, %s", xat(p, 4*u), k.breg(m)) // panel p's own x
+			case !shared:
 				g.f("\tVBROADCASTSS %s, %s", xat(m, 4*u), k.breg(m))
 			}
 			g.f("\tVFMADD231PS %s, %s, %s", k.breg(m), k.wreg(0), k.acc(m, p, 0))
@@ -95,12 +101,16 @@ func (g *gen) column2(k avx2, u int) {
 	}
 }
 
-// avx2Kernel emits one AVX2+FMA kernel.
-func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
-	k := avx2{d, s}
-	name := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P)
+// avx2Kernel emits one AVX2+FMA kernel; px (BF16, one row, several panels only) the
+// variant with per-panel inputs, named with an x suffix, of family "avx2x".
+func (g *gen) avx2Kernel(d dtype, s shape, px bool) kernelDecl {
+	k := avx2{d, s, px}
+	name, family := fmt.Sprintf("%sM%dP%d", d.prefix, s.M, s.P), "avx2"
+	if px {
+		name, family = name+"x", "avx2x"
+	}
 	g.f("// func %s(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)", name)
-	g.prologue(name, s, false, false)
+	g.prologue(name, s, false, px)
 	for m := 0; m < s.M; m++ {
 		for p := 0; p < s.P; p++ {
 			for h := 0; h < 2; h++ {
@@ -122,7 +132,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 	if runs {
 		g.runsBegin(name)
 	}
-	g.panelLoop(name, d, s, group, func(u int) { g.column2(k, u) }, runs)
+	g.panelLoop(name, d, s, group, func(u int) { g.column2(k, u) }, runs, px)
 	if runs {
 		g.runsEnd(name, s, false, 2, "VXORPS", k.acc)
 	} else {
@@ -131,7 +141,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")
-	return kernelDecl{"avx2", d.name, name, s}
+	return kernelDecl{family, d.name, name, s}
 }
 
 // panelLoop emits the column loop shared by the AVX2 and AVX-512 f32 kernels: group() emits
@@ -143,7 +153,7 @@ func (g *gen) avx2Kernel(d dtype, s shape) kernelDecl {
 // is a multiple of 32; per 32-column block the 64 bytes of scales, then 8 groups of 4 columns
 // through the column pointers R11 (panels 0..2) and R13 (panels 3..5). With runs (a BF16
 // kernel of panel runs: see runsBegin), the weight pointers end past the lone last pair.
-func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u int), runs bool) {
+func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u int), runs, px bool) {
 	switch d.name {
 	case "Q8_0":
 		g.f("\tSHRQ $5, CX")
@@ -172,7 +182,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tJZ %s_tail", name)
 		iteration := func() {
 			group()
-			g.advance(s, "SI", "R12", 128, 16, false)
+			g.advance(s, "SI", "R12", 128, 16, px)
 		}
 		if streamKernel(d, s) {
 			g.streamLoop(name, s, 128, iteration)
@@ -187,7 +197,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		g.f("\tJZ %s_one", name)
 		col(0)
 		col(1)
-		g.advance(s, "SI", "R12", 64, 8, false)
+		g.advance(s, "SI", "R12", 64, 8, px)
 		g.f("%s_one:", name)
 		g.f("\tTESTQ $1, BX")
 		g.f("\tJZ %s_store", name)

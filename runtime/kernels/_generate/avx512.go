@@ -158,7 +158,7 @@ func (g *gen) avx512Kernel(d dtype, s shape) kernelDecl {
 		g.f("")
 		return kernelDecl{"avx512", d.name, name, s}
 	}
-	g.panelLoop(name, d, s, group, func(u int) { g.column512(k, u) }, false)
+	g.panelLoop(name, d, s, group, func(u int) { g.column512(k, u) }, false, false)
 	g.store(s, 1, func(m, p, _ int) string { return k.acc(m, p) }, "R12")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")

@@ -146,7 +146,7 @@ func (g *gen) prefetch(bytes int, s shape, pfMulti bool) {
 // kernel of several panels reads panel p's x at x + p*xStride (xStride 0: one x for all),
 // so that one call streams the panels of several groups of a Group, each group with its own
 // input (the per-head matrices of MLA). Only the BF16 kernels of the AVX-512 families
-// (avx512, dot, amxRow) do; the others ignore xStride when M is 1.
+// (avx512, dot, amxRow) and the AVX2 family avx2x do; the others ignore xStride when M is 1.
 func panelX(s shape) bool { return s.M == 1 && s.P > 1 }
 
 // multiPrefetch reports whether a multi-panel AVX-512 or dot kernel of shape s prefetches
@@ -313,7 +313,7 @@ func (g *gen) runsEnd(name string, s shape, pairs bool, halves int, zero string,
 
 // kernelDecl is a generated panel kernel as the Go side declares and dispatches it.
 type kernelDecl struct {
-	family string // dispatch function: "avx2", "avx512" or "dot"
+	family string // dispatch function: "avx2", "avx2x", "avx512" or "dot"
 	dtype  string // Go DType constant
 	name   string
 	s      shape
@@ -335,8 +335,11 @@ func main() {
 	var decls []kernelDecl
 	for _, d := range dtypes {
 		for _, s := range shapesFor(maxPanelsAVX2) {
-			decls = append(decls, a.avx2Kernel(d, s))
+			decls = append(decls, a.avx2Kernel(d, s, false))
 		}
+	}
+	for p := 2; p <= maxPanelsAVX2[1]; p++ {
+		decls = append(decls, a.avx2Kernel(dtypes[2], shape{1, p}, true)) // BF16, per-panel x
 	}
 	for _, d := range dtypes {
 		for _, s := range shapesFor(maxPanels512) {
@@ -387,6 +390,7 @@ func main() {
 	g.f(")\n")
 	for _, fam := range []struct{ name, doc, xt string }{
 		{"avx2", "the AVX2+FMA kernel", "*float32"},
+		{"avx2x", "the AVX2+FMA one-row BF16 kernel with per-panel inputs (panel p's x at x + p*xStride)", "*float32"},
 		{"avx512", "the AVX-512F kernel", "*float32"},
 		{"dot", "the AVX512_BF16 kernel (BF16 weights, x as bf16 pairs)", "*uint32"},
 	} {
@@ -438,6 +442,8 @@ func title(s string) string {
 	switch s {
 	case "avx2":
 		return "AVX2"
+	case "avx2x":
+		return "AVX2X"
 	case "avx512":
 		return "AVX512"
 	}

@@ -153,11 +153,11 @@ func isIntel() bool {
 
 // rowPF returns the pf argument of a call of family fam on n batch rows and np panels, the
 // first at address own: for the one-row kernels of several panels of the AVX2 and AVX-512F
-// families but Q8_0's (streamKernel in the generator) whether to prefetch each stream
-// (streamPrefetch), for the others where to prefetch their own panel ahead (ignored by the
-// kernels that leave prefetching to the hardware).
-func rowPF(fam int, t DType, n, np int, own uintptr) uintptr {
-	if (fam <= famAVX512 || fam == famAVX2X) && n == 1 && np > 1 && t != Q8_0 {
+// families (streamKernel in the generator) whether to prefetch each stream (streamPrefetch),
+// for the others where to prefetch their own panel ahead (ignored by the kernels that leave
+// prefetching to the hardware).
+func rowPF(fam, n, np int, own uintptr) uintptr {
+	if (fam <= famAVX512 || fam == famAVX2X) && n == 1 && np > 1 {
 		if streamPrefetch {
 			return 1
 		}
@@ -308,13 +308,13 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 			// All the lanes in one call when their np*lane panels are whole: each of the
 			// kernel's streams goes on over its lane panels.
 			if d := s.direct(fam, 0, 1, np*lane, p0, 1); d != nil {
-				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, rowPF(fam, m.t, 1, np, base+uintptr(p0*pk.panelBytes)), groupBytes, 4*lane*panelRows, 0, lane)
+				bad |= callFamily(fam, m.t, 1, np, &mem[p0*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, rowPF(fam, 1, np, base+uintptr(p0*pk.panelBytes)), groupBytes, 4*lane*panelRows, 0, lane)
 				done = lane
 			}
 		}
 		for i := done; i < lane; i++ {
 			p := p0 + i
-			pf := rowPF(fam, m.t, n, np, base+uintptr(p*pk.panelBytes))
+			pf := rowPF(fam, n, np, base+uintptr(p*pk.panelBytes))
 			if d := s.direct(fam, 0, n, np, p, lane); d != nil {
 				bad |= callFamily(fam, m.t, n, np, &mem[p*pk.panelBytes], lane*pk.panelBytes, x, xStride, cols, d, pf, groupBytes, 4*lane*panelRows, 4*s.dRow, 1)
 				continue
@@ -323,7 +323,7 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 			s.storeLanes(out[:], 0, n, np, p, lane)
 		}
 		if p := p0 + lane*np; p < p1 {
-			pf := rowPF(fam, m.t, n, p1-p, base+uintptr(p*pk.panelBytes))
+			pf := rowPF(fam, n, p1-p, base+uintptr(p*pk.panelBytes))
 			if d := s.direct(fam, 0, n, p1-p, p, 1); d != nil {
 				bad |= callFamily(fam, m.t, n, p1-p, &mem[p*pk.panelBytes], pk.panelBytes, x, xStride, cols, d, pf, groupBytes, 4*panelRows, 4*s.dRow, 1)
 				return bad
@@ -467,7 +467,7 @@ func (m *Mat) rowGroups(c *geo, g0, g1 int) bool {
 		for i := 0; i < lg*gp; i++ {
 			gi, pi := i/gp, i%gp
 			p := (g+gi)*gp + pi
-			pf := rowPF(fam, m.t, 1, np, base+uintptr(p*pb))
+			pf := rowPF(fam, 1, np, base+uintptr(p*pb))
 			r0 := pi * panelRows
 			nr := min(panelRows, pk.groupRows-r0)
 			if d0 := (g+gi)*c.dGroup + r0; nr == panelRows && fam < famAMX {

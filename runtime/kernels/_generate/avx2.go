@@ -164,11 +164,21 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 			g.f("\tLEAQ 64(R12), R13")
 		}
 		g.f("\tMOVQ $%d, CX", 32/unroll)
-		g.f("%s_loop:", name)
-		group()
-		g.advance(s, "R11", "R13", unroll*d.step, 4*unroll, false)
-		g.f("\tDECQ CX")
-		g.f("\tJNZ %s_loop", name)
+		iteration := func() {
+			group()
+			g.advance(s, "R11", "R13", unroll*d.step, 4*unroll, false)
+		}
+		if streamKernel(s) {
+			// the prefetches run through the quants (the scales, 1/9 of the bytes, are
+			// left to the hardware)
+			g.streamLoopOn(name, s, unroll*d.step, "R11", "R13", iteration)
+			g.f("%s_tail:", name)
+		} else {
+			g.f("%s_loop:", name)
+			iteration()
+			g.f("\tDECQ CX")
+			g.f("\tJNZ %s_loop", name)
+		}
 		g.f("\tADDQ $%d, SI", 64+32*16)
 		if s.P > 3 {
 			g.f("\tADDQ $%d, R12", 64+32*16)
@@ -184,7 +194,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 			group()
 			g.advance(s, "SI", "R12", 128, 16, px)
 		}
-		if streamKernel(d, s) {
+		if streamKernel(s) {
 			g.streamLoop(name, s, 128, iteration)
 		} else {
 			g.f("%s_loop:", name)
@@ -215,7 +225,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 			group()
 			g.advance(s, "SI", "R12", unroll*d.step, 4*unroll, false)
 		}
-		if streamKernel(d, s) {
+		if streamKernel(s) {
 			g.streamLoop(name, s, unroll*d.step, iteration)
 		} else {
 			g.f("%s_loop:", name)

@@ -118,13 +118,14 @@ func roundBulk(d []uint32, row []float32) int {
 	return n * 16
 }
 
-// streamPrefetch is whether the one-row BF16 kernels of several panels of the AVX2 and
-// AVX-512F families prefetch each of their streams ahead in software (their pf argument; see
-// streamLoop in the generator): on Intel CPUs, where the core alone keeps too few lines in
-// flight (a 6-stream one-row product of 480 MB streamed at 0.82-0.91 of a six-stream read
-// without the prefetches and 0.98-1.1 with them on an Emerald Rapids Xeon), and not on
-// AMD's, where the prefetches cost more than they bring (0.73-0.79 against 0.87-0.92 on a
-// Zen 5). docs/kernels.md, "Stream prefetch". A variable so that tests run both loops.
+// streamPrefetch is whether the one-row kernels of several panels of the AVX2 and AVX-512F
+// families (every weight type) prefetch each of their streams ahead in software (their pf
+// argument; see streamLoop in the generator): on Intel CPUs, where the core alone keeps too
+// few lines in flight (a 6-stream one-row BF16 product of 480 MB streamed at 0.82-0.91 of a
+// six-stream read without the prefetches and 0.98-1.1 with them on an Emerald Rapids Xeon),
+// and not on AMD's, where the prefetches cost more than they bring (0.73-0.79 against
+// 0.87-0.92 on a Zen 5). docs/kernels.md, "Stream prefetch". A variable so that tests run
+// both loops.
 var streamPrefetch = cpuIntel
 
 // cpuIntel is whether the CPU is Intel's.

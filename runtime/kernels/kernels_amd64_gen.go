@@ -793,8 +793,10 @@ var (
 
 // callAVX2 runs the AVX2+FMA kernel for type t, M = mr batch rows and P = np panels.
 //
-// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
-// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
+// One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
+// advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
+// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
+// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).
@@ -986,8 +988,10 @@ func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride
 
 // callAVX2X runs the AVX2+FMA one-row BF16 kernel with per-panel inputs (panel p's x at x + p*xStride) for type t, M = mr batch rows and P = np panels.
 //
-// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
-// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
+// One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
+// advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
+// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
+// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).
@@ -1017,8 +1021,10 @@ func callAVX2X(t DType, mr, np int, w *byte, panelStride int, x *float32, xStrid
 
 // callAVX512 runs the AVX-512F kernel for type t, M = mr batch rows and P = np panels.
 //
-// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
-// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
+// One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
+// advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
+// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
+// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).
@@ -1330,8 +1336,10 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 
 // callDot runs the AVX512_BF16 kernel (BF16 weights, x as bf16 pairs) for type t, M = mr batch rows and P = np panels.
 //
-// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns
-// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.
+// One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
+// advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
+// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
+// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).

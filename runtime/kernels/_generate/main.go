@@ -403,8 +403,10 @@ func main() {
 	} {
 		g.f("// call%s runs %s for type t, M = mr batch rows and P = np panels.", title(fam.name), fam.doc)
 		g.f("//")
-		g.f("// One-panel kernels prefetch from address pf on, advancing pfStep bytes per 4 columns")
-		g.f("// (per 4 columns of each 32-column block for Q8_0); the others ignore pf and pfStep.")
+		g.f("// One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,")
+		g.f("// advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);")
+		g.f("// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a")
+		g.f("// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.")
 		g.f("// The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.")
 		g.f("// The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go")
 		g.f("// on over runs consecutive panels in each stream (see runsBegin; the others take 1).")

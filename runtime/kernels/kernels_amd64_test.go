@@ -64,9 +64,9 @@ func BenchmarkKernel(b *testing.B) {
 				x, xs, cols = unsafe.Pointer(&xb[0]), 2*m.cols, m.cols/2
 			}
 			var out [max512Rows * 6 * panelRows]float32
-			pf := uintptr(unsafe.Pointer(&m.pk.mem[0])) + prefetchAhead
 			for mr := 1; mr < len(maxP); mr++ {
 				np := maxP[mr]
+				pf := rowPF(fam, mr, np, uintptr(unsafe.Pointer(&m.pk.mem[0]))) // as MatMul passes it
 				b.Run(fmt.Sprintf("%s/%v/M=%d/P=%d", bp.name, dt, mr, np), func(b *testing.B) {
 					clock, release := threadClock()
 					defer release()

@@ -25,18 +25,7 @@ func (g *gen) helpers() {
 	g.f("\tVPADDQ Y2, Y0, Y0")
 	g.hsumQ("ret+16(FP)")
 	g.f("// func readStreams(p *byte, stride int, n int) uint64")
-	g.f("TEXT ·readStreams(SB), NOSPLIT, $0-32")
-	g.f("\tMOVQ p+0(FP), SI")
-	g.f("\tMOVQ stride+8(FP), R8")
-	g.f("\tMOVQ n+16(FP), CX")
-	g.f("\tLEAQ (SI)(R8*2), R9")
-	g.f("\tADDQ R8, R9")
-	g.f("\tSHRQ $6, CX")
-	for i := 0; i < 6; i++ {
-		g.f("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
-	}
-	g.f("\tTESTQ CX, CX")
-	g.f("\tJZ readStreams_done")
+	g.readPrologue("readStreams", "$0-32", "VPXOR", "Y")
 	g.f("readStreams_loop:")
 	for i := 0; i < 6; i++ {
 		g.f("\tVPADDQ %s, Y%d, Y%d", mem("SI", "R9", i, 0), i, i)
@@ -55,18 +44,7 @@ func (g *gen) helpers() {
 	// The same read with ZMM loads, one per line, prefetching each stream streamAhead bytes
 	// ahead when pf is not zero: the strongest read of an AVX-512 machine (see readSix).
 	g.f("// func readStreams512(p *byte, stride int, n int, pf int) uint64")
-	g.f("TEXT ·readStreams512(SB), NOSPLIT, $0-40")
-	g.f("\tMOVQ p+0(FP), SI")
-	g.f("\tMOVQ stride+8(FP), R8")
-	g.f("\tMOVQ n+16(FP), CX")
-	g.f("\tLEAQ (SI)(R8*2), R9")
-	g.f("\tADDQ R8, R9")
-	g.f("\tSHRQ $6, CX")
-	for i := 0; i < 6; i++ {
-		g.f("\tVPXORQ Z%d, Z%d, Z%d", i, i, i)
-	}
-	g.f("\tTESTQ CX, CX")
-	g.f("\tJZ readStreams512_done")
+	g.readPrologue("readStreams512", "$0-40", "VPXORQ", "Z")
 	g.f("\tCMPQ pf+24(FP), $0")
 	g.f("\tJNE readStreams512_loopf")
 	for _, pf := range []bool{false, true} {
@@ -157,6 +135,24 @@ func (g *gen) helpers() {
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")
+}
+
+// readPrologue starts the six-stream read name (frame: its argument frame): SI at stream 0,
+// R9 at stream 3, R8 the stride, CX the 64-byte lines per stream, the six accumulators
+// (registers reg0..reg5) zeroed by zero, and a jump to name_done when there are no lines.
+func (g *gen) readPrologue(name, frame, zero, reg string) {
+	g.f("TEXT ·%s(SB), NOSPLIT, %s", name, frame)
+	g.f("\tMOVQ p+0(FP), SI")
+	g.f("\tMOVQ stride+8(FP), R8")
+	g.f("\tMOVQ n+16(FP), CX")
+	g.f("\tLEAQ (SI)(R8*2), R9")
+	g.f("\tADDQ R8, R9")
+	g.f("\tSHRQ $6, CX")
+	for i := 0; i < 6; i++ {
+		g.f("\t%s %s%d, %s%d, %s%d", zero, reg, i, reg, i, reg, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ %s_done", name)
 }
 
 // hsumQ adds the four 64-bit lanes of Y0 and stores the sum at ret.

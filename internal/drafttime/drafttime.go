@@ -204,30 +204,25 @@ func blockRegions(f *gguf.File) [][]byte {
 
 var streamSink uint64
 
-// streamRead reads every byte of regions once, split across GOMAXPROCS goroutines like the
-// kernels' work, and returns nothing but the time it takes (the floor a block can reach).
+// streamRead reads every byte of regions once, split across GOMAXPROCS shares run as tasks
+// of kernels.Tasks (the goroutines the kernels' work runs on), and returns nothing but the
+// time it takes (the floor a block can reach).
 func streamRead(regions [][]byte) {
 	workers := goruntime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
 	sums := make([]uint64, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			var s uint64
-			for _, b := range regions {
-				per := (len(b)/workers + 63) &^ 63
-				lo := min(len(b), w*per)
-				hi := min(len(b), lo+per)
-				if w == workers-1 {
-					hi = len(b)
-				}
-				s += kernels.StreamRead(b[lo:hi])
+	kernels.Tasks(workers, workers, func(_, w int) {
+		var s uint64
+		for _, b := range regions {
+			per := (len(b)/workers + 63) &^ 63
+			lo := min(len(b), w*per)
+			hi := min(len(b), lo+per)
+			if w == workers-1 {
+				hi = len(b)
 			}
-			sums[w] = s
-		}(w)
-	}
-	wg.Wait()
+			s += kernels.StreamRead(b[lo:hi])
+		}
+		sums[w] = s
+	})
 	for _, s := range sums {
 		streamSink += s
 	}

@@ -223,19 +223,12 @@ func halvesRead(mem []byte, threads int) {
 	})
 }
 
-// onThreads runs share(k) for k in [0, threads): k = 0 on the caller, the others on
-// goroutines of their own, and returns when all have.
+// onThreads runs share(k) for k in [0, threads) as tasks of Tasks (k = 0 first, on the
+// caller): the read runs on the goroutines the kernels do, so that it meets the same
+// scheduling (a worker still polling for a job, not a goroutine created for the read and
+// queued behind it), and returns when all have.
 func onThreads(threads int, share func(k int)) {
-	var wg sync.WaitGroup
-	for k := 1; k < threads; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			share(k)
-		}(k)
-	}
-	share(0)
-	wg.Wait()
+	Tasks(threads, threads, func(_, k int) { share(k) })
 }
 
 // peakIters is the length of a peak loop per benchmark iteration.

@@ -250,11 +250,19 @@ func Tasks(tasks, parts int, fn func(part, task int)) {
 
 // spinWait is how long a goroutine polls for its next job (a worker) or for the last chunk
 // (a caller) before it blocks. A decoding step is a few dozen calls with microseconds of
-// other work between them; a goroutine that blocked in between has to be woken by the
-// scheduler (futex wake-ups cost tens of microseconds under KVM), by which time the caller
-// has taken most chunks itself. The poll is bounded, so a worker whose vCPU is wanted
-// elsewhere gives it up after one window, and the caller never waits for a worker anyway.
-const spinWait = 50 * time.Microsecond
+// other work between them, and some tens of microseconds here and there (a layer's attention
+// core); a goroutine that blocked in between has to be woken by the scheduler, and a woken
+// worker joins ~100 µs later under KVM (a futex wake-up, then another P stealing it from the
+// caller's), by which time the caller has taken most chunks itself. At 50 µs a worker still
+// blocked about 13 times a step on the dense `small` target; at 300 µs two-thread decode read
+// the weights at 0.79-0.82 of a two-thread read there instead of 0.74-0.78, 0.83-0.84 instead
+// of 0.81-0.82 on the demo target (three alternated runs each on an Intel Xeon; 2 ms no
+// better). The poll is bounded, so a worker whose vCPU is wanted elsewhere gives it up after
+// one window, and the caller never waits for a worker anyway. While a worker polls, a
+// goroutine made with go and queued on the caller's P waits for the window to end (the
+// poller's Gosched finds itself on the global queue before stealing): work meant to run
+// beside the kernels, such as the benchmarks' reads, goes through Tasks.
+const spinWait = 300 * time.Microsecond
 
 // receive returns the next value from ch, polling it for up to spinWait before blocking.
 func receive[T any](ch <-chan T) T {

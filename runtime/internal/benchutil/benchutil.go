@@ -9,7 +9,6 @@ import (
 	"os"
 	goruntime "runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,21 +87,13 @@ func (p *ReadPlan) Release() {
 	p.Buf, p.Share = nil, nil
 }
 
-// Read streams every byte of the reference copy once, each share on its own goroutine (the
-// caller takes the first), with kernels.StreamRead (six interleaved streams, the way the
-// kernels read packed weights), and returns the sum of the words read.
+// Read streams every byte of the reference copy once, each share a task of kernels.Tasks
+// (the goroutines the kernels run on, so the read meets the same scheduling as a step does),
+// with kernels.StreamRead (six interleaved streams, the way the kernels read packed weights),
+// and returns the sum of the words read.
 func (p *ReadPlan) Read() int {
-	var wg sync.WaitGroup
 	sums := make([]uint64, len(p.Share))
-	for k := 1; k < len(p.Share); k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			sums[k] = kernels.StreamRead(p.Share[k])
-		}(k)
-	}
-	sums[0] = kernels.StreamRead(p.Share[0])
-	wg.Wait()
+	kernels.Tasks(len(p.Share), len(p.Share), func(_, k int) { sums[k] = kernels.StreamRead(p.Share[k]) })
 	var n uint64
 	for _, c := range sums {
 		n += c

@@ -25,6 +25,14 @@ type moeScratch struct {
 	byExpert             []int // (row*K + slot) indices grouped by expert (a counting sort)
 	tasks                []int // experts with rows and -1 for the shared experts, largest first
 	workers              []moeWorker
+	// One row (a decoding step): the gate-up products of the chosen experts and the shared
+	// experts in one kernels.MatVecs call, then their down projections in another.
+	oneFFN       []*model.FFN
+	oneMats      []*kernels.Mat
+	oneDst, oneX [][]float32
+	oneGU, oneA  []float32 // slot k's [gate | up] at oneGU[2*k*ff:], SiLU output at oneA[k*ff:]
+	oneFF        int       // ff: the widest of the feed-forwards
+
 	// The call in progress, for runTask (a method value made once, so that handing it to
 	// kernels.Tasks allocates nothing).
 	l       *layer
@@ -47,6 +55,10 @@ func newMoEScratch(n int, c Config) moeScratch {
 		shared: make([]float32, n*E), groupScore: make([]float32, c.NGroup), groupKeep: make([]bool, c.NGroup),
 		first: make([]int, X+1), count: make([]int, X), byExpert: make([]int, n*K), tasks: make([]int, 0, X+1),
 	}
+	s.oneFF = ff
+	s.oneGU, s.oneA = make([]float32, (K+1)*2*ff), make([]float32, (K+1)*ff)
+	s.oneFFN, s.oneMats = make([]*model.FFN, 0, K+1), make([]*kernels.Mat, K+1)
+	s.oneDst, s.oneX = make([][]float32, K+1), make([][]float32, K+1)
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		s.workers = append(s.workers, moeWorker{in: make([]float32, n*E), out: make([]float32, n*E),
 			a: make([]float32, n*ff), b: make([]float32, 2*n*ff)})
@@ -68,6 +80,72 @@ func (t *Target) moe(l *layer, dst, h []float32, n int) {
 	for i := 0; i < n; i++ {
 		t.route(l, s.logits[i*X:(i+1)*X], s.probs[i*X:(i+1)*X], s.score[i*X:(i+1)*X], s.sel[i*K:(i+1)*K], s.w[i*K:(i+1)*K])
 	}
+	if n == 1 && l.oneRow {
+		t.moeOneRow(l, h)
+	} else {
+		t.moeExperts(l, h, n)
+	}
+	for i := 0; i < n; i++ {
+		d := dst[i*E : (i+1)*E]
+		clear(d)
+		for k := 0; k < K; k++ {
+			w := s.w[i*K+k]
+			y := s.slotOut[(i*K+k)*E : (i*K+k+1)*E]
+			for j := range d {
+				d[j] += w * y[j]
+			}
+		}
+		if l.shared != nil {
+			model.AddTo(d, s.shared[i*E:(i+1)*E])
+		}
+	}
+}
+
+// moeOneRow computes the outputs of the one row h's chosen experts (slotOut) and of the
+// shared experts (shared) as two kernels.MatVecs calls, every gate-up product in the first
+// and every down projection in the second: the small matrices of the layer are split across
+// goroutines as one large matrix would be, where expert tasks would leave a goroutine
+// waiting for the other's last expert. Each product has the bits of the expert's own
+// Forward (MatVecs matches MatVec, SiluMulRows is value by value).
+func (t *Target) moeOneRow(l *layer, h []float32) {
+	c := &t.Config
+	s := &t.s.moe
+	E, K, ff := c.NEmbd, c.NExpertUsed, s.oneFF
+	fs := s.oneFFN[:0]
+	for k := 0; k < K; k++ {
+		fs = append(fs, &l.experts[s.sel[k]])
+	}
+	if l.shared != nil {
+		fs = append(fs, l.shared)
+	}
+	ms, dsts, xs := s.oneMats[:len(fs)], s.oneDst[:len(fs)], s.oneX[:len(fs)]
+	for k, f := range fs {
+		ms[k], dsts[k], xs[k] = f.GateUp, s.oneGU[2*k*ff:2*k*ff+2*f.Width()], h[:E]
+	}
+	kernels.MatVecs(ms, dsts, xs)
+	for k, f := range fs {
+		w := f.Width()
+		a := s.oneA[k*ff : k*ff+w]
+		kernels.SiluMulRows(a, s.oneGU[2*k*ff:2*k*ff+2*w], 1, w)
+		ms[k], xs[k] = f.Down, a
+		if k < K {
+			dsts[k] = s.slotOut[k*E : (k+1)*E]
+		} else {
+			dsts[k] = s.shared[:E]
+		}
+	}
+	kernels.MatVecs(ms, dsts, xs)
+	clear(fs) // the scratch keeps no matrices alive
+	clear(ms)
+}
+
+// moeExperts computes the outputs of every (row, slot) assignment's expert over the rows
+// that chose it (slotOut) and of the shared experts over all rows (shared), as tasks of
+// kernels.Tasks.
+func (t *Target) moeExperts(l *layer, h []float32, n int) {
+	c := &t.Config
+	s := &t.s.moe
+	E, X, K := c.NEmbd, c.NExpert, c.NExpertUsed
 	// Group the (row, slot) assignments by expert.
 	clear(s.count)
 	for _, e := range s.sel[:n*K] {
@@ -114,20 +192,6 @@ func (t *Target) moe(l *layer, dst, h []float32, n int) {
 	s.l, s.h, s.n = l, h, n
 	kernels.Tasks(len(s.tasks), nw, s.runTask)
 	s.l, s.h = nil, nil
-	for i := 0; i < n; i++ {
-		d := dst[i*E : (i+1)*E]
-		clear(d)
-		for k := 0; k < K; k++ {
-			w := s.w[i*K+k]
-			y := s.slotOut[(i*K+k)*E : (i*K+k+1)*E]
-			for j := range d {
-				d[j] += w * y[j]
-			}
-		}
-		if l.shared != nil {
-			model.AddTo(d, s.shared[i*E:(i+1)*E])
-		}
-	}
 }
 
 // runExpertTask runs task k of the call in s (an expert over the rows that chose it, or the

@@ -45,6 +45,7 @@ type layer struct {
 	bias    []float32
 	experts []model.FFN
 	shared  *model.FFN // nil without shared experts
+	oneRow  bool       // every expert (and the shared experts) has a stacked gate-up: moeOneRow
 }
 
 type scratch struct {
@@ -96,6 +97,10 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 			if cfg.NShared > 0 {
 				sh := b.FFN(schema.FFNGateShexp, schema.FFNUpShexp, schema.FFNDownShexp, i)
 				l.shared = &sh
+			}
+			l.oneRow = l.shared == nil || l.shared.GateUp != nil
+			for _, e := range l.experts {
+				l.oneRow = l.oneRow && e.GateUp != nil
 			}
 		}
 		if b.Err() != nil {

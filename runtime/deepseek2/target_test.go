@@ -137,10 +137,11 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 			if act != kernels.F32Activations && kernels.Accelerated(act) && b.Numerics().Activations != act.String() {
 				t.Fatalf("%v requested, numerics %+v", act, b.Numerics())
 			}
+			c := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: act}) // packed single rows (one-row MoE calls)
 			prompt := []int{1, 5, 9, 2}
 			block := []int{7, 3, 3, 8, 0, 12, 4, 6}
 			var sa, sb runtime.Step
-			for _, tg := range []*Target{a, b} {
+			for _, tg := range []*Target{a, b, c} {
 				if err := tg.Forward(prompt, 0, nil, &sa); err != nil {
 					t.Fatal(err)
 				}
@@ -150,12 +151,17 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 			}
 			V := spec.Vocab
 			for i, id := range block {
-				if err := a.Forward([]int{id}, 0, nil, &sa); err != nil {
-					t.Fatal(err)
-				}
-				for j := 0; j < V; j++ {
-					if math.Float32bits(sa.Logits[j]) != math.Float32bits(sb.Logits[i*V+j]) {
-						t.Fatalf("row %d logit %d: single %v, batch %v", i, j, sa.Logits[j], sb.Logits[i*V+j])
+				for _, single := range []struct {
+					name string
+					tg   *Target
+				}{{"unpacked", a}, {"packed", c}} {
+					if err := single.tg.Forward([]int{id}, 0, nil, &sa); err != nil {
+						t.Fatal(err)
+					}
+					for j := 0; j < V; j++ {
+						if math.Float32bits(sa.Logits[j]) != math.Float32bits(sb.Logits[i*V+j]) {
+							t.Fatalf("row %d logit %d: single (%s) %v, batch %v", i, j, single.name, sa.Logits[j], sb.Logits[i*V+j])
+						}
 					}
 				}
 			}

@@ -555,3 +555,136 @@ func BenchmarkSiluMul(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExperts measures the one-row feed-forward of MoE layers (each layer's chosen
+// experts and its shared expert: a stacked gate-up product, SwiGLU, a down projection), many
+// layers one after another, cold in cache, against a streaming read of the same bytes on the
+// same number of goroutines, done two ways: mode=tasks, each expert a task of Tasks (whose
+// products split when a goroutine is free), and mode=matvecs, every gate-up product of the
+// layer in one MatVecs call and every down projection in another. Shapes: the `small` MoE
+// target's (hidden 1024, 4 experts of 150 plus a shared one) and DeepSeek-V2-Lite's (hidden
+// 2048, 6 experts of 1408 plus two shared, 2816).
+func BenchmarkExperts(b *testing.B) {
+	for _, sh := range []struct {
+		name                   string
+		hidden, ff, used, shFF int
+	}{{"small", 1024, 150, 4, 150}, {"v2-lite", 2048, 1408, 6, 2816}} {
+		for _, threads := range benchThreads() {
+			for _, mode := range []string{"tasks", "matvecs"} {
+				name := fmt.Sprintf("%s/threads=%d/mode=%s", sh.name, threads, mode)
+				b.Run(name, func(b *testing.B) {
+					forBenchPaths(b, BF16, func(b *testing.B, bp benchPath) {
+						if bp.prec != F32Activations {
+							return
+						}
+						benchExperts(b, bp, sh.hidden, sh.ff, sh.used, sh.shFF, threads, mode == "matvecs")
+					})
+				})
+			}
+		}
+	}
+}
+
+// benchThreads is 1 and, on a machine with more, GOMAXPROCS.
+func benchThreads() []int {
+	if n := runtime.GOMAXPROCS(0); n > 1 {
+		return []int{1, n}
+	}
+	return []int{1}
+}
+
+func benchExperts(b *testing.B, bp benchPath, hidden, ff, used, shFF, threads int, multi bool) {
+	r := rand.New(rand.NewPCG(9, 10))
+	randPacked := func(rows, cols int) *Mat {
+		data := make([]byte, rows*cols*2)
+		for i := 0; i+2 <= len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], uint16(r.Uint32())&0x807f|uint16(119+r.IntN(14))<<7)
+		}
+		view, _ := NewMat(BF16, rows, cols, data)
+		p, err := view.Pack()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Release() })
+		return p
+	}
+	type ffn struct{ gu, down *Mat }
+	widths := make([]int, used+1)
+	for k := range widths {
+		widths[k] = ff
+	}
+	widths[used] = shFF
+	per := 0
+	for _, w := range widths {
+		per += 3 * w * hidden * 2
+	}
+	layers := max(1, (128<<20)/per) // 128 MB in all: far beyond the caches
+	ls := make([][]ffn, layers)
+	var mems [][]byte
+	for i := range ls {
+		for _, w := range widths {
+			f := ffn{randPacked(2*w, hidden), randPacked(hidden, w)}
+			ls[i] = append(ls[i], f)
+			mems = append(mems, f.gu.pk.mem, f.down.pk.mem)
+		}
+	}
+	total := 0
+	for _, m := range mems {
+		total += len(m)
+	}
+	defer SetParallelism(0)
+	SetParallelism(threads)
+	x := randVec(rand.New(rand.NewPCG(1, 1)), hidden)
+	gu := make([][]float32, used+1)
+	act := make([][]float32, used+1)
+	out := make([][]float32, used+1)
+	xs := make([][]float32, used+1)
+	ms := make([]*Mat, used+1)
+	for k, w := range widths {
+		gu[k], act[k], out[k], xs[k] = make([]float32, 2*w), make([]float32, w), make([]float32, hidden), x
+	}
+	var layer []ffn
+	task := func(_, k int) {
+		f := layer[k]
+		f.gu.MatVec(gu[k], x)
+		SiluMul(act[k], gu[k][:widths[k]], gu[k][widths[k]:])
+		f.down.MatVec(out[k], act[k])
+	}
+	sums := make([]uint64, threads)
+	read := func() {
+		onThreads(threads, func(k int) {
+			for _, mem := range mems {
+				sums[k] += StreamRead(mem[len(mem)*k/threads : len(mem)*(k+1)/threads])
+			}
+		})
+	}
+	var clock func() time.Duration
+	if threads == 1 {
+		c, release := threadClock()
+		defer release()
+		clock = c
+	}
+	kern, rd, ratio, _, _ := paired(b, clock, read, func() {
+		for _, l := range ls {
+			if !multi {
+				layer = l
+				Tasks(len(l), threads, task)
+				continue
+			}
+			for k, f := range l {
+				ms[k] = f.gu
+			}
+			MatVecs(ms, gu, xs)
+			for k, f := range l {
+				SiluMul(act[k], gu[k][:widths[k]], gu[k][widths[k]:])
+				ms[k] = f.down
+			}
+			MatVecs(ms, out, act)
+		}
+	})
+	b.SetBytes(int64(total))
+	b.ReportMetric(float64(total)/kern.Seconds()/1e9, "GB/s")
+	b.ReportMetric(float64(total)/rd.Seconds()/1e9, "read-GB/s")
+	b.ReportMetric(ratio, "ratio-to-read")
+	b.ReportMetric(float64(layers), "layers")
+}

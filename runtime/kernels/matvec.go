@@ -94,13 +94,26 @@ type geo struct {
 
 // start rounds the activations once when the call uses a BF16 dot product, then runs it.
 func (m *Mat) start(c geo, n int) {
-	units := (m.rows + panelRows - 1) / panelRows
-	if m.pk != nil {
-		units = m.pk.panels
+	buf := m.round(&c, n)
+	m.run(&c, n, m.units())
+	if buf != nil {
+		putPairs(buf)
 	}
+}
+
+// units is the number of panels of m: the units of work a call is split in.
+func (m *Mat) units() int {
+	if m.pk != nil {
+		return m.pk.panels
+	}
+	return (m.rows + panelRows - 1) / panelRows
+}
+
+// round fills c's bf16 pairs with the n rows of activations rounded once, when m's products
+// use a BF16 dot product, and returns the buffer to give back with putPairs (nil otherwise).
+func (m *Mat) round(c *geo, n int) *[]uint32 {
 	if !m.Precision().bf16Family() {
-		m.run(&c, n, units)
-		return
+		return nil
 	}
 	c.xbRow = (m.cols + 1) / 2
 	if m.Precision() == BF16AMXActivations {
@@ -117,8 +130,90 @@ func (m *Mat) start(c geo, n int) {
 		roundPairs((*buf)[gi*n*c.xbRow:], c.x[gi*c.xGroup:], n, c.xRow, m.cols, c.xbRow)
 	}
 	c.xb = *buf
-	m.run(&c, n, units)
-	putPairs(buf)
+	return buf
+}
+
+// MatVecs computes dsts[i] = ms[i] times xs[i] for every i, MatVec by MatVec, in one call:
+// the panels of all the matrices are the units of one job, split across goroutines as the
+// panels of a single matrix are, so that the small matrices of a step (a MoE layer's experts
+// for one token) stream as one large matrix does, with one hand-over to the workers for all
+// of them instead of one per matrix. Each dsts[i] is bit-identical to ms[i].MatVec(dsts[i],
+// xs[i]). The slices must have equal lengths; the outputs must not overlap each other or any
+// input. It panics, as MatVec does, on a short input or output.
+func MatVecs(ms []*Mat, dsts, xs [][]float32) {
+	if len(dsts) != len(ms) || len(xs) != len(ms) {
+		panic("kernels: MatVecs slices of different lengths")
+	}
+	for i, m := range ms {
+		m.check()
+		if len(xs[i]) < m.cols {
+			panic("kernels: MatVecs input shorter than Cols")
+		}
+		if len(dsts[i]) < m.rows {
+			panic("kernels: MatVecs destination shorter than Rows")
+		}
+	}
+	if len(ms) == 0 {
+		return
+	}
+	j := getJob()
+	units, work, bytes := 0, 0, 0
+	for i, m := range ms {
+		c := geo{dst: dsts[i], dRow: m.rows, dGroup: m.rows / m.Groups(), x: xs[i], xRow: m.cols}
+		buf := m.round(&c, 1)
+		u := m.units()
+		j.multi = append(j.multi, multiMat{m: m, c: c, u0: units, u1: units + u, buf: buf})
+		units += u
+		work += m.rows * m.cols
+		if m.pk != nil {
+			bytes += u * m.pk.panelBytes
+		} else {
+			rb, _ := m.t.rowBytes(m.cols)
+			bytes += rb * m.rows
+		}
+	}
+	parts := min(Parallelism(), units)
+	if w := work / minPartWork; w < parts {
+		parts = max(w, 1)
+	}
+	j.n, j.units, j.grain = 1, units, 1
+	j.chunks = min(units, parts*chunksPerPart)
+	if minStreamBytes > 0 {
+		// As in run: each chunk's streams get minStreamBytes at least.
+		c := bytes / (maxOneRowStreams * minStreamBytes) / parts * parts
+		j.chunks = min(j.chunks, max(parts, c))
+	}
+	if testChunks > 0 {
+		j.chunks = min(units, testChunks)
+	}
+	if parts <= 1 {
+		j.chunks = 1
+		j.refs.Store(1)
+		j.computeMulti(0, units)
+		j.release()
+		return
+	}
+	j.start(parts)
+}
+
+// multiMat is one matrix of a MatVecs job: its call's geometry, its units [u0, u1) among the
+// job's, and the bf16 pairs buffer its activations were rounded into (nil for f32).
+type multiMat struct {
+	m      *Mat
+	c      geo
+	u0, u1 int
+	buf    *[]uint32
+}
+
+// computeMulti computes the job's units [u0, u1), matrix by matrix.
+func (j *job) computeMulti(u0, u1 int) {
+	for i := range j.multi {
+		mm := &j.multi[i]
+		if mm.u1 <= u0 || mm.u0 >= u1 {
+			continue
+		}
+		mm.m.compute(&mm.c, 1, max(u0, mm.u0)-mm.u0, min(u1, mm.u1)-mm.u0)
+	}
 }
 
 // pairBufs is a free list of bf16 pair buffers (a channel rather than a sync.Pool, which

@@ -56,6 +56,7 @@ type job struct {
 	chunks   int
 	fn       func(part, task int) // a Tasks job: chunk k is task k (m is nil)
 	silu     siluRows             // a SiluMulRows job (m and fn nil)
+	multi    []multiMat           // a MatVecs job (m and fn nil): its matrices in unit order
 	joined   atomic.Int64         // participants that took a task (Tasks: their part numbers)
 	next     atomic.Int64         // next chunk to take
 	done     atomic.Int64         // chunks finished
@@ -77,6 +78,8 @@ func (j *job) work() (last bool) {
 				part = int(j.joined.Add(1) - 1)
 			}
 			j.fn(part, k)
+		} else if len(j.multi) > 0 {
+			j.computeMulti(j.units*k/j.chunks, j.units*(k+1)/j.chunks)
 		} else if j.m == nil {
 			j.silu.chunk(k, j.chunks)
 		} else {
@@ -90,7 +93,13 @@ func (j *job) work() (last bool) {
 // release drops one participant's hold on j and frees it after the last.
 func (j *job) release() {
 	if j.refs.Add(-1) == 0 {
-		j.m, j.c, j.fn, j.silu = nil, geo{}, nil, siluRows{}
+		for i := range j.multi {
+			if b := j.multi[i].buf; b != nil {
+				putPairs(b)
+			}
+		}
+		clear(j.multi) // no references to the matrices and buffers kept
+		j.m, j.c, j.fn, j.silu, j.multi = nil, geo{}, nil, siluRows{}, j.multi[:0]
 		select {
 		case jobs <- j:
 		default:
@@ -109,7 +118,9 @@ const queueLen = 64
 // calls allocate nothing in steady state however late the workers are.
 var jobs = make(chan *job, 4*queueLen)
 
-func newJob() *job { return &job{finished: make(chan struct{}, 1)} }
+func newJob() *job {
+	return &job{finished: make(chan struct{}, 1), multi: make([]multiMat, 0, 16)}
+}
 
 func getJob() *job {
 	select {

@@ -1,0 +1,110 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestMatVecs checks MatVecs over a mixed list of matrices (every type, packed and unpacked,
+// a Group, shapes with a partial last panel, the same matrix twice with different inputs)
+// against each matrix's own MatVec on one goroutine, bit for bit, on every path and
+// precision, on one and three goroutines, with the call cut into chunks that start and end
+// inside matrices, and with guard bands around every output.
+func TestMatVecs(t *testing.T) {
+	defer func(w, s int) { minPartWork, minStreamBytes = w, s }(minPartWork, minStreamBytes)
+	defer SetParallelism(0)
+	defer func() { testChunks = 0 }()
+	r := rand.New(rand.NewPCG(71, 72))
+	var ms []*Mat
+	for i, dt := range []DType{BF16, F32, F16, Q8_0, BF16, BF16} {
+		rows := []int{300, 40, 17, 64, 5, 1024}[i]
+		for name, m := range matsOf(t, randMat(r, dt, rows, colsFor(dt, 96+32*i))) {
+			if name == "packed" || i < 3 {
+				ms = append(ms, m)
+			}
+		}
+	}
+	var gs []*Mat
+	for range 3 {
+		gs = append(gs, matsOf(t, randMat(r, BF16, 40, 64))["unpacked"])
+	}
+	g, err := Group(gs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Release()
+	ms = append(ms, g, ms[0]) // the first matrix again, with another input
+	for _, sh := range []struct{ threads, chunks, work, stream int }{{1, 0, 1 << 17, 128 << 10}, {3, 0, 1, 128 << 10}, {3, 0, 1, 0}, {2, 7, 1, 0}, {3, 23, 1 << 17, 128 << 10}} {
+		SetParallelism(sh.threads)
+		testChunks, minPartWork, minStreamBytes = sh.chunks, sh.work, sh.stream
+		allPaths(func(path string, prec Precision) {
+			name := fmt.Sprintf("%s threads=%d chunks=%d work=%d stream=%d", path, sh.threads, sh.chunks, sh.work, sh.stream)
+			mats := make([]*Mat, len(ms))
+			dsts := make([][]float32, len(ms))
+			xs := make([][]float32, len(ms))
+			checks := make([]func(), len(ms))
+			for i, m := range ms {
+				mats[i] = m.WithPrecision(prec)
+				xs[i] = randVec(r, m.Cols())
+				dsts[i], checks[i] = guarded(t, m.Rows())
+			}
+			MatVecs(mats, dsts, xs)
+			saved := Parallelism()
+			SetParallelism(1)
+			for i, m := range mats {
+				checks[i]()
+				want := make([]float32, m.Rows())
+				m.MatVec(want, xs[i])
+				for k, w := range want {
+					if !sameFloat(dsts[i][k], w) {
+						t.Fatalf("%s: matrix %d (%v %dx%d) row %d: %v, MatVec alone %v", name, i, m.DType(), m.Rows(), m.Cols(), k, dsts[i][k], w)
+					}
+				}
+			}
+			SetParallelism(saved)
+		})
+	}
+	MatVecs(nil, nil, nil) // nothing to do
+	m := ms[0]
+	for name, f := range map[string]func(){
+		"lengths": func() { MatVecs([]*Mat{m}, nil, [][]float32{make([]float32, m.Cols())}) },
+		"short x": func() {
+			MatVecs([]*Mat{m}, [][]float32{make([]float32, m.Rows())}, [][]float32{make([]float32, m.Cols()-1)})
+		},
+		"short dst": func() {
+			MatVecs([]*Mat{m}, [][]float32{make([]float32, m.Rows()-1)}, [][]float32{make([]float32, m.Cols())})
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// TestMatVecsAllocs checks that MatVecs allocates nothing in steady state, on one goroutine
+// and on two.
+func TestMatVecsAllocs(t *testing.T) {
+	defer SetParallelism(0)
+	r := rand.New(rand.NewPCG(73, 74))
+	var ms []*Mat
+	var dsts, xs [][]float32
+	for range 5 {
+		m := matsOf(t, randMat(r, BF16, 300, 1024))["packed"]
+		ms = append(ms, m, m.WithPrecision(BF16Activations))
+		dsts = append(dsts, make([]float32, 300), make([]float32, 300))
+		xs = append(xs, randVec(r, 1024), randVec(r, 1024))
+	}
+	for _, threads := range []int{1, 2} {
+		SetParallelism(threads)
+		MatVecs(ms, dsts, xs)
+		if a := testing.AllocsPerRun(20, func() { MatVecs(ms, dsts, xs) }); a != 0 {
+			t.Errorf("threads=%d: %v allocations per call", threads, a)
+		}
+	}
+}

@@ -108,3 +108,36 @@ func TestMatVecsAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolShrinks checks that the workers started for a higher parallelism leave once it is
+// lowered (each after one more job), and that calls go on computing the same values meanwhile.
+func TestPoolShrinks(t *testing.T) {
+	defer SetParallelism(0)
+	defer func(w int) { minPartWork = w }(minPartWork)
+	minPartWork = 1
+	r := rand.New(rand.NewPCG(75, 76))
+	m := matsOf(t, randMat(r, BF16, 200, 64))["packed"]
+	x := randVec(r, 64)
+	want, got := make([]float32, 200), make([]float32, 200)
+	SetParallelism(1)
+	m.MatVec(want, x)
+	SetParallelism(5)
+	m.MatVec(got, x)
+	if n := workers.live.Load(); n < 4 {
+		t.Fatalf("%d workers after a five-goroutine call, want at least 4", n)
+	}
+	SetParallelism(2)
+	calls := 0
+	for ; workers.live.Load() > 1 && calls < 10000; calls++ {
+		m.MatVec(got, x)
+		for i := range want {
+			if !sameFloat(got[i], want[i]) {
+				t.Fatalf("call %d: output %d is %v, want %v", calls, i, got[i], want[i])
+			}
+		}
+	}
+	if n := workers.live.Load(); n != 1 {
+		t.Fatalf("%d workers after %d two-goroutine calls, want 1", n, calls)
+	}
+	t.Logf("the pool shrank to one worker in %d calls", calls)
+}

@@ -34,8 +34,9 @@
 // matrices use generated assembly chosen at run time: AVX-512F (up to 8 batch rows per pass
 // over the weights), AVX2+FMA (up to 6), and VDPBF16PS for BF16 activations where the CPU has
 // AVX512_BF16. Stack fuses matrices that share an input into one pass; Group runs many small
-// matrices, each on its own input, in one call. Output rows are split across a persistent
-// pool of worker goroutines (SetParallelism) that take chunks as they come free.
+// matrices, each on its own input, in one call; MatVecs runs separate matrices (a MoE layer's
+// experts for one token) as one job. Output rows are split across a persistent pool of
+// worker goroutines (SetParallelism) that take chunks as they come free.
 //
 // # Not for
 //

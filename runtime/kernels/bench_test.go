@@ -196,12 +196,8 @@ func BenchmarkBatchRead(b *testing.B) {
 					dst := make([]float32, n*m.rows)
 					mem := m.pk.mem
 					b.SetBytes(int64(len(mem)))
-					var clock func() time.Duration
-					if threads == 1 {
-						c, release := threadClock()
-						defer release()
-						clock = c
-					}
+					clock, release := clockFor(threads)
+					defer release()
 					read := func() { halvesRead(mem, threads) }
 					kern, rd, ratio, _, _ := paired(b, clock, read, func() { m.MatMul(dst, x, n) })
 					b.ReportMetric(float64(len(mem))/kern.Seconds()/1e9, "GB/s")
@@ -221,6 +217,29 @@ func halvesRead(mem []byte, threads int) {
 		stride := len(part) / 6 &^ 127
 		readSix(&part[0], stride, stride)
 	})
+}
+
+// clockFor returns the clock of a benchmark's paired measurements on threads goroutines and
+// the function to call when it is done: the thread's CPU clock for one (the goroutine stays
+// locked to its thread until release), the wall clock (nil) for more.
+func clockFor(threads int) (clock func() time.Duration, release func()) {
+	if threads != 1 {
+		return nil, func() {}
+	}
+	return threadClock()
+}
+
+// sharesRead returns a read of every buffer of mems on threads goroutines (onThreads),
+// goroutine k streaming share k of each buffer in turn.
+func sharesRead(mems [][]byte, threads int) func() {
+	sums := make([]uint64, threads)
+	return func() {
+		onThreads(threads, func(k int) {
+			for _, mem := range mems {
+				sums[k] += StreamRead(mem[len(mem)*k/threads : len(mem)*(k+1)/threads])
+			}
+		})
+	}
 }
 
 // onThreads runs share(k) for k in [0, threads) as tasks of Tasks (k = 0 first, on the
@@ -308,12 +327,8 @@ func BenchmarkBatchCost(b *testing.B) {
 						x := randVec(rand.New(rand.NewPCG(1, 3)), n*m.cols)
 						dst := make([]float32, n*m.rows)
 						b.SetBytes(int64(len(m.pk.mem)))
-						var clock func() time.Duration
-						if par == 1 {
-							c, release := threadClock()
-							defer release()
-							clock = c
-						}
+						clock, release := clockFor(par)
+						defer release()
 						_, _, ratio, kBest, rBest := paired(b, clock, func() { m.MatVec(dst, x) }, func() { m.MatMul(dst, x, n) })
 						b.ReportMetric(1/ratio, "cost-vs-1-row")
 						b.ReportMetric(kBest.Seconds()/rBest.Seconds(), "best-cost-vs-1-row")
@@ -514,20 +529,13 @@ func benchGrouped(b *testing.B, bp benchPath, sh [3]int, threads int) {
 	SetParallelism(threads)
 	x := randVec(rand.New(rand.NewPCG(1, 1)), heads*cols)
 	dst := make([]float32, heads*rows)
-	sums := make([]uint64, threads)
-	share := func(k int) {
-		for _, m := range ms {
-			mem := m.pk.mem
-			sums[k] += StreamRead(mem[len(mem)*k/threads : len(mem)*(k+1)/threads])
-		}
+	mems := make([][]byte, len(ms))
+	for i, m := range ms {
+		mems[i] = m.pk.mem
 	}
-	read := func() { onThreads(threads, share) }
-	var clock func() time.Duration
-	if threads == 1 {
-		c, release := threadClock()
-		defer release()
-		clock = c
-	}
+	read := sharesRead(mems, threads)
+	clock, release := clockFor(threads)
+	defer release()
 	kern, rd, ratio, _, _ := paired(b, clock, read, func() {
 		for _, m := range ms {
 			m.MatMulGroups(dst, heads*rows, rows, x, heads*cols, cols, 1)
@@ -650,20 +658,9 @@ func benchExperts(b *testing.B, bp benchPath, hidden, ff, used, shFF, threads in
 		SiluMul(act[k], gu[k][:widths[k]], gu[k][widths[k]:])
 		f.down.MatVec(out[k], act[k])
 	}
-	sums := make([]uint64, threads)
-	read := func() {
-		onThreads(threads, func(k int) {
-			for _, mem := range mems {
-				sums[k] += StreamRead(mem[len(mem)*k/threads : len(mem)*(k+1)/threads])
-			}
-		})
-	}
-	var clock func() time.Duration
-	if threads == 1 {
-		c, release := threadClock()
-		defer release()
-		clock = c
-	}
+	read := sharesRead(mems, threads)
+	clock, release := clockFor(threads)
+	defer release()
 	kern, rd, ratio, _, _ := paired(b, clock, read, func() {
 		for _, l := range ls {
 			if !multi {

@@ -190,6 +190,7 @@ func MatVecs(ms []*Mat, dsts, xs [][]float32) {
 		j.chunks = 1
 		j.refs.Store(1)
 		j.computeMulti(0, units)
+		j.returnBufs()
 		j.release()
 		return
 	}

@@ -93,12 +93,7 @@ func (j *job) work() (last bool) {
 // release drops one participant's hold on j and frees it after the last.
 func (j *job) release() {
 	if j.refs.Add(-1) == 0 {
-		for i := range j.multi {
-			if b := j.multi[i].buf; b != nil {
-				putPairs(b)
-			}
-		}
-		clear(j.multi) // no references to the matrices and buffers kept
+		clear(j.multi) // no references to the matrices kept
 		j.m, j.c, j.fn, j.silu, j.multi = nil, geo{}, nil, siluRows{}, j.multi[:0]
 		select {
 		case jobs <- j:
@@ -264,7 +259,22 @@ func (j *job) start(parts int) {
 	if !j.work() {
 		receive(j.finished) // a worker finishes the last chunk and says so, exactly once
 	}
+	j.returnBufs()
 	j.release()
+}
+
+// returnBufs gives the bf16 pair buffers of a MatVecs job back to their free list once every
+// chunk is done (a worker that takes the job later finds no chunk and reads none of them):
+// then, not when the last participant lets go of the job, so that the next call finds them
+// even while a worker is late to let go (with one of two goroutines descheduled, every call
+// allocated a buffer per BF16 matrix).
+func (j *job) returnBufs() {
+	for i := range j.multi {
+		if b := j.multi[i].buf; b != nil {
+			putPairs(b)
+			j.multi[i].buf = nil
+		}
+	}
 }
 
 // Tasks calls fn(part, task) once for every task in [0, tasks) on up to parts goroutines (at

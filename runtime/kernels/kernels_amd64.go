@@ -120,13 +120,15 @@ func roundBulk(d []uint32, row []float32) int {
 
 // streamPrefetch is whether the one-row kernels of several panels of the AVX2 and AVX-512F
 // families (every weight type) prefetch each of their streams ahead in software (their pf
-// argument; see streamLoop in the generator): on Intel CPUs, where the core alone keeps too
-// few lines in flight (a 6-stream one-row BF16 product of 480 MB streamed at 0.82-0.91 of a
-// six-stream read without the prefetches and 0.98-1.1 with them on an Emerald Rapids Xeon),
-// and not on AMD's, where the prefetches cost more than they bring (0.73-0.79 against
-// 0.87-0.92 on a Zen 5). docs/kernels.md, "Stream prefetch". A variable so that tests run
+// argument; see streamLoop in the generator): the core alone keeps too few lines in flight.
+// On an Emerald Rapids Xeon a 6-stream one-row BF16 product of 480 MB streamed at 0.82-0.91 of
+// a six-stream read without the prefetches and 0.98-1.1 with them; on a Zen 5 decode / read
+// went from 0.82 to 0.88 (one thread) and 0.70 to 0.76 (two) on the dense `small` target and
+// from 0.83 to 0.93 and 0.80 to 0.85 on the demo target (medians of six alternated pairs),
+// and the MoE and qwen3 `small` targets gained 4-8 % at one thread (an earlier prefetching
+// kernel had lost there). docs/kernels.md, "Stream prefetch". A variable so that tests run
 // both loops.
-var streamPrefetch = cpuIntel
+var streamPrefetch = true
 
 // cpuIntel is whether the CPU is Intel's.
 var cpuIntel = isIntel()

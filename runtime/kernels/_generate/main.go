@@ -242,9 +242,9 @@ func streamKernel(s shape) bool { return s.M == 1 && s.P > 1 }
 // stream streamAhead bytes ahead (one per 64 bytes read), which it takes when the pf argument
 // is not zero. The caller has set CX to the iteration count (not zero) and emits name_tail
 // right after. On an Intel Xeon (Emerald Rapids) the prefetching loop streams BF16 weights
-// at 0.98-1.1 of a six-stream read and the plain one at 0.82-0.91, while on a Zen 5 the
-// prefetches cost more than they bring (docs/kernels.md, "Stream prefetch"); the Go side
-// chooses by CPU (streamPrefetch).
+// at 0.98-1.1 of a six-stream read and the plain one at 0.82-0.91, and on a Zen 5 it lifts
+// one-thread decode by 5-12 % (docs/kernels.md, "Stream prefetch"); the Go side takes it on
+// every CPU and keeps the plain loop for the tests (streamPrefetch).
 func (g *gen) streamLoop(name string, s shape, bytes int, body func()) {
 	g.streamLoopOn(name, s, bytes, "SI", "R12", body)
 }

@@ -118,8 +118,8 @@ func roundBulk(d []uint32, row []float32) int {
 	return n * 16
 }
 
-// streamPrefetch is whether the one-row kernels of several panels of the AVX2 and AVX-512F
-// families (every weight type) prefetch each of their streams ahead in software (their pf
+// streamPrefetch is whether the one-row kernels of several panels of the AVX2, AVX-512F and
+// AVX512_BF16 families (every weight type) prefetch each of their streams ahead in software (their pf
 // argument; see streamLoop in the generator): the core alone keeps too few lines in flight.
 // On an Emerald Rapids Xeon a 6-stream one-row BF16 product of 480 MB streamed at 0.82-0.91 of
 // a six-stream read without the prefetches and 0.98-1.1 with them; on a Zen 5 decode / read
@@ -155,12 +155,12 @@ func isIntel() bool {
 }
 
 // rowPF returns the pf argument of a call of family fam on n batch rows and np panels, the
-// first at address own: for the one-row kernels of several panels of the AVX2 and AVX-512F
-// families (streamKernel in the generator) whether to prefetch each stream (streamPrefetch),
+// first at address own: for the one-row kernels of several panels of the AVX2, AVX-512F and
+// AVX512_BF16 families (streamKernel in the generator) whether to prefetch each stream (streamPrefetch),
 // for the others where to prefetch their own panel ahead (ignored by the kernels that leave
 // prefetching to the hardware).
 func rowPF(fam, n, np int, own uintptr) uintptr {
-	if (fam <= famAVX512 || fam == famAVX2X) && n == 1 && np > 1 {
+	if fam <= famAVX2X && n == 1 && np > 1 { // famAVX2, famAVX512, famDot, famAVX2X
 		if streamPrefetch {
 			return 1
 		}

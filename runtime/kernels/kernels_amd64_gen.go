@@ -795,8 +795,9 @@ var (
 //
 // One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
 // advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
-// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
-// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
+// the one-row kernels of several panels of the AVX2, AVX-512F and AVX512_BF16 families
+// take pf as a switch (not zero: prefetch each stream ahead, see streamLoop); the others
+// ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).
@@ -990,8 +991,9 @@ func callAVX2(t DType, mr, np int, w *byte, panelStride int, x *float32, xStride
 //
 // One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
 // advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
-// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
-// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
+// the one-row kernels of several panels of the AVX2, AVX-512F and AVX512_BF16 families
+// take pf as a switch (not zero: prefetch each stream ahead, see streamLoop); the others
+// ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).
@@ -1023,8 +1025,9 @@ func callAVX2X(t DType, mr, np int, w *byte, panelStride int, x *float32, xStrid
 //
 // One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
 // advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
-// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
-// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
+// the one-row kernels of several panels of the AVX2, AVX-512F and AVX512_BF16 families
+// take pf as a switch (not zero: prefetch each stream ahead, see streamLoop); the others
+// ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).
@@ -1338,8 +1341,9 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 //
 // One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,
 // advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);
-// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a
-// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.
+// the one-row kernels of several panels of the AVX2, AVX-512F and AVX512_BF16 families
+// take pf as a switch (not zero: prefetch each stream ahead, see streamLoop); the others
+// ignore pf.
 // The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.
 // The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go
 // on over runs consecutive panels in each stream (see runsBegin; the others take 1).

@@ -122,13 +122,22 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.f("\tANDQ $1, BX")
 	g.f("\tSHRQ $1, CX")
 	g.f("\tJZ %s_tail", name)
-	g.f("%s_loop:", name)
-	g.prefetch(128, s, multiPrefetch(s))
-	pair(0)
-	pair(1)
-	g.advance(s, "SI", "R12", 128, 8, panelX(s))
-	g.f("\tDECQ CX")
-	g.f("\tJNZ %s_loop", name)
+	if streamKernel(s) {
+		// One row over several panels: the loop twice, the second prefetching each stream.
+		g.streamLoop(name, s, 128, func() {
+			pair(0)
+			pair(1)
+			g.advance(s, "SI", "R12", 128, 8, panelX(s))
+		})
+	} else {
+		g.f("%s_loop:", name)
+		g.prefetch(128, s, multiPrefetch(s))
+		pair(0)
+		pair(1)
+		g.advance(s, "SI", "R12", 128, 8, panelX(s))
+		g.f("\tDECQ CX")
+		g.f("\tJNZ %s_loop", name)
+	}
 	g.f("%s_tail:", name)
 	g.f("\tTESTQ BX, BX")
 	g.f("\tJZ %s_store", name)

@@ -230,8 +230,8 @@ func (g *gen) runsBegin(name string) {
 // panels prefetches when its pf argument is not zero (see streamLoop).
 const streamAhead = 512
 
-// streamKernel reports whether an AVX2 or AVX-512F kernel of shape s has the prefetching
-// loop of streamLoop: the one-row kernels of several panels, of every type (Q8_0's prefetch
+// streamKernel reports whether an AVX2, AVX-512F or AVX512_BF16 kernel of shape s has the
+// prefetching loop of streamLoop: the one-row kernels of several panels, of every type (Q8_0's prefetch
 // through the quants: with the prefetches a one-row Q8_0 product went from 0.72-0.77 to
 // 0.84-0.88 of the read on the Intel Xeon, so it is not bound by the core there).
 func streamKernel(s shape) bool { return s.M == 1 && s.P > 1 }
@@ -405,8 +405,9 @@ func main() {
 		g.f("//")
 		g.f("// One-panel kernels (and the multi-row ones that prefetch) prefetch from address pf on,")
 		g.f("// advancing pfStep bytes per 4 columns (per 4 columns of each 32-column block for Q8_0);")
-		g.f("// the one-row kernels of several panels of the AVX2 and AVX-512F families take pf as a")
-		g.f("// switch (not zero: prefetch each stream ahead, see streamLoop); the others ignore pf.")
+		g.f("// the one-row kernels of several panels of the AVX2, AVX-512F and AVX512_BF16 families")
+		g.f("// take pf as a switch (not zero: prefetch each stream ahead, see streamLoop); the others")
+		g.f("// ignore pf.")
 		g.f("// The 16 outputs of batch row m and panel p go to out + m*outRow + p*outStride bytes.")
 		g.f("// The one-row BF16 kernels of several panels of the AVX-512F and AVX512_BF16 families go")
 		g.f("// on over runs consecutive panels in each stream (see runsBegin; the others take 1).")

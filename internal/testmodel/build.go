@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -86,6 +88,17 @@ func (m *Model) Write(t testing.TB, path string) {
 	if err := gguf.WriteFile(path, m.KVs, specs, gguf.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Bytes returns the GGUF file Write stores (a fuzz seed), written through a temporary file.
+func (m *Model) Bytes(t testing.TB) []byte {
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	m.Write(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // KV appends a metadata key.

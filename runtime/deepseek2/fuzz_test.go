@@ -2,8 +2,6 @@ package deepseek2
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
@@ -27,14 +25,8 @@ func addSeeds(f *testing.F) {
 	moe.FF, moe.Vocab, moe.Layers, moe.Experts, moe.FFExp, moe.BF16 = 10, 16, 2, 3, 5, true
 	dense := moe
 	dense.Dense, dense.QLora, dense.Tied, dense.Yarn, dense.BF16 = dense.Layers, 0, true, false, false
-	dir := f.TempDir()
 	for i, s := range []testmodel.TargetSpec{moe, dense} {
-		path := filepath.Join(dir, []string{"a.gguf", "b.gguf"}[i])
-		testmodel.BuildTarget(s, uint64(i)).Write(f, path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := testmodel.BuildTarget(s, uint64(i)).Bytes(f)
 		if err := loadAndRun(b); err != nil {
 			f.Fatalf("seed %d does not load and run: %v", i, err) // the corpus must reach Forward
 		}

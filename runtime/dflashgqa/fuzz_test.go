@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
@@ -39,16 +37,9 @@ func (s *stubTarget) Name() string                                   { return "s
 func FuzzLoad(f *testing.F) {
 	ts := testmodel.DefaultTarget()
 	ts.Embd, ts.Vocab, ts.Layers, ts.BF16 = 8, 16, 3, true
-	dir := f.TempDir()
 	for i, s := range []testmodel.GQASpec{testmodel.DefaultGQA(ts), testmodel.DefaultDFlashGQA(ts)} {
 		s.Layers, s.Heads, s.KVHeads, s.HeadDim, s.FF, s.Rank, s.Block = 1, 2, 1, 4, 6, min(s.Rank, 2), 3
-		path := filepath.Join(dir, []string{"a.gguf", "b.gguf"}[i])
-		testmodel.BuildGQA(ts, s, uint64(i)).Write(f, path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		f.Add(testmodel.BuildGQA(ts, s, uint64(i)).Bytes(f))
 	}
 	raw := make([]byte, 4*ts.Vocab*ts.Embd)
 	for i := range ts.Vocab * ts.Embd {

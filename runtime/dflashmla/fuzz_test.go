@@ -2,8 +2,6 @@ package dflashmla
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
@@ -20,7 +18,6 @@ func FuzzLoad(f *testing.F) {
 	ts.Embd, ts.Heads, ts.QLora, ts.KVLora, ts.Nope, ts.Rope, ts.V = 8, 2, 6, 4, 4, 2, 3
 	ts.FF, ts.Vocab, ts.Layers, ts.Dense = 10, 16, 2, 2
 	tg := openTarget(f, testmodel.BuildTarget(ts, 1), runtime.Options{Context: 16, MaxBatch: 4})
-	dir := f.TempDir()
 	for i := range 2 {
 		ds := testmodel.DefaultDraft(ts)
 		ds.Layers, ds.Heads, ds.QLora, ds.KVLora, ds.Nope, ds.Rope, ds.V = 1, 2, 5, 4, 2, 2, 3
@@ -29,12 +26,7 @@ func FuzzLoad(f *testing.F) {
 		if i == 1 {
 			ds.Causal, ds.Embed, ds.Anchor = true, true, false
 		}
-		path := filepath.Join(dir, []string{"a.gguf", "b.gguf"}[i])
-		testmodel.BuildDraft(ts, ds, uint64(i)).Write(f, path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := testmodel.BuildDraft(ts, ds, uint64(i)).Bytes(f)
 		if err := loadAndDraft(b, tg); err != nil {
 			f.Fatalf("seed %d does not load and draft: %v", i, err) // the corpus must reach Block
 		}

@@ -179,11 +179,7 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 	for hd := h0; hd < h1; hd++ {
 		for i := range n {
 			k := hd*s.mb + i
-			inv := 1 / s.sum[k]
-			acc := s.acc[k*kvl : (k+1)*kvl]
-			for x, v := range acc {
-				acc[x] = float32(float64(v) * inv)
-			}
+			kernels.ScaleF64(s.acc[k*kvl:(k+1)*kvl], 1/s.sum[k])
 		}
 	}
 }
@@ -252,17 +248,10 @@ func (s *scratch) softmaxStep(k int, sc []float32, scale float32) {
 		if s.sum[k] != 0 {
 			alpha := math.Exp(float64(m) - float64(mt))
 			s.sum[k] *= alpha
-			scaleVec(s.acc[k*s.kvl:(k+1)*s.kvl], float32(alpha))
+			kernels.Scale(s.acc[k*s.kvl:(k+1)*s.kvl], float32(alpha))
 		}
 		m = mt
 		s.mx[k] = m
 	}
 	s.sum[k] += kernels.ExpShift(sc, m)
-}
-
-// scaleVec sets y[i] *= alpha.
-func scaleVec(y []float32, alpha float32) {
-	for i := range y {
-		y[i] *= alpha
-	}
 }

@@ -158,10 +158,7 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 			o := out[k*qw+hd*D : k*qw+(hd+1)*D]
 			clear(o)
 			kernels.AxpyRows(o, s, vals[lo*kw+kh*D:], kw)
-			inv := float32(1 / sum)
-			for j := range o {
-				o[j] *= inv
-			}
+			kernels.Scale(o, float32(1/sum))
 		}
 	}
 }

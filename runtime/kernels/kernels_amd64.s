@@ -29889,6 +29889,62 @@ expdone:
 	VZEROUPPER
 	RET
 
+// func scaleAsm(y []float32, a float32)
+TEXT ·scaleAsm(SB), NOSPLIT, $0-28
+	MOVQ y_base+0(FP), SI
+	MOVQ y_len+8(FP), CX
+	VBROADCASTSS a+24(FP), Y15
+	XORQ AX, AX
+scale32:
+	LEAQ 32(AX), DX
+	CMPQ DX, CX
+	JGT scale8
+	VMULPS 0(SI)(AX*4), Y15, Y0
+	VMULPS 32(SI)(AX*4), Y15, Y1
+	VMULPS 64(SI)(AX*4), Y15, Y2
+	VMULPS 96(SI)(AX*4), Y15, Y3
+	VMOVUPS Y0, 0(SI)(AX*4)
+	VMOVUPS Y1, 32(SI)(AX*4)
+	VMOVUPS Y2, 64(SI)(AX*4)
+	VMOVUPS Y3, 96(SI)(AX*4)
+	MOVQ DX, AX
+	JMP scale32
+scale8:
+	LEAQ 8(AX), DX
+	CMPQ DX, CX
+	JGT scaledone
+	VMULPS (SI)(AX*4), Y15, Y0
+	VMOVUPS Y0, (SI)(AX*4)
+	MOVQ DX, AX
+	JMP scale8
+scaledone:
+	VZEROUPPER
+	RET
+
+// func scaleF64Asm(y []float32, s float64)
+TEXT ·scaleF64Asm(SB), NOSPLIT, $0-32
+	MOVQ y_base+0(FP), SI
+	MOVQ y_len+8(FP), CX
+	VBROADCASTSD s+24(FP), Y15
+	XORQ AX, AX
+scalepd:
+	LEAQ 8(AX), DX
+	CMPQ DX, CX
+	JGT scalepddone
+	VCVTPS2PD (SI)(AX*4), Y0
+	VCVTPS2PD 16(SI)(AX*4), Y1
+	VMULPD Y15, Y0, Y0
+	VMULPD Y15, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (SI)(AX*4)
+	VMOVUPS X1, 16(SI)(AX*4)
+	MOVQ DX, AX
+	JMP scalepd
+scalepddone:
+	VZEROUPPER
+	RET
+
 // siluData holds siluConsts, four copies each.
 DATA siluData<>+0(SB)/8, $1.4426950408889634073599246810018920 // LOG2E
 DATA siluData<>+8(SB)/8, $1.4426950408889634073599246810018920 // LOG2E

@@ -773,6 +773,16 @@ func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt i
 //go:noescape
 func expShiftAsm(x []float32, m float32)
 
+// scaleAsm sets y[i] *= a for len(y) a multiple of 8 (scaleGeneric).
+//
+//go:noescape
+func scaleAsm(y []float32, a float32)
+
+// scaleF64Asm sets y[i] = float32(float64(y[i]) * s) for len(y) a multiple of 8 (scaleF64Generic).
+//
+//go:noescape
+func scaleF64Asm(y []float32, s float64)
+
 // expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).
 //
 //go:noescape

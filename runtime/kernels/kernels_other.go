@@ -114,6 +114,9 @@ func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt i
 }
 func expShiftAsm(x []float32, m float32) { expShiftGeneric(x, m) }
 
+func scaleAsm(y []float32, a float32)    { scaleGeneric(y, a) }
+func scaleF64Asm(y []float32, s float64) { scaleF64Generic(y, s) }
+
 func siluMulAsm(dst, gate, up []float32) { siluMulGeneric(dst, gate, up) }
 
 func expPDAsm(dst, x []float64) {

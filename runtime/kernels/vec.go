@@ -13,6 +13,8 @@ import "math"
 //     one fused multiply-add each.
 //   - Axpy, AxpyRows, Axpy3Rows: each element y[i] = fma(alpha, x[i], y[i]), terms in order.
 //   - ExpShift: the float32 algorithm of expShiftGeneric, step by step.
+//   - Scale, ScaleF64: one product per element, rounded alone (float32, or float64 then
+//     rounded to float32).
 
 // vecAsm reports whether the vector kernels use the assembly.
 func vecAsm() bool { return curPath != pathPortable }
@@ -192,6 +194,45 @@ func ExpShift(x []float32, m float32) float64 {
 		sum += float64(e)
 	}
 	return sum
+}
+
+// Scale sets y[i] *= a: each element one float32 product, as the Go expression computes it,
+// on every path (the softmax's rescaling of an accumulator, attention's 1/sum).
+func Scale(y []float32, a float32) {
+	i := 0
+	if vecAsm() {
+		if i = len(y) &^ 7; i > 0 {
+			scaleAsm(y[:i], a)
+		}
+	}
+	scaleGeneric(y[i:], a)
+}
+
+// ScaleF64 sets y[i] = float32(float64(y[i]) * s): a float64 product rounded once to
+// float32, as the Go expression computes it, on every path (MLA's division of each
+// accumulator by its float64 softmax sum).
+func ScaleF64(y []float32, s float64) {
+	i := 0
+	if vecAsm() {
+		if i = len(y) &^ 7; i > 0 {
+			scaleF64Asm(y[:i], s)
+		}
+	}
+	scaleF64Generic(y[i:], s)
+}
+
+// scaleGeneric is the portable Scale.
+func scaleGeneric(y []float32, a float32) {
+	for i := range y {
+		y[i] *= a
+	}
+}
+
+// scaleF64Generic is the portable ScaleF64.
+func scaleF64Generic(y []float32, s float64) {
+	for i, v := range y {
+		y[i] = float32(float64(v) * s)
+	}
 }
 
 // dotGeneric is the portable Dot (the definition of its bits).

@@ -325,7 +325,7 @@ func TestVecPathsAgree(t *testing.T) {
 		}
 		return v
 	}
-	type result struct{ dot, rows, rows3, axpy, arows, a3, exp []float32 }
+	type result struct{ dot, rows, rows3, axpy, arows, a3, exp, scale, scale64 []float32 }
 	run := func(q, rows []float32, w, nr, stride int, p []float32, m float32) result {
 		var r result
 		r.dot = []float32{Dot(q, rows)}
@@ -344,6 +344,10 @@ func TestVecPathsAgree(t *testing.T) {
 			r.exp[i] = -float32(math.Abs(float64(r.exp[i])))
 		}
 		ExpShift(r.exp, m)
+		r.scale = append([]float32(nil), q...)
+		Scale(r.scale, p[0])
+		r.scale64 = append([]float32(nil), q...)
+		ScaleF64(r.scale64, 1/(float64(p[1])+0.5))
 		return r
 	}
 	for _, w := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 288, 576} {
@@ -370,7 +374,8 @@ func TestVecPathsAgree(t *testing.T) {
 				restore()
 				for name, pair := range map[string][2][]float32{"Dot": {got.dot, want.dot}, "DotRows": {got.rows, want.rows},
 					"Dot3Rows": {got.rows3, want.rows3}, "Axpy": {got.axpy, want.axpy}, "AxpyRows": {got.arows, want.arows},
-					"Axpy3Rows": {got.a3, want.a3}, "ExpShift": {got.exp, want.exp}} {
+					"Axpy3Rows": {got.a3, want.a3}, "ExpShift": {got.exp, want.exp},
+					"Scale": {got.scale, want.scale}, "ScaleF64": {got.scale64, want.scale64}} {
 					for i := range pair[0] {
 						if !sameFloat(pair[0][i], pair[1][i]) {
 							t.Fatalf("%v %s w=%d rows=%d: value %d = %v (%#08x), portable %v (%#08x)", path, name, w, nr, i,
@@ -381,6 +386,37 @@ func TestVecPathsAgree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestScale checks Scale and ScaleF64 on every path against their definitions (the Go
+// expressions, element by element) at every length up to 40, with factors and values that
+// overflow, underflow into subnormals, or are special.
+func TestScale(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(81, 82))
+		special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e-39, 3e38, float32(math.Inf(-1)), float32(math.NaN())}
+		for n := 0; n <= 40; n++ {
+			for _, a := range []float64{0.37, -1e30, 1e-30, 3, math.Inf(1), 1 / 3.0} {
+				y := uvec(rng, n, 8)
+				for i := range y {
+					if rng.IntN(6) == 0 {
+						y[i] = special[rng.IntN(len(special))]
+					}
+				}
+				got, got64 := append([]float32(nil), y...), append([]float32(nil), y...)
+				Scale(got, float32(a))
+				ScaleF64(got64, a)
+				for i, v := range y {
+					if w := v * float32(a); !sameFloat(got[i], w) {
+						t.Fatalf("n %d: Scale(%v, %v) = %v, want %v", n, v, float32(a), got[i], w)
+					}
+					if w := float32(float64(v) * a); !sameFloat(got64[i], w) {
+						t.Fatalf("n %d: ScaleF64(%v, %v) = %v, want %v", n, v, a, got64[i], w)
+					}
+				}
+			}
+		}
+	})
 }
 
 // TestSiluMul checks SiluMul bit for bit against its definition, the Go expression with

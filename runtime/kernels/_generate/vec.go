@@ -189,6 +189,7 @@ func (g *gen) vecKernels() {
 	g.axpy3Rows(false)
 	g.axpy3Rows(true)
 	g.expShift()
+	g.scales()
 	g.siluMul()
 	g.expPDHook()
 }
@@ -446,6 +447,54 @@ func (g *gen) expShift() {
 	g.f("\tRET\n")
 }
 
+// scales emits scaleAsm (y[i] *= a) and scaleF64Asm (y[i] = float32(float64(y[i]) * s)) for
+// len(y) a multiple of 8: one IEEE product per element, rounded alone (VMULPS; VCVTPS2PD,
+// VMULPD and VCVTPD2PS, the packed forms of what Go compiles the scalar expressions to), so
+// the bits are the portable loop's whatever the lane an element falls in.
+func (g *gen) scales() {
+	g.f("// func scaleAsm(y []float32, a float32)")
+	g.f("TEXT ·scaleAsm(SB), NOSPLIT, $0-28")
+	g.f("\tMOVQ y_base+0(FP), SI")
+	g.f("\tMOVQ y_len+8(FP), CX")
+	g.f("\tVBROADCASTSS a+24(FP), Y15")
+	g.f("\tXORQ AX, AX")
+	g.blockLoop("scale32", "scale8", 32, func() {
+		for i := 0; i < 4; i++ {
+			g.f("\tVMULPS %d(SI)(AX*4), Y15, Y%d", 32*i, i)
+		}
+		for i := 0; i < 4; i++ {
+			g.f("\tVMOVUPS Y%d, %d(SI)(AX*4)", i, 32*i)
+		}
+	})
+	g.blockLoop("scale8", "scaledone", 8, func() {
+		g.f("\tVMULPS (SI)(AX*4), Y15, Y0")
+		g.f("\tVMOVUPS Y0, (SI)(AX*4)")
+	})
+	g.f("scaledone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+
+	g.f("// func scaleF64Asm(y []float32, s float64)")
+	g.f("TEXT ·scaleF64Asm(SB), NOSPLIT, $0-32")
+	g.f("\tMOVQ y_base+0(FP), SI")
+	g.f("\tMOVQ y_len+8(FP), CX")
+	g.f("\tVBROADCASTSD s+24(FP), Y15")
+	g.f("\tXORQ AX, AX")
+	g.blockLoop("scalepd", "scalepddone", 8, func() {
+		g.f("\tVCVTPS2PD (SI)(AX*4), Y0")
+		g.f("\tVCVTPS2PD 16(SI)(AX*4), Y1")
+		g.f("\tVMULPD Y15, Y0, Y0")
+		g.f("\tVMULPD Y15, Y1, Y1")
+		g.f("\tVCVTPD2PSY Y0, X0")
+		g.f("\tVCVTPD2PSY Y1, X1")
+		g.f("\tVMOVUPS X0, (SI)(AX*4)")
+		g.f("\tVMOVUPS X1, 16(SI)(AX*4)")
+	})
+	g.f("scalepddone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
 // siluConsts are the float64 constants of siluMulAsm's exponential, each stored four times
 // (one YMM): those of the FMA path of Go's math.Exp on amd64 (math/exp_amd64.s), as the
 // same decimal literals, so that the assembler rounds them to the same doubles.
@@ -591,6 +640,8 @@ func (g *gen) vecDecls() {
 		{"dot6x4Asm512 sets out[a*4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and four rows r (qs and stride in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", "dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)"},
 		{"axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).", "axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
+		{"scaleAsm sets y[i] *= a for len(y) a multiple of 8 (scaleGeneric).", "scaleAsm(y []float32, a float32)"},
+		{"scaleF64Asm sets y[i] = float32(float64(y[i]) * s) for len(y) a multiple of 8 (scaleF64Generic).", "scaleF64Asm(y []float32, s float64)"},
 		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},
 		{"siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).", "siluMulAsm(dst, gate, up []float32)"},
 	} {

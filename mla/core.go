@@ -216,8 +216,7 @@ func (s *scratch) attendTile6(k0, step int, rows, buf []float32, scale float32) 
 	for a := 0; a < 6; a++ {
 		s.softmaxStep(k0+a*step, buf[a*tileRows:a*tileRows+nt], scale)
 	}
-	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
-	kernels.Axpy3Rows(s.acc[(k0+3*step)*kvl:], kvl, step*kvl, buf[3*tileRows:], tileRows, nt, rows, width)
+	kernels.Axpy6Rows(s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
 }
 
 // seeAll reports whether batch rows [i0, i1) all see cache rows up to t1 (the end of the

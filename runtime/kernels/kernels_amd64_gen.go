@@ -768,6 +768,11 @@ func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *flo
 //go:noescape
 func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
 
+// axpy6RowsAsm512 is axpy3RowsAsm512 for six accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
+
 // expShiftAsm is expShiftGeneric for len(x) a multiple of 8.
 //
 //go:noescape

@@ -113,6 +113,9 @@ func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt i
 	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
 }
 func expShiftAsm(x []float32, m float32) { expShiftGeneric(x, m) }
+func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	panic("kernels: axpy6RowsAsm512 without assembly")
+}
 
 func scaleAsm(y []float32, a float32)    { scaleGeneric(y, a) }
 func scaleF64Asm(y []float32, s float64) { scaleF64Generic(y, s) }

@@ -172,6 +172,35 @@ func Axpy3Rows(acc []float32, n, accStride int, p []float32, pStride, nt int, ro
 	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
 }
 
+// Axpy6Rows is Axpy3Rows for six accumulators acc[a*accStride:][:n] (a < 6) with weights
+// p[a*pStride+t], t < nt; each accumulator's result is bit-identical to AxpyRows. On the
+// avx512 path every block of a row is loaded once for the six. It panics if the
+// accumulators or the weights overlap or an index is out of range.
+func Axpy6Rows(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
+	if nt == 0 || n == 0 {
+		return
+	}
+	if accStride < n || pStride < nt {
+		panic("kernels: Axpy6Rows operands overlap")
+	}
+	_ = acc[5*accStride+n-1]
+	_ = p[5*pStride+nt-1]
+	_ = rows[(nt-1)*stride+n-1]
+	n16 := 0
+	if curPath == pathAVX512 {
+		if n16 = n &^ 15; n16 > 0 {
+			axpy6RowsAsm512(&acc[0], n16, accStride, &p[0], pStride, nt, &rows[0], stride)
+		}
+		if n16 == n {
+			return
+		}
+	}
+	// the other paths, and the last n mod 16 values on avx512: three at a time
+	for a := 0; a < 6; a += 3 {
+		Axpy3Rows(acc[a*accStride+n16:], n-n16, accStride, p[a*pStride:], pStride, nt, rows[n16:], stride)
+	}
+}
+
 // ExpShift sets x[i] = e^(x[i]-m) in place (x[i] <= m: softmax weights) and returns their
 // sum in float64, added in order. An element's result depends only on its value and m.
 func ExpShift(x []float32, m float32) float64 {

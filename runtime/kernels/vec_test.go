@@ -199,7 +199,7 @@ func TestScore3Axpy3Rows(t *testing.T) {
 	withPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 7))
 		const guard = 5
-		for _, w := range []int{1, 7, 8, 9, 31, 32, 33, 40, 288, 576} {
+		for _, w := range []int{1, 7, 8, 9, 31, 32, 33, 40, 80, 112, 288, 576} {
 			for _, nr := range []int{0, 1, 3, 4, 5, 8, 9, 32} {
 				stride := w + rng.IntN(3)
 				qs := [3][]float32{uvec(rng, w, 1), uvec(rng, w, 1), uvec(rng, w, 1)}
@@ -232,31 +232,38 @@ func TestScore3Axpy3Rows(t *testing.T) {
 					}
 				}
 
-				// Three accumulators spaced accStride apart, guard values between and around.
-				accStride := w + guard
-				accBuf := uvec(rng, 3*accStride+2*guard, 1)
-				accOrig := append([]float32(nil), accBuf...)
-				pStride := nr + 2
-				p := uvec(rng, 3*pStride, 1)
-				Axpy3Rows(accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
-				for a := range 3 {
-					seq := append([]float32(nil), accOrig[guard+a*accStride:guard+a*accStride+w]...)
-					for r := range nr {
-						Axpy(seq, p[a*pStride+r], rows[r*stride:])
+				// Three (Axpy3Rows) or six (Axpy6Rows) accumulators spaced accStride apart,
+				// guard values between and around.
+				for _, k := range []int{3, 6} {
+					accStride := w + guard
+					accBuf := uvec(rng, k*accStride+2*guard, 1)
+					accOrig := append([]float32(nil), accBuf...)
+					pStride := nr + 2
+					p := uvec(rng, k*pStride, 1)
+					if k == 3 {
+						Axpy3Rows(accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
+					} else {
+						Axpy6Rows(accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
 					}
-					for j := range w {
-						if got := accBuf[guard+a*accStride+j]; math.Float32bits(got) != math.Float32bits(seq[j]) {
-							t.Fatalf("axpy3 w %d rows %d: accumulator %d value %d = %v, axpy gives %v", w, nr, a, j, got, seq[j])
+					for a := range k {
+						seq := append([]float32(nil), accOrig[guard+a*accStride:guard+a*accStride+w]...)
+						for r := range nr {
+							Axpy(seq, p[a*pStride+r], rows[r*stride:])
+						}
+						for j := range w {
+							if got := accBuf[guard+a*accStride+j]; math.Float32bits(got) != math.Float32bits(seq[j]) {
+								t.Fatalf("axpy%d w %d rows %d: accumulator %d value %d = %v, axpy gives %v", k, w, nr, a, j, got, seq[j])
+							}
 						}
 					}
-				}
-				for i := range accBuf {
-					rel := i - guard
-					if rel >= 0 && rel%accStride < w && rel/accStride < 3 {
-						continue
-					}
-					if math.Float32bits(accBuf[i]) != math.Float32bits(accOrig[i]) {
-						t.Fatalf("axpy3 w %d rows %d: guard value %d written", w, nr, i)
+					for i := range accBuf {
+						rel := i - guard
+						if rel >= 0 && rel%accStride < w && rel/accStride < k {
+							continue
+						}
+						if math.Float32bits(accBuf[i]) != math.Float32bits(accOrig[i]) {
+							t.Fatalf("axpy%d w %d rows %d: guard value %d written", k, w, nr, i)
+						}
 					}
 				}
 			}
@@ -325,7 +332,7 @@ func TestVecPathsAgree(t *testing.T) {
 		}
 		return v
 	}
-	type result struct{ dot, rows, rows3, axpy, arows, a3, exp, scale, scale64 []float32 }
+	type result struct{ dot, rows, rows3, axpy, arows, a3, a6, exp, scale, scale64 []float32 }
 	run := func(q, rows []float32, w, nr, stride int, p []float32, m float32) result {
 		var r result
 		r.dot = []float32{Dot(q, rows)}
@@ -339,6 +346,8 @@ func TestVecPathsAgree(t *testing.T) {
 		AxpyRows(r.arows, p[:nr], rows, stride)
 		r.a3 = append([]float32(nil), rows[:3*w]...)
 		Axpy3Rows(r.a3, w, w, p, nr, nr, rows, stride)
+		r.a6 = append([]float32(nil), rows[:6*w]...)
+		Axpy6Rows(r.a6, w, w, p, nr, nr, rows, stride)
 		r.exp = append([]float32(nil), rows[:w]...)
 		for i := range r.exp {
 			r.exp[i] = -float32(math.Abs(float64(r.exp[i])))
@@ -355,8 +364,8 @@ func TestVecPathsAgree(t *testing.T) {
 			nr := 3 + rng.IntN(9)
 			stride := w + rng.IntN(3)
 			q := vals(w)
-			rows := vals(max(nr*stride, 3*w))
-			p := vals(3 * nr)
+			rows := vals(max(nr*stride, 6*w))
+			p := vals(6 * nr)
 			m := []float32{0, 1, -3, float32(math.Inf(1))}[rng.IntN(4)]
 			if rep%3 == 0 { // cancellation: rows[0] = -q
 				for i := 0; i < w; i++ {
@@ -374,7 +383,7 @@ func TestVecPathsAgree(t *testing.T) {
 				restore()
 				for name, pair := range map[string][2][]float32{"Dot": {got.dot, want.dot}, "DotRows": {got.rows, want.rows},
 					"Dot3Rows": {got.rows3, want.rows3}, "Axpy": {got.axpy, want.axpy}, "AxpyRows": {got.arows, want.arows},
-					"Axpy3Rows": {got.a3, want.a3}, "ExpShift": {got.exp, want.exp},
+					"Axpy3Rows": {got.a3, want.a3}, "Axpy6Rows": {got.a6, want.a6}, "ExpShift": {got.exp, want.exp},
 					"Scale": {got.scale, want.scale}, "ScaleF64": {got.scale64, want.scale64}} {
 					for i := range pair[0] {
 						if !sameFloat(pair[0][i], pair[1][i]) {

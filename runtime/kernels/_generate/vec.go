@@ -188,6 +188,7 @@ func (g *gen) vecKernels() {
 	g.axpyRows()
 	g.axpy3Rows(false)
 	g.axpy3Rows(true)
+	g.axpy6Rows()
 	g.expShift()
 	g.scales()
 	g.siluMul()
@@ -380,6 +381,87 @@ func (g *gen) axpy3Rows(wide bool) {
 		g.tailLoop(pre+"tail", pre+"done", func() { block(pre+"tail", 1, false) })
 	}
 	g.f("%sdone:", pre)
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// axpy6Rows emits axpy6RowsAsm512: axpy3RowsAsm512 for six accumulators acc[a*accStride:]
+// (a = 0..5) with weights p[a*pStride+t], for n a multiple of 16: the same FMAs in the same
+// order per accumulator, but each block of a row is loaded once for the six, so a tile of
+// cache rows streams from L2 once per six (head, row) pairs rather than twice. Per row of a
+// 64-value block: six weight broadcasts, four row loads and 24 FMAs into Z0..Z23.
+func (g *gen) axpy6Rows() {
+	name := "axpy6RowsAsm512"
+	g.f("// func %s(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	g.f("\tMOVQ acc+0(FP), DI")
+	g.f("\tMOVQ n+8(FP), CX")
+	g.f("\tMOVQ accStride+16(FP), R11")
+	g.f("\tSHLQ $2, R11")
+	g.f("\tMOVQ pStride+32(FP), BX")
+	g.f("\tSHLQ $2, BX")
+	g.f("\tMOVQ rows+48(FP), SI")
+	g.f("\tMOVQ stride+56(FP), R13")
+	g.f("\tSHLQ $2, R13")
+	g.f("\tXORQ AX, AX")
+	// R10 and R14: the block of accumulators 0 and 3; R12 and DX: weights 0 and 3.
+	at := func(a int, lo, hi, scale string, off int) string {
+		base := lo
+		if a >= 3 {
+			base = hi
+		}
+		switch a % 3 {
+		case 1:
+			return fmt.Sprintf("%d(%s)(%s*1)", off, base, scale)
+		case 2:
+			return fmt.Sprintf("%d(%s)(%s*2)", off, base, scale)
+		}
+		return fmt.Sprintf("%d(%s)", off, base)
+	}
+	block := func(l string, n, step int) {
+		g.f("%s:", l)
+		g.f("\tLEAQ %d(AX), R8", step)
+		g.f("\tCMPQ R8, CX")
+		g.f("\tJGT %sdone", l)
+		g.f("\tLEAQ (DI)(AX*4), R10")
+		g.f("\tLEAQ (R10)(R11*2), R14")
+		g.f("\tADDQ R11, R14")
+		for a := 0; a < 6; a++ {
+			for i := 0; i < n; i++ {
+				g.f("\tVMOVUPS %s, Z%d", at(a, "R10", "R14", "R11", 64*i), a*n+i)
+			}
+		}
+		g.f("\tLEAQ (SI)(AX*4), R8")
+		g.f("\tMOVQ p+24(FP), R12")
+		g.f("\tLEAQ (R12)(BX*2), DX")
+		g.f("\tADDQ BX, DX")
+		g.f("\tMOVQ nt+40(FP), R9")
+		g.f("%st:", l)
+		for a := 0; a < 6; a++ {
+			g.f("\tVBROADCASTSS %s, Z%d", at(a, "R12", "DX", "BX", 0), 24+a)
+		}
+		for i := 0; i < n; i++ {
+			g.f("\tVMOVUPS %d(R8), Z%d", 64*i, 30)
+			for a := 0; a < 6; a++ {
+				g.f("\tVFMADD231PS Z30, Z%d, Z%d", 24+a, a*n+i)
+			}
+		}
+		g.f("\tADDQ R13, R8")
+		g.f("\tADDQ $4, R12")
+		g.f("\tADDQ $4, DX")
+		g.f("\tDECQ R9")
+		g.f("\tJNZ %st", l)
+		for a := 0; a < 6; a++ {
+			for i := 0; i < n; i++ {
+				g.f("\tVMOVUPS Z%d, %s", a*n+i, at(a, "R10", "R14", "R11", 64*i))
+			}
+		}
+		g.f("\tADDQ $%d, AX", step)
+		g.f("\tJMP %s", l)
+		g.f("%sdone:", l)
+	}
+	block("a6c4", 4, 64)
+	block("a6c1", 1, 16)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
@@ -639,6 +721,7 @@ func (g *gen) vecDecls() {
 		{"axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.", "axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"dot6x4Asm512 sets out[a*4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and four rows r (qs and stride in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", "dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)"},
 		{"axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).", "axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
+		{"axpy6RowsAsm512 is axpy3RowsAsm512 for six accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.", "axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)"},
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
 		{"scaleAsm sets y[i] *= a for len(y) a multiple of 8 (scaleGeneric).", "scaleAsm(y []float32, a float32)"},
 		{"scaleF64Asm sets y[i] = float32(float64(y[i]) * s) for len(y) a multiple of 8 (scaleF64Generic).", "scaleF64Asm(y []float32, s float64)"},

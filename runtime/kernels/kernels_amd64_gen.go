@@ -763,6 +763,11 @@ func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int,
 //go:noescape
 func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)
 
+// dot6x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)
+
 // axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).
 //
 //go:noescape

@@ -109,6 +109,9 @@ func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int,
 func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32) {
 	panic("kernels: dot6x4Asm512 without assembly")
 }
+func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int) {
+	panic("kernels: dot6x8Asm512 without assembly")
+}
 func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
 	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
 }

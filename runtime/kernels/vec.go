@@ -108,6 +108,9 @@ func Dot6Rows(q []float32, n, qStride int, rows []float32, stride, nt int, sc []
 	qa := func(a int) []float32 { return q[a*qStride : a*qStride+n] }
 	t := 0
 	if curPath == pathAVX512 && n%8 == 0 {
+		for ; t+8 <= nt; t += 8 {
+			dot6x8Asm512(&q[0], 4*qStride, n, &rows[t*stride], 4*stride, &sc[t], 4*scStride)
+		}
 		var o [24]float32
 		for ; t+4 <= nt; t += 4 {
 			dot6x4Asm512(&q[0], 4*qStride, n, &rows[t*stride], 4*stride, &o[0])

@@ -166,7 +166,7 @@ func TestDot6Rows(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 9))
 		const guard = 3
 		for _, w := range []int{0, 1, 7, 8, 9, 16, 33, 40, 288, 544} {
-			for _, nr := range []int{1, 3, 4, 5, 8, 11, 32} {
+			for _, nr := range []int{1, 3, 4, 5, 8, 11, 12, 15, 17, 32} {
 				qStride, stride, scStride := w+guard, w+rng.IntN(3), nr+guard
 				q := uvec(rng, 6*qStride, 1)
 				rows := uvec(rng, (nr-1)*stride+w, 1)

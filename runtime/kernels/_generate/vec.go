@@ -185,6 +185,7 @@ func (g *gen) vecKernels() {
 	g.f("\tRET\n")
 
 	g.dot6x4()
+	g.dot6x8()
 	g.axpyRows()
 	g.axpy3Rows(false)
 	g.axpy3Rows(true)
@@ -249,6 +250,100 @@ func (g *gen) dot6x4() {
 			g.f("\tMOVSS X%d, %d(DI)", k, 4*(2*p*4+r))
 			g.f("\tMOVSS X15, %d(DI)", 4*((2*p+1)*4+r))
 		}
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// dot6x8 emits dot6x8Asm512: dot6x4Asm512 for eight rows (rows + r*stride bytes, r < 8), the
+// 48 products stored straight into out + a*os + 4*r bytes (query a, row r). Per 8 values: the
+// three query pairs (low and high 256 bits, as in dot6x4) and eight row broadcasts feed 24
+// FMAs into Z0..Z23 (Z(8p+r): queries 2p, 2p+1 with row r), twice dot6x4's FMAs per query
+// load. The lanes are then reduced eight accumulators (16 products) at a time, in hsum8's
+// order for every product: 128-bit halves added (l0+l4, l1+l5, l2+l6, l3+l7: VSHUFF64X2 puts
+// row r's and row r+4's halves side by side), then (l0+l4)+(l2+l6) and (l1+l5)+(l3+l7), then
+// those two (VSHUFPS), so that the last add leaves query 2p's rows 0..3 and 4..7 and query
+// 2p+1's in one register each 128 bits. Each product is the same three adds of the same
+// values as hsum8, so the bits are dotAsm's.
+func (g *gen) dot6x8() {
+	g.f("// func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)")
+	g.f("TEXT ·dot6x8Asm512(SB), NOSPLIT, $0-56")
+	g.f("\tMOVQ q+0(FP), SI")
+	g.f("\tMOVQ qs+8(FP), DX")
+	g.f("\tMOVQ n+16(FP), CX")
+	g.f("\tMOVQ rows+24(FP), R8")
+	g.f("\tMOVQ stride+32(FP), R11")
+	g.f("\tMOVQ out+40(FP), DI")
+	g.f("\tMOVQ os+48(FP), R12")
+	// SI: queries 0..2 (DX apart), BX: 3..5; R8: rows 0..2 (R11 apart), R9: 3..5, R10: 6..7.
+	g.f("\tLEAQ (SI)(DX*2), BX")
+	g.f("\tADDQ DX, BX")
+	g.f("\tLEAQ (R8)(R11*2), R9")
+	g.f("\tADDQ R11, R9")
+	g.f("\tLEAQ (R9)(R11*2), R10")
+	g.f("\tADDQ R11, R10")
+	three := func(base, stride string, i int) string {
+		switch i % 3 {
+		case 1:
+			return fmt.Sprintf("(%s)(%s*1)", base, stride)
+		case 2:
+			return fmt.Sprintf("(%s)(%s*2)", base, stride)
+		}
+		return fmt.Sprintf("(%s)", base)
+	}
+	qAt := func(a int) string { return three([]string{"SI", "BX"}[a/3], "DX", a) }
+	rowAt := func(r int) string { return three([]string{"R8", "R9", "R10"}[r/3], "R11", r) }
+	for i := 0; i < 24; i++ {
+		g.f("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ d68reduce")
+	g.f("d68loop:")
+	for p := 0; p < 3; p++ {
+		g.f("\tVMOVUPS %s, Y%d", qAt(2*p), 24+p)
+		g.f("\tVINSERTF64X4 $1, %s, Z%d, Z%d", qAt(2*p+1), 24+p, 24+p)
+	}
+	for r := 0; r < 8; r++ {
+		g.f("\tVBROADCASTF64X4 %s, Z27", rowAt(r))
+		for p := 0; p < 3; p++ {
+			g.f("\tVFMADD231PS Z27, Z%d, Z%d", 24+p, 8*p+r)
+		}
+	}
+	for _, r := range []string{"SI", "BX", "R8", "R9", "R10"} {
+		g.f("\tADDQ $32, %s", r)
+	}
+	g.f("\tSUBQ $8, CX")
+	g.f("\tJNZ d68loop")
+	g.f("d68reduce:")
+	// out: queries 0..2 at DI (R12 apart), 3..5 at R13.
+	g.f("\tLEAQ (DI)(R12*2), R13")
+	g.f("\tADDQ R12, R13")
+	outAt := func(a, off int) string {
+		return fmt.Sprintf("%d%s", off, three([]string{"DI", "R13"}[a/3], "R12", a))
+	}
+	for p := 0; p < 3; p++ {
+		acc := func(r int) int { return 8*p + r }
+		// S1_e (in Z(8p+e)): 128-bit lanes [q2p row e | q2p+1 row e | q2p row e+4 | q2p+1
+		// row e+4], each lane (l0+l4, l1+l5, l2+l6, l3+l7).
+		for e := 0; e < 4; e++ {
+			g.f("\tVSHUFF64X2 $0x88, Z%d, Z%d, Z28", acc(e+4), acc(e))
+			g.f("\tVSHUFF64X2 $0xDD, Z%d, Z%d, Z29", acc(e+4), acc(e))
+			g.f("\tVADDPS Z29, Z28, Z%d", acc(e))
+		}
+		// S2 (in Z(8p), Z(8p+2)): per lane [S1_a (t0+t2), S1_a (t1+t3), S1_b ..., S1_b ...].
+		for e := 0; e < 4; e += 2 {
+			g.f("\tVSHUFPS $0x44, Z%d, Z%d, Z28", acc(e+1), acc(e))
+			g.f("\tVSHUFPS $0xEE, Z%d, Z%d, Z29", acc(e+1), acc(e))
+			g.f("\tVADDPS Z29, Z28, Z%d", acc(e))
+		}
+		// R: per lane the four products of S1_0 .. S1_3, that is rows 0..3 (or 4..7).
+		g.f("\tVSHUFPS $0x88, Z%d, Z%d, Z28", acc(2), acc(0))
+		g.f("\tVSHUFPS $0xDD, Z%d, Z%d, Z29", acc(2), acc(0))
+		g.f("\tVADDPS Z29, Z28, Z28")
+		g.f("\tVMOVUPS X28, %s", outAt(2*p, 0))
+		g.f("\tVEXTRACTF32X4 $1, Z28, %s", outAt(2*p+1, 0))
+		g.f("\tVEXTRACTF32X4 $2, Z28, %s", outAt(2*p, 16))
+		g.f("\tVEXTRACTF32X4 $3, Z28, %s", outAt(2*p+1, 16))
 	}
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
@@ -720,6 +815,7 @@ func (g *gen) vecDecls() {
 		{"dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and four rows; the caller guarantees the rows and out[11] exist.", "dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)"},
 		{"axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.", "axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"dot6x4Asm512 sets out[a*4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and four rows r (qs and stride in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", "dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)"},
+		{"dot6x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", "dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)"},
 		{"axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).", "axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"axpy6RowsAsm512 is axpy3RowsAsm512 for six accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.", "axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)"},
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},

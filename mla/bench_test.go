@@ -77,7 +77,7 @@ func BenchmarkAttendCore(b *testing.B) {
 			limit := func() time.Duration {
 				t0 := threadCPU()
 				for range s.nHead / 6 * ctx / tileRows {
-					kernels.Dot6Rows(s.qfull, width, s.mb*width, tile, width, tileRows, buf, tileRows)
+					kernels.DotNRows(6, s.qfull, width, s.mb*width, tile, width, tileRows, buf, tileRows)
 					kernels.Axpy3Rows(s.acc, kvl, s.mb*kvl, buf, tileRows, tileRows, tile, width)
 					kernels.Axpy3Rows(s.acc[3*s.mb*kvl:], kvl, s.mb*kvl, buf[3*tileRows:], tileRows, tileRows, tile, width)
 				}

@@ -74,18 +74,15 @@ func newScratch(cfg *Config, mb, procs int) *scratch {
 	return s
 }
 
-// split divides the heads among up to procs workers at multiples of three nearest to an even
-// split, so that the three-head kernels serve as many heads as possible (any split gives the
-// same bits; this one is only faster).
+// split divides the heads evenly among up to procs workers (any split gives the same bits;
+// the heads of a share that do not make a six run in one narrower call).
 func (s *scratch) split(procs int) {
 	h := s.nHead
 	workers := min(procs, h)
 	bounds := make([]int, workers+1)
-	for w := range workers {
-		// w*h/workers rounded to the nearest multiple of three.
-		bounds[w] = (2*w*h + 3*workers) / (6 * workers) * 3
+	for w := range workers + 1 {
+		bounds[w] = w * h / workers
 	}
-	bounds[workers] = h
 	s.tiles = make([][]float32, workers)
 	s.bounds = bounds
 	for w := range workers {
@@ -130,11 +127,10 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 			clear(s.acc[k*kvl : (k+1)*kvl])
 		}
 	}
-	// Pair (hd, i) is k = hd*mb + i: six or three heads of one batch row are pairs mb apart,
-	// six batch rows of one head pairs 1 apart, and the kernels serve either (the same bits
-	// for every grouping, so it never shows). Heads go in sixes for every row; the heads left
-	// over in sixes of batch rows that see the whole tile; what is left in threes of heads,
-	// then one by one.
+	// Pair (hd, i) is k = hd*mb + i: the heads of one batch row are pairs mb apart, the batch
+	// rows of one head pairs 1 apart, and the kernels serve either (the same bits for every
+	// grouping, so it never shows). Heads go in sixes for every row; the heads left over in
+	// sixes of batch rows that see the whole tile; what is left in one call per row.
 	hl := h0 + (h1-h0)/6*6
 	for t0 := 0; t0 < j.maxEnd; t0 += tileRows {
 		for i := range n {
@@ -144,7 +140,7 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 			}
 			rows := j.cache.rows(j.layer, t0, min(t0+tileRows, e))
 			for hd := h0; hd < hl; hd += 6 {
-				s.attendTile6(hd*s.mb+i, s.mb, rows, tile, j.scale)
+				s.attendTiles(hd*s.mb+i, s.mb, 6, rows, tile, j.scale)
 			}
 		}
 		if hl == h1 {
@@ -154,24 +150,14 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 		for i := 0; i < n; {
 			if i+6 <= n && s.seeAll(i, i+6, t0+len(full)/s.width) {
 				for hd := hl; hd < h1; hd++ {
-					s.attendTile6(hd*s.mb+i, 1, full, tile, j.scale)
+					s.attendTiles(hd*s.mb+i, 1, 6, full, tile, j.scale)
 				}
 				i += 6
 				continue
 			}
-			e := s.ends[i]
-			if t0 >= e {
-				i++
-				continue
-			}
-			t1 := min(t0+tileRows, e)
-			rows := j.cache.rows(j.layer, t0, t1)
-			hd := hl
-			for ; hd+3 <= h1; hd += 3 {
-				s.attendTile3(hd*s.mb+i, s.mb, rows, tile, j.scale)
-			}
-			for ; hd < h1; hd++ {
-				s.attendTile(hd*s.mb+i, rows, tile[:t1-t0], j.scale)
+			if e := s.ends[i]; t0 < e {
+				rows := j.cache.rows(j.layer, t0, min(t0+tileRows, e))
+				s.attendTiles(hl*s.mb+i, s.mb, h1-hl, rows, tile, j.scale)
 			}
 			i++
 		}
@@ -184,39 +170,18 @@ func (s *scratch) attendHeads(h0, h1 int, tile []float32) {
 	}
 }
 
-// attendTile folds the cache rows of one tile into the running softmax of pair k
-// (online softmax: rescale the sum and accumulator when the maximum grows).
-func (s *scratch) attendTile(k int, rows, sc []float32, scale float32) {
-	kvl, width := s.kvl, s.width
-	kernels.DotRows(s.qfull[k*width:(k+1)*width], rows, width, sc)
-	s.softmaxStep(k, sc, scale)
-	kernels.AxpyRows(s.acc[k*kvl:(k+1)*kvl], sc, rows, width)
-}
-
-// attendTile3 is attendTile for the pairs k0, k0+step, k0+2*step at once. buf holds at
-// least 3*tileRows values: the three pairs' scores, then weights, tileRows apart.
-func (s *scratch) attendTile3(k0, step int, rows, buf []float32, scale float32) {
+// attendTiles folds the cache rows of one tile into the running softmax (online softmax:
+// the sum and accumulator rescaled when the maximum grows) of the k <= 6 pairs k0, k0+step,
+// ..., k0+(k-1)*step at once. buf holds at least 6*tileRows values: the pairs' scores, then
+// weights, tileRows apart.
+func (s *scratch) attendTiles(k0, step, k int, rows, buf []float32, scale float32) {
 	kvl, width := s.kvl, s.width
 	nt := len(rows) / width
-	q := func(a int) []float32 { k := k0 + a*step; return s.qfull[k*width : (k+1)*width] }
-	sc0, sc1, sc2 := buf[:nt], buf[tileRows:tileRows+nt], buf[2*tileRows:2*tileRows+nt]
-	kernels.Dot3Rows(q(0), q(1), q(2), rows, width, sc0, sc1, sc2)
-	s.softmaxStep(k0, sc0, scale)
-	s.softmaxStep(k0+step, sc1, scale)
-	s.softmaxStep(k0+2*step, sc2, scale)
-	kernels.Axpy3Rows(s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
-}
-
-// attendTile6 is attendTile for the pairs k0, k0+step, ..., k0+5*step at once. buf holds at
-// least 6*tileRows values: the six pairs' scores, then weights, tileRows apart.
-func (s *scratch) attendTile6(k0, step int, rows, buf []float32, scale float32) {
-	kvl, width := s.kvl, s.width
-	nt := len(rows) / width
-	kernels.Dot6Rows(s.qfull[k0*width:], width, step*width, rows, width, nt, buf, tileRows)
-	for a := 0; a < 6; a++ {
+	kernels.DotNRows(k, s.qfull[k0*width:], width, step*width, rows, width, nt, buf, tileRows)
+	for a := 0; a < k; a++ {
 		s.softmaxStep(k0+a*step, buf[a*tileRows:a*tileRows+nt], scale)
 	}
-	kernels.Axpy6Rows(s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
+	kernels.AxpyNRows(k, s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
 }
 
 // seeAll reports whether batch rows [i0, i1) all see cache rows up to t1 (the end of the

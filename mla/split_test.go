@@ -2,8 +2,8 @@ package mla
 
 import "testing"
 
-// TestSplit checks that the worker ranges cover every head once, in order, and start at
-// multiples of three.
+// TestSplit checks that the worker ranges cover every head once, in order, and are as even
+// as whole heads allow (sizes differ by at most one).
 func TestSplit(t *testing.T) {
 	for h := 1; h <= 70; h++ {
 		for procs := 1; procs <= 6; procs++ {
@@ -13,10 +13,12 @@ func TestSplit(t *testing.T) {
 			if len(b) != min(procs, h)+1 || b[0] != 0 || b[len(b)-1] != h {
 				t.Fatalf("heads %d procs %d: bounds %v", h, procs, b)
 			}
+			lo, hi := h, 0
 			for w := 1; w < len(b); w++ {
-				if b[w] < b[w-1] || (w < len(b)-1 && b[w]%3 != 0) {
-					t.Fatalf("heads %d procs %d: bounds %v", h, procs, b)
-				}
+				lo, hi = min(lo, b[w]-b[w-1]), max(hi, b[w]-b[w-1])
+			}
+			if lo < 1 || hi-lo > 1 {
+				t.Fatalf("heads %d procs %d: bounds %v", h, procs, b)
 			}
 		}
 	}

@@ -763,21 +763,6 @@ func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int,
 //go:noescape
 func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)
 
-// dot6x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
-//
-//go:noescape
-func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)
-
-// axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).
-//
-//go:noescape
-func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)
-
-// axpy6RowsAsm512 is axpy3RowsAsm512 for six accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
-//
-//go:noescape
-func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
-
 // expShiftAsm is expShiftGeneric for len(x) a multiple of 8.
 //
 //go:noescape
@@ -802,6 +787,51 @@ func expPDAsm(dst, x []float64)
 //
 //go:noescape
 func siluMulAsm(dst, gate, up []float32)
+
+// dot2x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for 2 queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func dot2x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)
+
+// dot4x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for 4 queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func dot4x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)
+
+// dot6x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for 6 queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)
+
+// axpy1RowsAsm512 is axpy3RowsAsm512 for 1 accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func axpy1RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
+
+// axpy2RowsAsm512 is axpy3RowsAsm512 for 2 accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func axpy2RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
+
+// axpy3RowsAsm512 is axpy3RowsAsm512 for 3 accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func axpy3RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
+
+// axpy4RowsAsm512 is axpy3RowsAsm512 for 4 accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func axpy4RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
+
+// axpy5RowsAsm512 is axpy3RowsAsm512 for 5 accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func axpy5RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
+
+// axpy6RowsAsm512 is axpy3RowsAsm512 for 6 accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.
+//
+//go:noescape
+func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
 
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.

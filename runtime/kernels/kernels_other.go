@@ -109,16 +109,39 @@ func axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int,
 func dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32) {
 	panic("kernels: dot6x4Asm512 without assembly")
 }
-func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int) {
-	panic("kernels: dot6x8Asm512 without assembly")
-}
-func axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
-	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
-}
 func expShiftAsm(x []float32, m float32) { expShiftGeneric(x, m) }
-func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
-	panic("kernels: axpy6RowsAsm512 without assembly")
+
+// The AVX-512 kernels of DotNRows and AxpyNRows (never called without assembly).
+func dot2x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int) {
+	panic(noAsm)
 }
+func dot4x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int) {
+	panic(noAsm)
+}
+func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int) {
+	panic(noAsm)
+}
+func axpy1RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	panic(noAsm)
+}
+func axpy2RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	panic(noAsm)
+}
+func axpy3RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	panic(noAsm)
+}
+func axpy4RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	panic(noAsm)
+}
+func axpy5RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	panic(noAsm)
+}
+func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	panic(noAsm)
+}
+
+// noAsm is the panic of an assembly entry point called in a build without assembly.
+const noAsm = "kernels: an AVX-512 kernel called without assembly"
 
 func scaleAsm(y []float32, a float32)    { scaleGeneric(y, a) }
 func scaleF64Asm(y []float32, s float64) { scaleF64Generic(y, s) }

@@ -89,41 +89,73 @@ func Dot3Rows(q0, q1, q2, rows []float32, stride int, out0, out1, out2 []float32
 	}
 }
 
-// Dot6Rows is Dot3Rows for six queries q[a*qStride:][:n] (a < 6): sc[a*scStride+t] =
-// Dot(q_a, rows[t*stride:]) for t < nt, bit for bit; every row is loaded once for the six.
-// It panics if an index is out of range.
-func Dot6Rows(q []float32, n, qStride int, rows []float32, stride, nt int, sc []float32, scStride int) {
+// DotNRows is Dot3Rows for k queries q[a*qStride:][:n] (1 <= k <= 6): sc[a*scStride+t] =
+// Dot(q_a, rows[t*stride:]) for a < k and t < nt, bit for bit. On the avx512 path each block
+// of eight rows is loaded once for the queries in pairs (an odd query goes alone). It panics
+// if k or an index is out of range.
+func DotNRows(k int, q []float32, n, qStride int, rows []float32, stride, nt int, sc []float32, scStride int) {
+	if k < 1 || k > 6 {
+		panic("kernels: DotNRows of more than six queries or none")
+	}
 	if nt == 0 {
 		return
 	}
-	_ = q[5*qStride+n-1]
-	_ = sc[5*scStride+nt-1]
+	_ = sc[(k-1)*scStride+nt-1]
 	if n == 0 {
-		for a := 0; a < 6; a++ {
+		for a := 0; a < k; a++ {
 			clear(sc[a*scStride : a*scStride+nt])
 		}
 		return
 	}
+	_ = q[(k-1)*qStride+n-1]
 	_ = rows[(nt-1)*stride+n-1]
-	qa := func(a int) []float32 { return q[a*qStride : a*qStride+n] }
-	t := 0
-	if curPath == pathAVX512 && n%8 == 0 {
+	t, kp := 0, k&^1 // rows [0, t) of queries [0, kp) are done
+	if curPath == pathAVX512 && n%8 == 0 && kp > 0 {
 		for ; t+8 <= nt; t += 8 {
-			dot6x8Asm512(&q[0], 4*qStride, n, &rows[t*stride], 4*stride, &sc[t], 4*scStride)
+			dotK8(kp, &q[0], 4*qStride, n, &rows[t*stride], 4*stride, &sc[t], 4*scStride)
 		}
-		var o [24]float32
-		for ; t+4 <= nt; t += 4 {
-			dot6x4Asm512(&q[0], 4*qStride, n, &rows[t*stride], 4*stride, &o[0])
-			for a := 0; a < 6; a++ {
-				copy(sc[a*scStride+t:a*scStride+t+4], o[4*a:4*a+4])
+		if k == 6 {
+			var o [24]float32
+			for ; t+4 <= nt; t += 4 {
+				dot6x4Asm512(&q[0], 4*qStride, n, &rows[t*stride], 4*stride, &o[0])
+				for a := 0; a < 6; a++ {
+					copy(sc[a*scStride+t:a*scStride+t+4], o[4*a:4*a+4])
+				}
 			}
 		}
 	}
-	if t < nt {
-		for a := 0; a < 6; a += 3 {
-			Dot3Rows(qa(a), qa(a+1), qa(a+2), rows[t*stride:], stride,
-				sc[a*scStride+t:a*scStride+nt], sc[(a+1)*scStride+t:(a+1)*scStride+nt], sc[(a+2)*scStride+t:(a+2)*scStride+nt])
+	// The rest: rows [t, nt) of queries [0, kp), every row of the others; in threes, then
+	// one by one.
+	qa := func(a int) []float32 { return q[a*qStride : a*qStride+n] }
+	out := func(a, t0 int) []float32 { return sc[a*scStride+t0 : a*scStride+nt] }
+	for a := 0; a < k; {
+		t0 := t
+		if a >= kp {
+			t0 = 0
 		}
+		if t0 == nt {
+			a++
+			continue
+		}
+		if a+3 <= k && (a+2 < kp || a >= kp) {
+			Dot3Rows(qa(a), qa(a+1), qa(a+2), rows[t0*stride:], stride, out(a, t0), out(a+1, t0), out(a+2, t0))
+			a += 3
+			continue
+		}
+		DotRows(qa(a), rows[t0*stride:], stride, out(a, t0))
+		a++
+	}
+}
+
+// dotK8 runs the dot<k>x8Asm512 kernel, k = 2, 4 or 6.
+func dotK8(k int, q *float32, qs, n int, rows *float32, stride int, out *float32, os int) {
+	switch k {
+	case 2:
+		dot2x8Asm512(q, qs, n, rows, stride, out, os)
+	case 4:
+		dot4x8Asm512(q, qs, n, rows, stride, out, os)
+	default:
+		dot6x8Asm512(q, qs, n, rows, stride, out, os)
 	}
 }
 
@@ -148,59 +180,68 @@ func AxpyRows(acc, p, rows []float32, stride int) {
 // weights p[a*pStride+t], t < nt; each accumulator's result is bit-identical to AxpyRows.
 // It panics if the accumulators or the weights overlap or an index is out of range.
 func Axpy3Rows(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
-	if nt == 0 || n == 0 {
-		return
-	}
-	if accStride < n || pStride < nt {
-		panic("kernels: Axpy3Rows operands overlap")
-	}
-	_ = acc[2*accStride+n-1]
-	_ = p[2*pStride+nt-1]
-	_ = rows[(nt-1)*stride+n-1]
-	if curPath == pathAVX512 {
-		// the same FMAs 16 lanes at a time; the last n mod 16 values on the AVX2 kernel
-		n16 := n &^ 15
-		if n16 > 0 {
-			axpy3RowsAsm512(acc, n16, accStride, p, pStride, nt, rows, stride)
-		}
-		if n16 < n {
-			axpy3RowsAsm(acc[n16:], n-n16, accStride, p, pStride, nt, rows[n16:], stride)
-		}
-		return
-	}
-	if vecAsm() {
-		axpy3RowsAsm(acc, n, accStride, p, pStride, nt, rows, stride)
-		return
-	}
-	axpy3RowsGeneric(acc, n, accStride, p, pStride, nt, rows, stride)
+	AxpyNRows(3, acc, n, accStride, p, pStride, nt, rows, stride)
 }
 
-// Axpy6Rows is Axpy3Rows for six accumulators acc[a*accStride:][:n] (a < 6) with weights
-// p[a*pStride+t], t < nt; each accumulator's result is bit-identical to AxpyRows. On the
-// avx512 path every block of a row is loaded once for the six. It panics if the
-// accumulators or the weights overlap or an index is out of range.
-func Axpy6Rows(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
+// AxpyNRows is AxpyRows for k accumulators acc[a*accStride:][:n] (1 <= k <= 6) with weights
+// p[a*pStride+t], t < nt; each accumulator's result is bit-identical to AxpyRows. Each block
+// of a row is loaded once for the k on the avx512 path (for three at a time on avx2). It
+// panics if k is out of range, the accumulators or the weights overlap or an index is out of
+// range.
+func AxpyNRows(k int, acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int) {
+	if k < 1 || k > 6 {
+		panic("kernels: AxpyNRows of more than six accumulators or none")
+	}
 	if nt == 0 || n == 0 {
 		return
 	}
 	if accStride < n || pStride < nt {
-		panic("kernels: Axpy6Rows operands overlap")
+		panic("kernels: AxpyNRows operands overlap")
 	}
-	_ = acc[5*accStride+n-1]
-	_ = p[5*pStride+nt-1]
+	_ = acc[(k-1)*accStride+n-1]
+	_ = p[(k-1)*pStride+nt-1]
 	_ = rows[(nt-1)*stride+n-1]
-	n16 := 0
+	n0 := 0 // values [0, n0) are done
 	if curPath == pathAVX512 {
-		if n16 = n &^ 15; n16 > 0 {
-			axpy6RowsAsm512(&acc[0], n16, accStride, &p[0], pStride, nt, &rows[0], stride)
-		}
-		if n16 == n {
-			return
+		// the same FMAs 16 lanes at a time; the last n mod 16 values on the AVX2 kernels
+		if n0 = n &^ 15; n0 > 0 {
+			axpyK(k, &acc[0], n0, accStride, &p[0], pStride, nt, &rows[0], stride)
 		}
 	}
-	// the other paths, and the last n mod 16 values on avx512: three at a time
-	for a := 0; a < 6; a += 3 {
-		Axpy3Rows(acc[a*accStride+n16:], n-n16, accStride, p[a*pStride:], pStride, nt, rows[n16:], stride)
+	if n0 == n {
+		return
+	}
+	for a := 0; a < k; {
+		y := acc[a*accStride+n0:]
+		switch {
+		case a+3 <= k && vecAsm():
+			axpy3RowsAsm(y, n-n0, accStride, p[a*pStride:], pStride, nt, rows[n0:], stride)
+			a += 3
+		case a+3 <= k:
+			axpy3RowsGeneric(y, n-n0, accStride, p[a*pStride:], pStride, nt, rows[n0:], stride)
+			a += 3
+		default:
+			AxpyRows(y[:n-n0], p[a*pStride:a*pStride+nt], rows[n0:], stride)
+			a++
+		}
+	}
+}
+
+// axpyK runs the axpy<k>RowsAsm512 kernel, 1 <= k <= 6.
+func axpyK(k int, acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int) {
+	switch k {
+	case 1:
+		axpy1RowsAsm512(acc, n, accStride, p, pStride, nt, rows, stride)
+	case 2:
+		axpy2RowsAsm512(acc, n, accStride, p, pStride, nt, rows, stride)
+	case 3:
+		axpy3RowsAsm512(acc, n, accStride, p, pStride, nt, rows, stride)
+	case 4:
+		axpy4RowsAsm512(acc, n, accStride, p, pStride, nt, rows, stride)
+	case 5:
+		axpy5RowsAsm512(acc, n, accStride, p, pStride, nt, rows, stride)
+	default:
+		axpy6RowsAsm512(acc, n, accStride, p, pStride, nt, rows, stride)
 	}
 }
 

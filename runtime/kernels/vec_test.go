@@ -158,36 +158,41 @@ func TestScoreAxpyRows(t *testing.T) {
 
 // TestScore3Axpy3Rows checks the three-query kernels against the one-query ones bit for bit,
 // with guard bands around every output.
-// TestDot6Rows checks Dot6Rows against Dot for every (query, row) pair, bit for bit, on
-// every path, with the six queries and outputs spaced by strides with guard values between
-// them, and widths that do and do not take the AVX-512 kernel (multiples of 8 or not).
-func TestDot6Rows(t *testing.T) {
+// TestDotNRows checks DotNRows against Dot for every (query, row) pair, bit for bit, for one
+// to six queries on every path (the paired eight-row kernels, the six-query four-row one,
+// and the threes and singles that take the rows and queries left over), and that it writes
+// nothing outside the score rows.
+func TestDotNRows(t *testing.T) {
 	withPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 9))
 		const guard = 3
 		for _, w := range []int{0, 1, 7, 8, 9, 16, 33, 40, 288, 544} {
-			for _, nr := range []int{1, 3, 4, 5, 8, 11, 12, 15, 17, 32} {
+			for i, nr := range []int{1, 3, 4, 5, 8, 11, 12, 15, 17, 32} {
+				k := 1 + (i+w)%6
+				if w == 544 {
+					k = 6
+				}
 				qStride, stride, scStride := w+guard, w+rng.IntN(3), nr+guard
-				q := uvec(rng, 6*qStride, 1)
+				q := uvec(rng, k*qStride, 1)
 				rows := uvec(rng, (nr-1)*stride+w, 1)
 				if rng.IntN(2) == 0 && w > 0 { // cancellation and specials in some rows
 					rows[rng.IntN(len(rows))] = float32(math.Inf(1))
 					q[rng.IntN(w)] = 1e30
 				}
-				sc := uvec(rng, 6*scStride, 1)
+				sc := uvec(rng, k*scStride, 1)
 				orig := append([]float32(nil), sc...)
-				Dot6Rows(q, w, qStride, rows, stride, nr, sc, scStride)
+				DotNRows(k, q, w, qStride, rows, stride, nr, sc, scStride)
 				for i := range sc {
 					a, r := i/scStride, i%scStride
 					if r >= nr {
 						if math.Float32bits(sc[i]) != math.Float32bits(orig[i]) {
-							t.Fatalf("w %d rows %d: guard value %d written", w, nr, i)
+							t.Fatalf("%d queries w %d rows %d: guard value %d written", k, w, nr, i)
 						}
 						continue
 					}
 					want := Dot(q[a*qStride:a*qStride+w], rows[r*stride:])
 					if got := sc[i]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
-						t.Fatalf("w %d rows %d: query %d row %d = %v, Dot gives %v", w, nr, a, r, got, want)
+						t.Fatalf("%d queries w %d rows %d: query %d row %d = %v, Dot gives %v", k, w, nr, a, r, got, want)
 					}
 				}
 			}
@@ -232,18 +237,19 @@ func TestScore3Axpy3Rows(t *testing.T) {
 					}
 				}
 
-				// Three (Axpy3Rows) or six (Axpy6Rows) accumulators spaced accStride apart,
+				// One to six accumulators (Axpy3Rows, AxpyNRows) spaced accStride apart,
 				// guard values between and around.
-				for _, k := range []int{3, 6} {
+				for _, kk := range []int{-3, 1, 2, 3, 4, 5, 6} { // -3: Axpy3Rows
+					k := max(kk, -kk)
 					accStride := w + guard
 					accBuf := uvec(rng, k*accStride+2*guard, 1)
 					accOrig := append([]float32(nil), accBuf...)
 					pStride := nr + 2
 					p := uvec(rng, k*pStride, 1)
-					if k == 3 {
+					if kk < 0 {
 						Axpy3Rows(accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
 					} else {
-						Axpy6Rows(accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
+						AxpyNRows(k, accBuf[guard:], w, accStride, p, pStride, nr, rows, stride)
 					}
 					for a := range k {
 						seq := append([]float32(nil), accOrig[guard+a*accStride:guard+a*accStride+w]...)
@@ -332,7 +338,7 @@ func TestVecPathsAgree(t *testing.T) {
 		}
 		return v
 	}
-	type result struct{ dot, rows, rows3, axpy, arows, a3, a6, exp, scale, scale64 []float32 }
+	type result struct{ dot, rows, rows3, axpy, arows, a3, a6, d6, exp, scale, scale64 []float32 }
 	run := func(q, rows []float32, w, nr, stride int, p []float32, m float32) result {
 		var r result
 		r.dot = []float32{Dot(q, rows)}
@@ -347,7 +353,9 @@ func TestVecPathsAgree(t *testing.T) {
 		r.a3 = append([]float32(nil), rows[:3*w]...)
 		Axpy3Rows(r.a3, w, w, p, nr, nr, rows, stride)
 		r.a6 = append([]float32(nil), rows[:6*w]...)
-		Axpy6Rows(r.a6, w, w, p, nr, nr, rows, stride)
+		AxpyNRows(1+nr%6, r.a6, w, w, p, nr, nr, rows, stride)
+		r.d6 = make([]float32, 6*nr)
+		DotNRows(1+(nr+w)%6, q, w, 0, rows, stride, nr, r.d6, nr)
 		r.exp = append([]float32(nil), rows[:w]...)
 		for i := range r.exp {
 			r.exp[i] = -float32(math.Abs(float64(r.exp[i])))
@@ -383,7 +391,7 @@ func TestVecPathsAgree(t *testing.T) {
 				restore()
 				for name, pair := range map[string][2][]float32{"Dot": {got.dot, want.dot}, "DotRows": {got.rows, want.rows},
 					"Dot3Rows": {got.rows3, want.rows3}, "Axpy": {got.axpy, want.axpy}, "AxpyRows": {got.arows, want.arows},
-					"Axpy3Rows": {got.a3, want.a3}, "Axpy6Rows": {got.a6, want.a6}, "ExpShift": {got.exp, want.exp},
+					"Axpy3Rows": {got.a3, want.a3}, "AxpyNRows": {got.a6, want.a6}, "DotNRows": {got.d6, want.d6}, "ExpShift": {got.exp, want.exp},
 					"Scale": {got.scale, want.scale}, "ScaleF64": {got.scale64, want.scale64}} {
 					for i := range pair[0] {
 						if !sameFloat(pair[0][i], pair[1][i]) {

@@ -185,11 +185,14 @@ func (g *gen) vecKernels() {
 	g.f("\tRET\n")
 
 	g.dot6x4()
-	g.dot6x8()
+	for _, k := range []int{2, 4, 6} {
+		g.dotKx8(k)
+	}
 	g.axpyRows()
-	g.axpy3Rows(false)
-	g.axpy3Rows(true)
-	g.axpy6Rows()
+	g.axpy3Rows()
+	for k := 1; k <= 6; k++ {
+		g.axpyKRows(k)
+	}
 	g.expShift()
 	g.scales()
 	g.siluMul()
@@ -255,19 +258,20 @@ func (g *gen) dot6x4() {
 	g.f("\tRET\n")
 }
 
-// dot6x8 emits dot6x8Asm512: dot6x4Asm512 for eight rows (rows + r*stride bytes, r < 8), the
-// 48 products stored straight into out + a*os + 4*r bytes (query a, row r). Per 8 values: the
-// three query pairs (low and high 256 bits, as in dot6x4) and eight row broadcasts feed 24
-// FMAs into Z0..Z23 (Z(8p+r): queries 2p, 2p+1 with row r), twice dot6x4's FMAs per query
-// load. The lanes are then reduced eight accumulators (16 products) at a time, in hsum8's
+// dotKx8 emits dot<k>x8Asm512 (k = 2, 4 or 6 queries): the dot products of the k queries
+// (q + a*qs bytes) with eight rows (rows + r*stride bytes, r < 8), stored straight into out +
+// a*os + 4*r bytes (query a, row r). Per 8 values: the k/2 query pairs (low and high 256
+// bits, as in dot6x4) and eight row broadcasts feed 4k FMAs into Z0.. (Z(8p+r): queries 2p,
+// 2p+1 with row r); with six queries, twice dot6x4's FMAs per query load. The lanes are then reduced eight accumulators (16 products) at a time, in hsum8's
 // order for every product: 128-bit halves added (l0+l4, l1+l5, l2+l6, l3+l7: VSHUFF64X2 puts
 // row r's and row r+4's halves side by side), then (l0+l4)+(l2+l6) and (l1+l5)+(l3+l7), then
 // those two (VSHUFPS), so that the last add leaves query 2p's rows 0..3 and 4..7 and query
 // 2p+1's in one register each 128 bits. Each product is the same three adds of the same
 // values as hsum8, so the bits are dotAsm's.
-func (g *gen) dot6x8() {
-	g.f("// func dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)")
-	g.f("TEXT ·dot6x8Asm512(SB), NOSPLIT, $0-56")
+func (g *gen) dotKx8(k int) {
+	name, pairs := fmt.Sprintf("dot%dx8Asm512", k), k/2
+	g.f("// func %s(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-56", name)
 	g.f("\tMOVQ q+0(FP), SI")
 	g.f("\tMOVQ qs+8(FP), DX")
 	g.f("\tMOVQ n+16(FP), CX")
@@ -293,19 +297,19 @@ func (g *gen) dot6x8() {
 	}
 	qAt := func(a int) string { return three([]string{"SI", "BX"}[a/3], "DX", a) }
 	rowAt := func(r int) string { return three([]string{"R8", "R9", "R10"}[r/3], "R11", r) }
-	for i := 0; i < 24; i++ {
+	for i := 0; i < 8*pairs; i++ {
 		g.f("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
 	g.f("\tTESTQ CX, CX")
-	g.f("\tJZ d68reduce")
-	g.f("d68loop:")
-	for p := 0; p < 3; p++ {
+	g.f("\tJZ %sreduce", name)
+	g.f("%sloop:", name)
+	for p := 0; p < pairs; p++ {
 		g.f("\tVMOVUPS %s, Y%d", qAt(2*p), 24+p)
 		g.f("\tVINSERTF64X4 $1, %s, Z%d, Z%d", qAt(2*p+1), 24+p, 24+p)
 	}
 	for r := 0; r < 8; r++ {
 		g.f("\tVBROADCASTF64X4 %s, Z27", rowAt(r))
-		for p := 0; p < 3; p++ {
+		for p := 0; p < pairs; p++ {
 			g.f("\tVFMADD231PS Z27, Z%d, Z%d", 24+p, 8*p+r)
 		}
 	}
@@ -313,15 +317,15 @@ func (g *gen) dot6x8() {
 		g.f("\tADDQ $32, %s", r)
 	}
 	g.f("\tSUBQ $8, CX")
-	g.f("\tJNZ d68loop")
-	g.f("d68reduce:")
+	g.f("\tJNZ %sloop", name)
+	g.f("%sreduce:", name)
 	// out: queries 0..2 at DI (R12 apart), 3..5 at R13.
 	g.f("\tLEAQ (DI)(R12*2), R13")
 	g.f("\tADDQ R12, R13")
 	outAt := func(a, off int) string {
 		return fmt.Sprintf("%d%s", off, three([]string{"DI", "R13"}[a/3], "R12", a))
 	}
-	for p := 0; p < 3; p++ {
+	for p := 0; p < pairs; p++ {
 		acc := func(r int) int { return 8*p + r }
 		// S1_e (in Z(8p+e)): 128-bit lanes [q2p row e | q2p+1 row e | q2p row e+4 | q2p+1
 		// row e+4], each lane (l0+l4, l1+l5, l2+l6, l3+l7).
@@ -399,15 +403,9 @@ func (g *gen) axpyRows() {
 // axpy3Rows emits axpy3RowsAsm: for a = 0, 1, 2 and t = 0 .. nt-1 in order,
 // acc[a*accStride+j] += p[a*pStride+t]*rows[t*stride+j] for j < n, one FMA per term
 // (bit-identical to axpyRowsAsm per accumulator). A block of a row is loaded once for the
-// three accumulators.
-//
-// With wide, it emits axpy3RowsAsm512 instead: the same terms in the same order on ZMM
-// registers, 64 then 16 values at a time, for n a multiple of 16 (AVX-512F).
-func (g *gen) axpy3Rows(wide bool) {
+// three accumulators. (The ZMM version, for the avx512 path, is axpyKRows(3).)
+func (g *gen) axpy3Rows() {
 	name, vr, vb, pre := "axpy3RowsAsm", "Y", 32, "a3"
-	if wide {
-		name, vr, vb, pre = "axpy3RowsAsm512", "Z", 64, "a3z"
-	}
 	g.f("// func %s(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)", name)
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-112", name)
 	g.f("\tMOVQ acc_base+0(FP), DI")
@@ -469,24 +467,20 @@ func (g *gen) axpy3Rows(wide bool) {
 	}
 	w := vb / 4 // values per register
 	g.blockLoop(pre+"c4", pre+"c1", 4*w, func() { block(pre+"c4", 4, true) })
-	if wide {
-		g.blockLoop(pre+"c1", pre+"done", w, func() { block(pre+"c1", 1, true) })
-	} else {
-		g.blockLoop(pre+"c1", pre+"tail", w, func() { block(pre+"c1", 1, true) })
-		g.tailLoop(pre+"tail", pre+"done", func() { block(pre+"tail", 1, false) })
-	}
+	g.blockLoop(pre+"c1", pre+"tail", w, func() { block(pre+"c1", 1, true) })
+	g.tailLoop(pre+"tail", pre+"done", func() { block(pre+"tail", 1, false) })
 	g.f("%sdone:", pre)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
 
-// axpy6Rows emits axpy6RowsAsm512: axpy3RowsAsm512 for six accumulators acc[a*accStride:]
-// (a = 0..5) with weights p[a*pStride+t], for n a multiple of 16: the same FMAs in the same
-// order per accumulator, but each block of a row is loaded once for the six, so a tile of
-// cache rows streams from L2 once per six (head, row) pairs rather than twice. Per row of a
-// 64-value block: six weight broadcasts, four row loads and 24 FMAs into Z0..Z23.
-func (g *gen) axpy6Rows() {
-	name := "axpy6RowsAsm512"
+// axpyKRows emits axpy<k>RowsAsm512 (k = 1..6): axpy3RowsAsm512 for k accumulators
+// acc[a*accStride:] (a < k) with weights p[a*pStride+t], for n a multiple of 16: the same
+// FMAs in the same order per accumulator, but each block of a row is loaded once for the k,
+// so a tile of cache rows streams from L2 once per six (head, row) pairs rather than twice.
+// Per row of a 64-value block: k weight broadcasts, four row loads and 4k FMAs.
+func (g *gen) axpyKRows(k int) {
+	name := fmt.Sprintf("axpy%dRowsAsm512", k)
 	g.f("// func %s(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)", name)
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	g.f("\tMOVQ acc+0(FP), DI")
@@ -521,7 +515,7 @@ func (g *gen) axpy6Rows() {
 		g.f("\tLEAQ (DI)(AX*4), R10")
 		g.f("\tLEAQ (R10)(R11*2), R14")
 		g.f("\tADDQ R11, R14")
-		for a := 0; a < 6; a++ {
+		for a := 0; a < k; a++ {
 			for i := 0; i < n; i++ {
 				g.f("\tVMOVUPS %s, Z%d", at(a, "R10", "R14", "R11", 64*i), a*n+i)
 			}
@@ -532,12 +526,12 @@ func (g *gen) axpy6Rows() {
 		g.f("\tADDQ BX, DX")
 		g.f("\tMOVQ nt+40(FP), R9")
 		g.f("%st:", l)
-		for a := 0; a < 6; a++ {
+		for a := 0; a < k; a++ {
 			g.f("\tVBROADCASTSS %s, Z%d", at(a, "R12", "DX", "BX", 0), 24+a)
 		}
 		for i := 0; i < n; i++ {
 			g.f("\tVMOVUPS %d(R8), Z%d", 64*i, 30)
-			for a := 0; a < 6; a++ {
+			for a := 0; a < k; a++ {
 				g.f("\tVFMADD231PS Z30, Z%d, Z%d", 24+a, a*n+i)
 			}
 		}
@@ -546,7 +540,7 @@ func (g *gen) axpy6Rows() {
 		g.f("\tADDQ $4, DX")
 		g.f("\tDECQ R9")
 		g.f("\tJNZ %st", l)
-		for a := 0; a < 6; a++ {
+		for a := 0; a < k; a++ {
 			for i := 0; i < n; i++ {
 				g.f("\tVMOVUPS Z%d, %s", a*n+i, at(a, "R10", "R14", "R11", 64*i))
 			}
@@ -555,8 +549,8 @@ func (g *gen) axpy6Rows() {
 		g.f("\tJMP %s", l)
 		g.f("%sdone:", l)
 	}
-	block("a6c4", 4, 64)
-	block("a6c1", 1, 16)
+	block(fmt.Sprintf("a%dc4", k), 4, 64)
+	block(fmt.Sprintf("a%dc1", k), 1, 16)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
@@ -815,18 +809,28 @@ func (g *gen) vecDecls() {
 		{"dot3x4Asm sets out[a*4+r] = dotAsm(q_a, rows[r*stride:]) for three queries of len(q0) and four rows; the caller guarantees the rows and out[11] exist.", "dot3x4Asm(q0, q1, q2, rows []float32, stride int, out []float32)"},
 		{"axpy3RowsAsm is axpyRowsAsm for three accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt; the caller guarantees every index exists.", "axpy3RowsAsm(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
 		{"dot6x4Asm512 sets out[a*4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and four rows r (qs and stride in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", "dot6x4Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32)"},
-		{"dot6x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for six queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", "dot6x8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)"},
-		{"axpy3RowsAsm512 is axpy3RowsAsm on ZMM registers for n a multiple of 16 (needs AVX-512F).", "axpy3RowsAsm512(acc []float32, n, accStride int, p []float32, pStride, nt int, rows []float32, stride int)"},
-		{"axpy6RowsAsm512 is axpy3RowsAsm512 for six accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.", "axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)"},
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
 		{"scaleAsm sets y[i] *= a for len(y) a multiple of 8 (scaleGeneric).", "scaleAsm(y []float32, a float32)"},
 		{"scaleF64Asm sets y[i] = float32(float64(y[i]) * s) for len(y) a multiple of 8 (scaleF64Generic).", "scaleF64Asm(y []float32, s float64)"},
 		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},
 		{"siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).", "siluMulAsm(dst, gate, up []float32)"},
 	} {
-		g.f("// %s", d.doc)
-		g.f("//")
-		g.f("//go:noescape")
-		g.f("func %s\n", d.sig)
+		g.decl(d.doc, d.sig)
 	}
+	for _, k := range []int{2, 4, 6} {
+		g.decl(fmt.Sprintf("dot%dx8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for %d queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.", k, k),
+			fmt.Sprintf("dot%dx8Asm512(q *float32, qs int, n int, rows *float32, stride int, out *float32, os int)", k))
+	}
+	for k := 1; k <= 6; k++ {
+		g.decl(fmt.Sprintf("axpy%dRowsAsm512 is axpy3RowsAsm512 for %d accumulators acc[a*accStride:][:n] and weights p[a*pStride+t], t < nt (nt >= 1), for n a multiple of 16 (needs AVX-512F); the caller guarantees every index exists.", k, k),
+			fmt.Sprintf("axpy%dRowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)", k))
+	}
+}
+
+// decl emits the Go declaration of an assembly function: its doc comment and signature.
+func (g *gen) decl(doc, sig string) {
+	g.f("// %s", doc)
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func %s\n", sig)
 }

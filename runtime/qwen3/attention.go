@@ -43,8 +43,9 @@ func rotateHeads(x, cs []float32, d int) {
 // attention is the grouped-query attention of one forward: its shape and per-worker score
 // buffers. A unit of work is one row and one key/value head with its group of query heads;
 // each query head is computed by the same sequence of kernel calls whatever the batch size,
-// the grouping of heads into the kernels' three-query calls (bit-identical to one query at a
-// time) or the split across workers, so a row's output does not depend on the rows beside it.
+// the grouping of heads into the kernels' calls of up to six queries (bit-identical to one
+// query at a time) or the split across workers, so a row's output does not depend on the rows
+// beside it.
 type attention struct {
 	heads, kv, group, d int
 	scale               float32
@@ -96,59 +97,35 @@ func (a *attention) runShare(part, w int) {
 	a.units(c.out, c.q, c.k, c.v, c.units*w/c.nw, c.units*(w+1)/c.nw, c.start, c.width, a.scores[part])
 }
 
-// units computes the units u0..u1-1 (u = row x kv heads + kv head): the scores of the
-// group's query heads against the cached keys (three queries per kernel call where it can),
-// the softmax, and the weighted sums of the cached values.
+// units computes the units u0..u1-1 (u = row x kv heads + kv head): for up to six of the
+// group's query heads at a time, their scores against the cached keys, the softmax, and the
+// weighted sums of the cached values, each kernel call reading the keys or values once for
+// all of them.
 func (a *attention) units(out, q, k, v []float32, u0, u1, start, width int, sc []float32) {
 	d, qw, G, C := a.d, a.heads*a.d, a.group, a.capacity
 	for u := u0; u < u1; u++ {
 		i, g := u/a.kv, u%a.kv
 		end := start + i + 1
 		keys, vals := k[g*d:], v[g*d:] // position t at t*width
-		qh := func(h int) []float32 { return q[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d] }
-		s := func(h int) []float32 { return sc[h*C : h*C+end] }
-		for h := 0; h < G; {
-			if G-h >= 3 {
-				kernels.Dot3Rows(qh(h), qh(h+1), qh(h+2), keys, width, s(h), s(h+1), s(h+2))
-				h += 3
-				continue
+		for h0 := 0; h0 < G; h0 += 6 {
+			nh := min(6, G-h0)
+			base := i*qw + (g*G+h0)*d // query and output head h0 of the unit
+			kernels.DotNRows(nh, q[base:], d, d, keys, width, end, sc[h0*C:], C)
+			var inv [6]float32
+			for h := range nh {
+				sh := sc[(h0+h)*C : (h0+h)*C+end]
+				mx := float32(math.Inf(-1))
+				for t := range sh {
+					sh[t] *= a.scale
+					mx = max(mx, sh[t])
+				}
+				inv[h] = float32(1 / kernels.ExpShift(sh, mx))
+				clear(out[base+h*d : base+(h+1)*d])
 			}
-			kernels.DotRows(qh(h), keys, width, s(h))
-			h++
-		}
-		var inv [3]float32
-		for h := 0; h < G; h++ {
-			sh := s(h)
-			mx := float32(math.Inf(-1))
-			for t := range sh {
-				sh[t] *= a.scale
-				mx = max(mx, sh[t])
+			kernels.AxpyNRows(nh, out[base:], d, d, sc[h0*C:], C, end, vals, width)
+			for h := range nh {
+				kernels.Scale(out[base+h*d:base+(h+1)*d], inv[h])
 			}
-			inv[h%3] = float32(1 / kernels.ExpShift(sh, mx))
-			oh := out[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d]
-			clear(oh)
-			if h%3 == 2 { // three heads done: their weighted sums in one pass over the values
-				o := out[i*qw+(g*G+h-2)*d:]
-				kernels.Axpy3Rows(o, d, d, sc[(h-2)*C:], C, end, vals, width)
-				scale3(o, d, inv)
-			}
-		}
-		for h := G - G%3; h < G; h++ { // the heads left over
-			oh := out[i*qw+(g*G+h)*d : i*qw+(g*G+h+1)*d]
-			kernels.AxpyRows(oh, s(h), vals, width)
-			for j := range oh {
-				oh[j] *= inv[h%3]
-			}
-		}
-	}
-}
-
-// scale3 multiplies the three heads of d values starting at o by inv[0], inv[1], inv[2].
-func scale3(o []float32, d int, inv [3]float32) {
-	for a := range 3 {
-		oh := o[a*d : (a+1)*d]
-		for j := range oh {
-			oh[j] *= inv[a]
 		}
 	}
 }

@@ -181,6 +181,40 @@ func BenchmarkVerify8(b *testing.B) {
 	}
 }
 
+// BenchmarkAttention times the grouped-query attention core alone (scores, softmax and
+// weighted sums; no projections) on one goroutine, at 1024 cached positions, for one row and
+// for a batch of 8, with the head shapes of Qwen3-0.6B/1.7B (16 query heads, 8 key/value
+// heads of 128) and Qwen3-4B/8B (32 and 8): GFLOP/s of its multiply-adds (2 per score
+// element and per weighted-sum element). It needs no model file.
+func BenchmarkAttention(b *testing.B) {
+	for _, sh := range [][3]int{{16, 8, 128}, {32, 8, 128}} {
+		for _, n := range []int{1, 8} {
+			b.Run(fmt.Sprintf("heads=%d/kv=%d/rows=%d", sh[0], sh[1], n), func(b *testing.B) {
+				const start = 1024
+				c := &Config{NHead: sh[0], NHeadKV: sh[1], HeadDim: sh[2]}
+				a := newAttention(c, start+n, 1)
+				width := sh[1] * sh[2]
+				rng := rand.New(rand.NewPCG(1, 2))
+				q := make([]float32, n*sh[0]*sh[2])
+				k := make([]float32, (start+n)*width)
+				v := make([]float32, (start+n)*width)
+				for _, x := range [][]float32{q, k, v} {
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+				}
+				out := make([]float32, len(q))
+				b.ReportAllocs()
+				for b.Loop() {
+					a.run(out, q, k, v, n, start, width)
+				}
+				flops := 4 * float64(sh[0]*sh[2]) * float64(n*start+n*(n+1)/2)
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
 // TestBenchAccounting checks the byte accounting behind the decode benchmark's GB/s on tiny
 // targets, tied and untied: the plan's total against the tensor table, and the reference
 // copy.

@@ -75,7 +75,7 @@ var parallelWork = 1 << 16 // a variable so that tests can force the split
 // never depends on it.
 type attention struct {
 	c      *Config
-	scores [][]float32 // per worker: one row of scores
+	scores [][]float32 // per worker: six rows of scores (up to six heads of a group at once)
 	// The call in progress, for share (a method value made once, so that kernels.Tasks
 	// allocates nothing).
 	call  attentionCall
@@ -96,7 +96,7 @@ func (a *attention) init(c *Config, rows int) {
 	workers := max(1, min(goruntime.GOMAXPROCS(0), c.NHead))
 	a.scores = make([][]float32, workers)
 	for w := range a.scores {
-		a.scores[w] = make([]float32, rows)
+		a.scores[w] = make([]float32, 6*rows)
 	}
 	a.share = a.runShare
 }
@@ -127,15 +127,19 @@ func (a *attention) runShare(part, w int) {
 	a.heads(c.out, c.q, c.cache, c.li, c.s0, c.g, c.causal, c.window, lo, hi, a.scores[part])
 }
 
-// heads runs attention for query heads [h0, h1), using sc as the score buffer.
+// heads runs attention for query heads [h0, h1), using sc as the score buffer: up to six
+// heads of one key/value group at a time, each kernel call reading the keys or values once
+// for all of them (every head's operations the same as alone).
 func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causal bool, window, h0, h1 int, sc []float32) {
 	c := a.c
 	D, qw, kw := c.HeadDim, c.NHead*c.HeadDim, c.kvWidth()
 	group := c.NHead / c.NHeadKV
 	scale := float32(1 / math.Sqrt(float64(D)))
 	keys, vals := cache.k[li], cache.v[li]
-	for hd := h0; hd < h1; hd++ {
+	C := len(sc) / 6
+	for hd := h0; hd < h1; {
 		kh := hd / group
+		nh := min(6, h1-hd, (kh+1)*group-hd) // heads of kv head kh in this share
 		for k := 0; k < g; k++ {
 			qp := s0 + k
 			lo, end := 0, s0+g
@@ -145,20 +149,25 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 			if window > 0 {
 				lo = max(0, qp-window+1)
 			}
-			qh := q[k*qw+hd*D : k*qw+(hd+1)*D]
-			s := sc[:end-lo]
-			kernels.DotRows(qh, keys[lo*kw+kh*D:], kw, s)
-			mx := float32(math.Inf(-1))
-			for i, x := range s {
-				x *= scale
-				s[i] = x
-				mx = max(mx, x)
+			span := end - lo
+			kernels.DotNRows(nh, q[k*qw+hd*D:], D, D, keys[lo*kw+kh*D:], kw, span, sc, C)
+			var inv [6]float32
+			for h := range nh {
+				s := sc[h*C : h*C+span]
+				mx := float32(math.Inf(-1))
+				for i, x := range s {
+					x *= scale
+					s[i] = x
+					mx = max(mx, x)
+				}
+				inv[h] = float32(1 / kernels.ExpShift(s, mx))
+				clear(out[k*qw+(hd+h)*D : k*qw+(hd+h+1)*D])
 			}
-			sum := kernels.ExpShift(s, mx)
-			o := out[k*qw+hd*D : k*qw+(hd+1)*D]
-			clear(o)
-			kernels.AxpyRows(o, s, vals[lo*kw+kh*D:], kw)
-			kernels.Scale(o, float32(1/sum))
+			kernels.AxpyNRows(nh, out[k*qw+hd*D:], D, D, sc, C, span, vals[lo*kw+kh*D:], kw)
+			for h := range nh {
+				kernels.Scale(out[k*qw+(hd+h)*D:k*qw+(hd+h+1)*D], inv[h])
+			}
 		}
+		hd += nh
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,14 +53,37 @@ import (
 var readSink int
 
 const (
-	envBenchTarget = "DSPARK_BENCH_TARGET"
-	envBenchDraft  = "DSPARK_BENCH_DRAFT"
+	envBenchTarget  = "DSPARK_BENCH_TARGET"
+	envBenchDraft   = "DSPARK_BENCH_DRAFT"
+	envBenchContext = "DSPARK_BENCH_CONTEXT"
 
-	benchPromptLen = 64  // context before the timed steps
-	benchGenTokens = 32  // tokens generated per Speculative iteration
-	benchContext   = 512 // KV cache capacity
-	benchVerifyLen = 8   // rows of a verify forward
+	benchGenTokens = 32 // tokens generated per Speculative iteration
+	benchVerifyLen = 8  // rows of a verify forward
 )
+
+// benchPromptLen is the context before the timed steps: 64 tokens, or DSPARK_BENCH_CONTEXT
+// (decode and verify at long contexts, where attention over the latent cache is a large part
+// of a step; the cache is not counted in the bytes a step reads). A malformed value fails
+// the benchmarks that use it.
+var benchPromptLen = func() int {
+	v := os.Getenv(envBenchContext)
+	if v == "" {
+		return 64
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1<<20 {
+		return -1
+	}
+	return n
+}()
+
+// benchContext is the KV cache capacity: room for the prompt, a generation and a batch.
+func benchContext(b *testing.B) int {
+	if benchPromptLen < 1 {
+		b.Fatalf("%s=%q: want a prompt length in tokens, 1 to %d", envBenchContext, os.Getenv(envBenchContext), 1<<20)
+	}
+	return max(512, benchPromptLen+benchGenTokens+64)
+}
 
 // benchModels holds the models loaded once per test process (packing takes a while). They
 // are never closed: the process ends with the benchmarks.
@@ -83,7 +107,7 @@ func benchTarget(b *testing.B) *Target {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t, err := Load(f, benchutil.LoadOptions(b, runtime.Options{Context: benchContext}))
+		t, err := Load(f, benchutil.LoadOptions(b, runtime.Options{Context: benchContext(b)}))
 		if err != nil {
 			f.Close()
 			b.Fatal(err)
@@ -134,6 +158,12 @@ func benchPrefill(b *testing.B, t *Target, st *runtime.Step) int {
 	V := t.Config.NVocab
 	prompt := benchTokens(benchPromptLen, V, 1)
 	t.Reset()
+	for len(prompt) > t.MaxBatch() { // a long context goes in batches; logits of the last row only
+		if err := t.Forward(prompt[:t.MaxBatch()], t.MaxBatch(), nil, st); err != nil {
+			b.Fatal(err)
+		}
+		prompt = prompt[t.MaxBatch():]
+	}
 	if err := t.Forward(prompt, len(prompt)-1, nil, st); err != nil {
 		b.Fatal(err)
 	}

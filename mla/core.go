@@ -178,9 +178,7 @@ func (s *scratch) attendTiles(k0, step, k int, rows, buf []float32, scale float3
 	kvl, width := s.kvl, s.width
 	nt := len(rows) / width
 	kernels.DotNRows(k, s.qfull[k0*width:], width, step*width, rows, width, nt, buf, tileRows)
-	for a := 0; a < k; a++ {
-		s.softmaxStep(k0+a*step, buf[a*tileRows:a*tileRows+nt], scale)
-	}
+	s.softmaxSteps(k0, step, k, buf, nt, scale)
 	kernels.AxpyNRows(k, s.acc[k0*kvl:], kvl, step*kvl, buf, tileRows, nt, rows, width)
 }
 
@@ -195,27 +193,30 @@ func (s *scratch) seeAll(i0, i1, t1 int) bool {
 	return true
 }
 
-// softmaxStep scales the scores sc of pair k, updates its running maximum (rescaling its sum
-// and accumulator when the maximum grows) and sum, and replaces the scores by the unnormalized
-// weights exp(score - max).
-func (s *scratch) softmaxStep(k int, sc []float32, scale float32) {
-	mt := float32(math.Inf(-1))
-	for t, v := range sc {
-		v *= scale
-		sc[t] = v
-		if v > mt {
-			mt = v
+// softmaxSteps scales the scores of the k pairs k0, k0+step, ... (rows of buf, tileRows
+// apart, nt each), updates each pair's running maximum (rescaling its sum and accumulator
+// when the maximum grows) and sum, and replaces the scores by the unnormalized weights
+// exp(score - max). Every pair gets the operations it would alone; the pairs' float64 sums
+// run side by side.
+func (s *scratch) softmaxSteps(k0, step, k int, buf []float32, nt int, scale float32) {
+	var m [6]float32
+	for a := range k {
+		p := k0 + a*step
+		mt := kernels.ScaleMax(buf[a*tileRows:a*tileRows+nt], scale)
+		m[a] = s.mx[p]
+		if mt > m[a] {
+			if s.sum[p] != 0 {
+				alpha := math.Exp(float64(m[a]) - float64(mt))
+				s.sum[p] *= alpha
+				kernels.Scale(s.acc[p*s.kvl:(p+1)*s.kvl], float32(alpha))
+			}
+			m[a] = mt
+			s.mx[p] = mt
 		}
 	}
-	m := s.mx[k]
-	if mt > m {
-		if s.sum[k] != 0 {
-			alpha := math.Exp(float64(m) - float64(mt))
-			s.sum[k] *= alpha
-			kernels.Scale(s.acc[k*s.kvl:(k+1)*s.kvl], float32(alpha))
-		}
-		m = mt
-		s.mx[k] = m
+	var sums [6]float64
+	kernels.ExpShiftRows(buf, tileRows, k, nt, m[:k], sums[:k])
+	for a := range k {
+		s.sum[k0+a*step] += sums[a]
 	}
-	s.sum[k] += kernels.ExpShift(sc, m)
 }

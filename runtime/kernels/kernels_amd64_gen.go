@@ -778,6 +778,11 @@ func scaleAsm(y []float32, a float32)
 //go:noescape
 func scaleF64Asm(y []float32, s float64)
 
+// scaleMaxAsm sets x[i] *= a for len(x) a multiple of 8 and returns the largest product, NaNs ignored (-Inf if none); a zero maximum may have either sign.
+//
+//go:noescape
+func scaleMaxAsm(x []float32, a float32) float32
+
 // expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).
 //
 //go:noescape

@@ -143,8 +143,9 @@ func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int
 // noAsm is the panic of an assembly entry point called in a build without assembly.
 const noAsm = "kernels: an AVX-512 kernel called without assembly"
 
-func scaleAsm(y []float32, a float32)    { scaleGeneric(y, a) }
-func scaleF64Asm(y []float32, s float64) { scaleF64Generic(y, s) }
+func scaleMaxAsm(x []float32, a float32) float32 { return scaleMaxGeneric(x, a) }
+func scaleAsm(y []float32, a float32)            { scaleGeneric(y, a) }
+func scaleF64Asm(y []float32, s float64)         { scaleF64Generic(y, s) }
 
 func siluMulAsm(dst, gate, up []float32) { siluMulGeneric(dst, gate, up) }
 

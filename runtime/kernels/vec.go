@@ -248,6 +248,16 @@ func axpyK(k int, acc *float32, n, accStride int, p *float32, pStride, nt int, r
 // ExpShift sets x[i] = e^(x[i]-m) in place (x[i] <= m: softmax weights) and returns their
 // sum in float64, added in order. An element's result depends only on its value and m.
 func ExpShift(x []float32, m float32) float64 {
+	expShiftOnly(x, m)
+	var sum float64
+	for _, e := range x {
+		sum += float64(e)
+	}
+	return sum
+}
+
+// expShiftOnly is ExpShift without the sum.
+func expShiftOnly(x []float32, m float32) {
 	if vecAsm() {
 		n8 := len(x) &^ 7
 		if n8 > 0 {
@@ -262,11 +272,71 @@ func ExpShift(x []float32, m float32) float64 {
 	} else {
 		expShiftGeneric(x, m)
 	}
-	var sum float64
-	for _, e := range x {
-		sum += float64(e)
+}
+
+// ScaleMax sets x[i] *= a (each one float32 product) and returns the largest product as a
+// scan in index order keeping each value greater than every one before it finds it: NaNs
+// ignored, -Inf if there is no other value, and of equal zeros the first (+0 or -0). The
+// bits are the same on every path (the attention scores' scaling and their maximum).
+func ScaleMax(x []float32, a float32) float32 {
+	m, i := float32(math.Inf(-1)), 0
+	if vecAsm() {
+		if i = len(x) &^ 7; i > 0 {
+			m = scaleMaxAsm(x[:i], a)
+		}
 	}
-	return sum
+	for ; i < len(x); i++ {
+		x[i] *= a
+		if x[i] > m {
+			m = x[i]
+		}
+	}
+	if m == 0 && vecAsm() { // which zero comes first: the one scan would keep
+		for _, v := range x {
+			if v == 0 {
+				return v
+			}
+		}
+	}
+	return m
+}
+
+// scaleMaxGeneric is ScaleMax's scan (the portable path and the tests' reference).
+func scaleMaxGeneric(x []float32, a float32) float32 {
+	m := float32(math.Inf(-1))
+	for i, v := range x {
+		v *= a
+		x[i] = v
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// ExpShiftRows is ExpShift for k rows x[a*stride:][:n] with maxima m[a] (a < k <= 6): each row
+// is set as ExpShift sets it, and sums[a] to its sum, in float64 in index order from zero,
+// the rows' sums run side by side (independent chains, not one after another).
+func ExpShiftRows(x []float32, stride, k, n int, m []float32, sums []float64) {
+	if k < 1 || k > 6 {
+		panic("kernels: ExpShiftRows of more than six rows or none")
+	}
+	_, _ = m[k-1], sums[k-1]
+	if n == 0 {
+		clear(sums[:k])
+		return
+	}
+	_ = x[(k-1)*stride+n-1]
+	for a := range k {
+		expShiftOnly(x[a*stride:a*stride+n], m[a])
+	}
+	var s [6]float64
+	for t := range n {
+		for a := range k {
+			s[a] += float64(x[a*stride+t])
+		}
+	}
+	copy(sums[:k], s[:k])
 }
 
 // Scale sets y[i] *= a: each element one float32 product, as the Go expression computes it,

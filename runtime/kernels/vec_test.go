@@ -436,6 +436,86 @@ func TestScale(t *testing.T) {
 	})
 }
 
+// TestScaleMax checks ScaleMax on every path against the scalar scan (scaleMaxGeneric): the
+// products and the returned maximum bit for bit, at every length up to 40, with NaNs,
+// infinities, and maxima that are zeros of either sign (which zero comes first decides).
+func TestScaleMax(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(91, 92))
+		nz := float32(math.Copysign(0, -1))
+		special := []float32{0, nz, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-45, -3e38}
+		for n := 0; n <= 40; n++ {
+			for rep := 0; rep < 30; rep++ {
+				x := uvec(rng, n, 8)
+				for i := range x {
+					switch rng.IntN(8) {
+					case 0:
+						x[i] = special[rng.IntN(len(special))]
+					case 1:
+						x[i] = -float32(math.Abs(float64(x[i]))) // mostly negative rows: zero maxima
+					}
+				}
+				if rep%3 == 0 { // every value negative but some zeros of either sign
+					for i := range x {
+						x[i] = -float32(math.Abs(float64(x[i]))) - 1
+						if rng.IntN(4) == 0 {
+							x[i] = []float32{0, nz}[rng.IntN(2)]
+						}
+					}
+				}
+				a := []float32{0.125, 1, 3, -2}[rng.IntN(4)]
+				want := append([]float32(nil), x...)
+				wm := scaleMaxGeneric(want, a)
+				got := append([]float32(nil), x...)
+				gm := ScaleMax(got, a)
+				if !sameFloat(gm, wm) || math.Float32bits(gm) != math.Float32bits(wm) && gm == gm {
+					t.Fatalf("n %d: max %v (%#08x), scan %v (%#08x) of %v", n, gm, math.Float32bits(gm), wm, math.Float32bits(wm), x)
+				}
+				for i := range got {
+					if !sameFloat(got[i], want[i]) {
+						t.Fatalf("n %d: product %d = %v, want %v", n, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestExpShiftRows checks that ExpShiftRows gives each row the values and the sum ExpShift
+// gives it alone, bit for bit, for one to six rows of every length up to 40, on every path.
+func TestExpShiftRows(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(93, 94))
+		for k := 1; k <= 6; k++ {
+			for n := 0; n <= 40; n += 1 + rng.IntN(4) {
+				stride := n + rng.IntN(3)
+				x := uvec(rng, k*stride+1, 30)
+				m := make([]float32, k)
+				for a := range m {
+					m[a] = float32(rng.NormFloat64())
+				}
+				want := append([]float32(nil), x...)
+				wsum := make([]float64, k)
+				for a := range k {
+					wsum[a] = ExpShift(want[a*stride:a*stride+n], m[a])
+				}
+				sums := make([]float64, k)
+				ExpShiftRows(x, stride, k, n, m, sums)
+				for i := range x {
+					if !sameFloat(x[i], want[i]) {
+						t.Fatalf("k %d n %d: value %d = %v, ExpShift gives %v", k, n, i, x[i], want[i])
+					}
+				}
+				for a := range k {
+					if math.Float64bits(sums[a]) != math.Float64bits(wsum[a]) {
+						t.Fatalf("k %d n %d: row %d sum %v, ExpShift gives %v", k, n, a, sums[a], wsum[a])
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestSiluMul checks SiluMul bit for bit against its definition, the Go expression with
 // math.Exp, on every path: random values of every scale, the specials, the values around
 // the assembly's limit of 708 and every length up to 19 (the tail and the lanes it leaves).

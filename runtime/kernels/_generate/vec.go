@@ -195,6 +195,7 @@ func (g *gen) vecKernels() {
 	}
 	g.expShift()
 	g.scales()
+	g.scaleMax()
 	g.siluMul()
 	g.expPDHook()
 }
@@ -666,6 +667,48 @@ func (g *gen) scales() {
 	g.f("\tRET\n")
 }
 
+// scaleMax emits scaleMaxAsm: x[i] *= a for len(x) a multiple of 8, returning the largest
+// product, NaNs ignored (-Inf if none): VMAXPS with the product as its first source returns
+// the running maximum when the product is a NaN, and the running maximum starts at -Inf and
+// never becomes one. Equal values but zeros are the same bits, so only the sign of a zero
+// maximum can differ from a scalar scan's (ScaleMax redoes that case).
+func (g *gen) scaleMax() {
+	g.f("// func scaleMaxAsm(x []float32, a float32) float32")
+	g.f("TEXT ·scaleMaxAsm(SB), NOSPLIT, $0-36")
+	g.f("\tMOVQ x_base+0(FP), SI")
+	g.f("\tMOVQ x_len+8(FP), CX")
+	g.f("\tVBROADCASTSS a+24(FP), Y15")
+	g.f("\tMOVL $0xff800000, AX // -Inf")
+	g.f("\tVMOVD AX, X14")
+	g.f("\tVBROADCASTSS X14, Y14")
+	g.f("\tVMOVAPS Y14, Y13")
+	g.f("\tXORQ AX, AX")
+	g.blockLoop("smax16", "smax8", 16, func() {
+		g.f("\tVMULPS (SI)(AX*4), Y15, Y0")
+		g.f("\tVMULPS 32(SI)(AX*4), Y15, Y1")
+		g.f("\tVMOVUPS Y0, (SI)(AX*4)")
+		g.f("\tVMOVUPS Y1, 32(SI)(AX*4)")
+		g.f("\tVMAXPS Y14, Y0, Y14")
+		g.f("\tVMAXPS Y13, Y1, Y13")
+	})
+	g.blockLoop("smax8", "smaxdone", 8, func() {
+		g.f("\tVMULPS (SI)(AX*4), Y15, Y0")
+		g.f("\tVMOVUPS Y0, (SI)(AX*4)")
+		g.f("\tVMAXPS Y14, Y0, Y14")
+	})
+	g.f("smaxdone:")
+	g.f("\tVMAXPS Y13, Y14, Y14")
+	g.f("\tVEXTRACTF128 $1, Y14, X13")
+	g.f("\tVMAXPS X13, X14, X14")
+	g.f("\tVMOVHLPS X14, X14, X13")
+	g.f("\tVMAXPS X13, X14, X14")
+	g.f("\tVMOVSHDUP X14, X13")
+	g.f("\tVMAXSS X13, X14, X14")
+	g.f("\tVMOVSS X14, ret+32(FP)")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
 // siluConsts are the float64 constants of siluMulAsm's exponential, each stored four times
 // (one YMM): those of the FMA path of Go's math.Exp on amd64 (math/exp_amd64.s), as the
 // same decimal literals, so that the assembler rounds them to the same doubles.
@@ -812,6 +855,7 @@ func (g *gen) vecDecls() {
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
 		{"scaleAsm sets y[i] *= a for len(y) a multiple of 8 (scaleGeneric).", "scaleAsm(y []float32, a float32)"},
 		{"scaleF64Asm sets y[i] = float32(float64(y[i]) * s) for len(y) a multiple of 8 (scaleF64Generic).", "scaleF64Asm(y []float32, s float64)"},
+		{"scaleMaxAsm sets x[i] *= a for len(x) a multiple of 8 and returns the largest product, NaNs ignored (-Inf if none); a zero maximum may have either sign.", "scaleMaxAsm(x []float32, a float32) float32"},
 		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},
 		{"siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).", "siluMulAsm(dst, gate, up []float32)"},
 	} {

@@ -151,21 +151,23 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 			}
 			span := end - lo
 			kernels.DotNRows(nh, q[k*qw+hd*D:], D, D, keys[lo*kw+kh*D:], kw, span, sc, C)
-			var inv [6]float32
+			var mx [6]float32
 			for h := range nh {
 				s := sc[h*C : h*C+span]
-				mx := float32(math.Inf(-1))
+				m := float32(math.Inf(-1))
 				for i, x := range s {
 					x *= scale
 					s[i] = x
-					mx = max(mx, x)
+					m = max(m, x)
 				}
-				inv[h] = float32(1 / kernels.ExpShift(s, mx))
+				mx[h] = m
 				clear(out[k*qw+(hd+h)*D : k*qw+(hd+h+1)*D])
 			}
+			var sums [6]float64 // each head's in-order sum, the heads' chains side by side
+			kernels.ExpShiftRows(sc, C, nh, span, mx[:nh], sums[:nh])
 			kernels.AxpyNRows(nh, out[k*qw+hd*D:], D, D, sc, C, span, vals[lo*kw+kh*D:], kw)
 			for h := range nh {
-				kernels.Scale(out[k*qw+(hd+h)*D:k*qw+(hd+h+1)*D], inv[h])
+				kernels.Scale(out[k*qw+(hd+h)*D:k*qw+(hd+h+1)*D], float32(1/sums[h]))
 			}
 		}
 		hd += nh

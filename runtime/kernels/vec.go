@@ -330,13 +330,38 @@ func ExpShiftRows(x []float32, stride, k, n int, m []float32, sums []float64) {
 	for a := range k {
 		expShiftOnly(x[a*stride:a*stride+n], m[a])
 	}
-	var s [6]float64
-	for t := range n {
-		for a := range k {
-			s[a] += float64(x[a*stride+t])
+	for a := 0; a < k; { // three chains at a time (two or one for the rows left over)
+		r0 := x[a*stride : a*stride+n]
+		switch k - a {
+		case 1:
+			var s0 float64
+			for _, e := range r0 {
+				s0 += float64(e)
+			}
+			sums[a] = s0
+			a++
+		case 2:
+			r1 := x[(a+1)*stride : (a+1)*stride+n]
+			var s0, s1 float64
+			for t, e := range r0 {
+				s0 += float64(e)
+				s1 += float64(r1[t])
+			}
+			sums[a], sums[a+1] = s0, s1
+			a += 2
+		default:
+			r1 := x[(a+1)*stride : (a+1)*stride+n]
+			r2 := x[(a+2)*stride : (a+2)*stride+n]
+			var s0, s1, s2 float64
+			for t, e := range r0 {
+				s0 += float64(e)
+				s1 += float64(r1[t])
+				s2 += float64(r2[t])
+			}
+			sums[a], sums[a+1], sums[a+2] = s0, s1, s2
+			a += 3
 		}
 	}
-	copy(sums[:k], s[:k])
 }
 
 // Scale sets y[i] *= a: each element one float32 product, as the Go expression computes it,

@@ -111,20 +111,22 @@ func (a *attention) units(out, q, k, v []float32, u0, u1, start, width int, sc [
 			nh := min(6, G-h0)
 			base := i*qw + (g*G+h0)*d // query and output head h0 of the unit
 			kernels.DotNRows(nh, q[base:], d, d, keys, width, end, sc[h0*C:], C)
-			var inv [6]float32
+			var mx [6]float32
 			for h := range nh {
 				sh := sc[(h0+h)*C : (h0+h)*C+end]
-				mx := float32(math.Inf(-1))
+				m := float32(math.Inf(-1))
 				for t := range sh {
 					sh[t] *= a.scale
-					mx = max(mx, sh[t])
+					m = max(m, sh[t])
 				}
-				inv[h] = float32(1 / kernels.ExpShift(sh, mx))
+				mx[h] = m
 				clear(out[base+h*d : base+(h+1)*d])
 			}
+			var sums [6]float64 // each head's in-order sum, the heads' chains side by side
+			kernels.ExpShiftRows(sc[h0*C:], C, nh, end, mx[:nh], sums[:nh])
 			kernels.AxpyNRows(nh, out[base:], d, d, sc[h0*C:], C, end, vals, width)
 			for h := range nh {
-				kernels.Scale(out[base+h*d:base+(h+1)*d], inv[h])
+				kernels.Scale(out[base+h*d:base+(h+1)*d], float32(1/sums[h]))
 			}
 		}
 	}

@@ -124,10 +124,17 @@ func (a *attention) units(out, q, k, v []float32, u0, u1, start, width int, sc [
 			}
 			var sums [6]float64 // each head's in-order sum, the heads' chains side by side
 			kernels.ExpShiftRows(sc[h0*C:], C, nh, end, mx[:nh], sums[:nh])
-			kernels.AxpyNRows(nh, out[base:], d, d, sc[h0*C:], C, end, vals, width)
+			for t0 := 0; t0 < end; t0 += axpyTile { // a tile of values stays in L1 for every column block
+				kernels.AxpyNRows(nh, out[base:], d, d, sc[h0*C+t0:], C, min(axpyTile, end-t0), vals[t0*width:], width)
+			}
 			for h := range nh {
 				kernels.Scale(out[base+h*d:base+(h+1)*d], float32(1/sums[h]))
 			}
 		}
 	}
 }
+
+// axpyTile is how many cached positions' values one weighted-sum call takes: the kernel
+// passes over a row 64 values at a time, and a tile's rows stay in L1 between its passes
+// (the same FMAs in the same order as one call over every position).
+const axpyTile = 32

@@ -41,16 +41,17 @@ func rotateHeads(x, cs []float32, d int) {
 }
 
 // attention is the grouped-query attention of one forward: its shape and per-worker score
-// buffers. A unit of work is one row and one key/value head with its group of query heads;
-// each query head is computed by the same sequence of kernel calls whatever the batch size,
-// the grouping of heads into the kernels' calls of up to six queries (bit-identical to one
-// query at a time) or the split across workers, so a row's output does not depend on the rows
-// beside it.
+// buffers. A unit of work is a block of up to rows batch rows and one key/value head with
+// its group of query heads; each query head is computed by the same sequence of kernel calls
+// whatever the batch size, the block, the grouping of heads into the kernels' calls of up to
+// six queries (bit-identical to one query at a time) or the split across workers, so a
+// row's output does not depend on the rows beside it.
 type attention struct {
 	heads, kv, group, d int
 	scale               float32
 	capacity            int
-	scores              [][]float32 // per worker: group x capacity scores
+	rows                int         // most batch rows per unit (maxUnitRows within scoreBudget)
+	scores              [][]float32 // per worker: rows x group x capacity scores, then rows x group 1/sums
 	// The call in progress, for share (a method value made once, so that kernels.Tasks
 	// allocates nothing).
 	call  attentionCall
@@ -59,33 +60,44 @@ type attention struct {
 
 // attentionCall holds the arguments of one run for its shares.
 type attentionCall struct {
-	out, q, k, v            []float32
-	start, width, units, nw int
+	out, q, k, v                  []float32
+	n, start, width, units, nw, r int
 }
 
 func newAttention(c *Config, capacity, workers int) *attention {
 	a := &attention{heads: c.NHead, kv: c.NHeadKV, group: c.NHead / c.NHeadKV, d: c.HeadDim,
 		scale: float32(1 / math.Sqrt(float64(c.HeadDim))), capacity: capacity, scores: make([][]float32, max(workers, 1))}
+	a.rows = max(1, min(maxUnitRows, scoreBudget/(a.group*capacity)))
 	for w := range a.scores {
-		a.scores[w] = make([]float32, a.group*capacity)
+		a.scores[w] = make([]float32, a.rows*a.group*capacity+a.rows*a.group)
 	}
 	a.share = a.runShare
 	return a
 }
 
+// maxUnitRows is the most batch rows a unit of work takes together, and scoreBudget the
+// most scores a worker's buffer holds (4 MiB): a unit's rows share each tile of the cached
+// keys and values while it is in L1, so a verify batch reads the cache about once, not once
+// per row.
+const (
+	maxUnitRows = 8
+	scoreBudget = 1 << 20
+)
+
 // run computes out (n rows of heads x d) from the queries q (n rows of heads x d) and the
 // cached keys and values k, v (width = key/value heads x d per position): row i, at
 // position start+i, sees positions 0..start+i (causal).
 func (a *attention) run(out, q, k, v []float32, n, start, width int) {
-	units := n * a.kv
+	r := min(a.rows, n)
+	units := (n + r - 1) / r * a.kv
 	workers := len(a.scores)
 	work := n * a.heads * (start + n) * a.d
 	if workers == 1 || units == 1 || work < parallelWork {
-		a.units(out, q, k, v, 0, units, start, width, a.scores[0])
+		a.units(out, q, k, v, n, r, 0, units, start, width, a.scores[0])
 		return
 	}
 	workers = min(workers, units)
-	a.call = attentionCall{out: out, q: q, k: k, v: v, start: start, width: width, units: units, nw: workers}
+	a.call = attentionCall{out: out, q: q, k: k, v: v, n: n, start: start, width: width, units: units, nw: workers, r: r}
 	kernels.Tasks(workers, workers, a.share)
 	a.call = attentionCall{}
 }
@@ -94,47 +106,77 @@ func (a *attention) run(out, q, k, v []float32, n, start, width int) {
 // goroutine part (a task of kernels.Tasks).
 func (a *attention) runShare(part, w int) {
 	c := &a.call
-	a.units(c.out, c.q, c.k, c.v, c.units*w/c.nw, c.units*(w+1)/c.nw, c.start, c.width, a.scores[part])
+	a.units(c.out, c.q, c.k, c.v, c.n, c.r, c.units*w/c.nw, c.units*(w+1)/c.nw, c.start, c.width, a.scores[part])
 }
 
-// units computes the units u0..u1-1 (u = row x kv heads + kv head): for up to six of the
-// group's query heads at a time, their scores against the cached keys, the softmax, and the
-// weighted sums of the cached values, each kernel call reading the keys or values once for
-// all of them.
-func (a *attention) units(out, q, k, v []float32, u0, u1, start, width int, sc []float32) {
+// units computes the units u0..u1-1 of n rows, u = block x kv heads + kv head, a block being
+// r rows: the scores of the rows' query heads of the group against the cached keys, the
+// softmax, and the weighted sums of the cached values. The keys and values go by in tiles
+// of attnTile positions, every row of the block taking each tile in turn (up to six query
+// heads of a row per kernel call); every (row, head) gets the operations it would alone, in
+// the same order, so neither the block nor the tiles change its bits.
+func (a *attention) units(out, q, k, v []float32, n, r, u0, u1, start, width int, sc []float32) {
 	d, qw, G, C := a.d, a.heads*a.d, a.group, a.capacity
 	for u := u0; u < u1; u++ {
-		i, g := u/a.kv, u%a.kv
-		end := start + i + 1
-		keys, vals := k[g*d:], v[g*d:] // position t at t*width
-		for h0 := 0; h0 < G; h0 += 6 {
-			nh := min(6, G-h0)
-			base := i*qw + (g*G+h0)*d // query and output head h0 of the unit
-			kernels.DotNRows(nh, q[base:], d, d, keys, width, end, sc[h0*C:], C)
-			var mx [6]float32
-			for h := range nh {
-				sh := sc[(h0+h)*C : (h0+h)*C+end]
-				m := float32(math.Inf(-1))
-				for t := range sh {
-					sh[t] *= a.scale
-					m = max(m, sh[t])
+		i0, g := u/a.kv*r, u%a.kv
+		i1 := min(n, i0+r)
+		keys, vals := k[g*d:], v[g*d:]                                 // position t at t*width
+		row := func(i, h int) []float32 { return sc[((i-i0)*G+h)*C:] } // scores of row i, head h
+		head := func(i, h int) int { return i*qw + (g*G+h)*d }         // its query and output
+		tile := attnTile
+		if i1-i0 == 1 {
+			tile = start + i1 // one row shares nothing: its keys in one call
+		}
+		for t0 := 0; t0 < start+i1; t0 += tile {
+			for i := i0; i < i1; i++ {
+				if nt := min(tile, start+i+1-t0); nt > 0 {
+					for h0 := 0; h0 < G; h0 += 6 {
+						kernels.DotNRows(min(6, G-h0), q[head(i, h0):], d, d, keys[t0*width:], width, nt, row(i, h0)[t0:], C)
+					}
 				}
-				mx[h] = m
-				clear(out[base+h*d : base+(h+1)*d])
 			}
-			var sums [6]float64 // each head's in-order sum, the heads' chains side by side
-			kernels.ExpShiftRows(sc[h0*C:], C, nh, end, mx[:nh], sums[:nh])
-			for t0 := 0; t0 < end; t0 += axpyTile { // a tile of values stays in L1 for every column block
-				kernels.AxpyNRows(nh, out[base:], d, d, sc[h0*C+t0:], C, min(axpyTile, end-t0), vals[t0*width:], width)
+		}
+		inv := sc[a.rows*G*C:] // per row and head of the block: 1/sum
+		for i := i0; i < i1; i++ {
+			end := start + i + 1
+			for h0 := 0; h0 < G; h0 += 6 {
+				nh := min(6, G-h0)
+				var mx [6]float32
+				for h := range nh {
+					sh := row(i, h0+h)[:end]
+					m := float32(math.Inf(-1))
+					for t := range sh {
+						sh[t] *= a.scale
+						m = max(m, sh[t])
+					}
+					mx[h] = m
+					clear(out[head(i, h0+h) : head(i, h0+h)+d])
+				}
+				var sums [6]float64 // each head's in-order sum, the heads' chains side by side
+				kernels.ExpShiftRows(row(i, h0), C, nh, end, mx[:nh], sums[:nh])
+				for h := range nh {
+					inv[(i-i0)*G+h0+h] = float32(1 / sums[h])
+				}
 			}
-			for h := range nh {
-				kernels.Scale(out[base+h*d:base+(h+1)*d], float32(1/sums[h]))
+		}
+		for t0 := 0; t0 < start+i1; t0 += attnTile {
+			for i := i0; i < i1; i++ {
+				if nt := min(attnTile, start+i+1-t0); nt > 0 {
+					for h0 := 0; h0 < G; h0 += 6 {
+						kernels.AxpyNRows(min(6, G-h0), out[head(i, h0):], d, d, row(i, h0)[t0:], C, nt, vals[t0*width:], width)
+					}
+				}
+			}
+		}
+		for i := i0; i < i1; i++ {
+			for h := range G {
+				kernels.Scale(out[head(i, h):head(i, h)+d], inv[(i-i0)*G+h])
 			}
 		}
 	}
 }
 
-// axpyTile is how many cached positions' values one weighted-sum call takes: the kernel
-// passes over a row 64 values at a time, and a tile's rows stay in L1 between its passes
-// (the same FMAs in the same order as one call over every position).
-const axpyTile = 32
+// attnTile is how many cached positions' keys or values the rows of a unit take in turn:
+// 32 rows of a key/value head of 128 are 16 KiB, which stay in L1 while every row of the
+// block uses them (and between the weighted sums' passes over 64 values at a time).
+const attnTile = 32

@@ -172,6 +172,8 @@ func TestBatchBitIdentity(t *testing.T) {
 			}
 			a := openTarget(t, m, oa)
 			b := openTarget(t, m, ob)
+			poisonScores(a)
+			poisonScores(b)
 			if name == "bf16-act" && kernels.FastBF16() && a.Numerics().Activations != "bf16" {
 				t.Fatalf("bf16 activations requested on a CPU with them: numerics %+v", a.Numerics())
 			}
@@ -193,6 +195,9 @@ func TestBatchBitIdentity(t *testing.T) {
 					t.Fatal(err)
 				}
 				for j := 0; j < V; j++ {
+					if v := sb.Logits[i*V+j]; v != v {
+						t.Fatalf("row %d logit %d is NaN: a score the forward did not write was read", i, j)
+					}
 					if math.Float32bits(sa.Logits[j]) != math.Float32bits(sb.Logits[i*V+j]) {
 						t.Fatalf("row %d logit %d: single %v, batch %v", i, j, sa.Logits[j], sb.Logits[i*V+j])
 					}
@@ -207,6 +212,16 @@ func TestBatchBitIdentity(t *testing.T) {
 	}
 }
 
+// poisonScores fills tg's attention score buffers with NaN, so that a read of a score the
+// forward did not write (beyond a row's causal end) shows in its output.
+func poisonScores(tg *Target) {
+	for _, sc := range tg.attn.scores {
+		for i := range sc {
+			sc[i] = float32(math.NaN())
+		}
+	}
+}
+
 // TestParallelAttention: splitting attention across workers gives the bits of one worker.
 func TestParallelAttention(t *testing.T) {
 	spec := testmodel.DefaultQwen3()
@@ -216,6 +231,8 @@ func TestParallelAttention(t *testing.T) {
 	one.attn = newAttention(&one.Config, 256, 1)
 	many := openTarget(t, m, runtime.Options{Context: 256})
 	many.attn = newAttention(&many.Config, 256, 3)
+	poisonScores(one)
+	poisonScores(many)
 	tokens := make([]int, 40)
 	for i := range tokens {
 		tokens[i] = (i * 7) % spec.Vocab
@@ -235,6 +252,9 @@ func TestParallelAttention(t *testing.T) {
 		t.Fatalf("the last forward does %d multiply-adds of attention, below the parallel threshold %d", work, parallelWork)
 	}
 	for j := range sa.Logits {
+		if v := sb.Logits[j]; v != v {
+			t.Fatalf("logit %d is NaN: a score the forward did not write was read", j)
+		}
 		if math.Float32bits(sa.Logits[j]) != math.Float32bits(sb.Logits[j]) {
 			t.Fatalf("logit %d: one worker %v, three %v", j, sa.Logits[j], sb.Logits[j])
 		}

@@ -75,7 +75,8 @@ var parallelWork = 1 << 16 // a variable so that tests can force the split
 // never depends on it.
 type attention struct {
 	c      *Config
-	scores [][]float32 // per worker: six rows of scores (up to six heads of a group at once)
+	rows   int         // most block rows taken together (maxUnitRows within scoreBudget)
+	scores [][]float32 // per worker: rows x 6 heads of scores, then rows x 6 1/sums
 	// The call in progress, for share (a method value made once, so that kernels.Tasks
 	// allocates nothing).
 	call  attentionCall
@@ -94,12 +95,21 @@ type attentionCall struct {
 func (a *attention) init(c *Config, rows int) {
 	a.c = c
 	workers := max(1, min(goruntime.GOMAXPROCS(0), c.NHead))
+	a.rows = max(1, min(maxUnitRows, scoreBudget/(6*rows)))
 	a.scores = make([][]float32, workers)
 	for w := range a.scores {
-		a.scores[w] = make([]float32, 6*rows)
+		a.scores[w] = make([]float32, a.rows*6*rows+a.rows*6)
 	}
 	a.share = a.runShare
 }
+
+// maxUnitRows is the most block rows that take the cached keys and values together, and
+// scoreBudget the most scores a worker's buffer holds (4 MiB): the rows share each tile of
+// the cache while it is in L1, so a block reads the cache about once, not once per row.
+const (
+	maxUnitRows = 8
+	scoreBudget = 1 << 20
+)
 
 // run fills out (g rows of NHead x HeadDim) with the attention of the g block rows at
 // positions s0.. (queries q, normed and rotated) over layer li's cache: the context rows and
@@ -128,48 +138,87 @@ func (a *attention) runShare(part, w int) {
 }
 
 // heads runs attention for query heads [h0, h1), using sc as the score buffer: up to six
-// heads of one key/value group at a time, each kernel call reading the keys or values once
-// for all of them (every head's operations the same as alone).
+// heads of one key/value group and up to a.rows block rows at a time. The keys, then the
+// values, go by in tiles of attnTile positions, every row taking each tile in turn (one
+// kernel call reads a tile once for the heads); every (row, head) gets the operations it
+// would alone, in the same order, so neither the grouping nor the tiles change its bits.
 func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causal bool, window, h0, h1 int, sc []float32) {
 	c := a.c
 	D, qw, kw := c.HeadDim, c.NHead*c.HeadDim, c.kvWidth()
 	group := c.NHead / c.NHeadKV
 	scale := float32(1 / math.Sqrt(float64(D)))
 	keys, vals := cache.k[li], cache.v[li]
-	C := len(sc) / 6
+	C := (len(sc) - a.rows*6) / (a.rows * 6) // one score row's room: the cache's positions
+	inv := sc[a.rows*6*C:]
+	// span returns the positions [lo, end) that block row k sees.
+	span := func(k int) (lo, end int) {
+		qp := s0 + k
+		lo, end = 0, s0+g
+		if causal {
+			end = qp + 1
+		}
+		if window > 0 {
+			lo = max(0, qp-window+1)
+		}
+		return lo, end
+	}
 	for hd := h0; hd < h1; {
 		kh := hd / group
 		nh := min(6, h1-hd, (kh+1)*group-hd) // heads of kv head kh in this share
-		for k := 0; k < g; k++ {
-			qp := s0 + k
-			lo, end := 0, s0+g
-			if causal {
-				end = qp + 1
+		for k0 := 0; k0 < g; k0 += a.rows {
+			k1 := min(g, k0+a.rows)
+			row := func(k int) []float32 { return sc[(k-k0)*6*C:] } // head h's scores at h*C
+			first, last := span(k0)
+			for k := k0 + 1; k < k1; k++ {
+				lo, end := span(k)
+				first, last = min(first, lo), max(last, end)
 			}
-			if window > 0 {
-				lo = max(0, qp-window+1)
-			}
-			span := end - lo
-			kernels.DotNRows(nh, q[k*qw+hd*D:], D, D, keys[lo*kw+kh*D:], kw, span, sc, C)
-			var mx [6]float32
-			for h := range nh {
-				s := sc[h*C : h*C+span]
-				m := float32(math.Inf(-1))
-				for i, x := range s {
-					x *= scale
-					s[i] = x
-					m = max(m, x)
+			tiles := func(f func(k, t, n, lo int)) { // row k's positions [t, t+n) of each tile
+				for t0 := first; t0 < last; t0 += attnTile {
+					for k := k0; k < k1; k++ {
+						lo, end := span(k)
+						if t, e := max(lo, t0), min(end, t0+attnTile); t < e {
+							f(k, t, e-t, lo)
+						}
+					}
 				}
-				mx[h] = m
-				clear(out[k*qw+(hd+h)*D : k*qw+(hd+h+1)*D])
 			}
-			var sums [6]float64 // each head's in-order sum, the heads' chains side by side
-			kernels.ExpShiftRows(sc, C, nh, span, mx[:nh], sums[:nh])
-			kernels.AxpyNRows(nh, out[k*qw+hd*D:], D, D, sc, C, span, vals[lo*kw+kh*D:], kw)
-			for h := range nh {
-				kernels.Scale(out[k*qw+(hd+h)*D:k*qw+(hd+h+1)*D], float32(1/sums[h]))
+			tiles(func(k, t, n, lo int) {
+				kernels.DotNRows(nh, q[k*qw+hd*D:], D, D, keys[t*kw+kh*D:], kw, n, row(k)[t-lo:], C)
+			})
+			for k := k0; k < k1; k++ {
+				lo, end := span(k)
+				var mx [6]float32
+				for h := range nh {
+					s := row(k)[h*C : h*C+end-lo]
+					m := float32(math.Inf(-1))
+					for i, x := range s {
+						x *= scale
+						s[i] = x
+						m = max(m, x)
+					}
+					mx[h] = m
+					clear(out[k*qw+(hd+h)*D : k*qw+(hd+h+1)*D])
+				}
+				var sums [6]float64 // each head's in-order sum, the heads' chains side by side
+				kernels.ExpShiftRows(row(k), C, nh, end-lo, mx[:nh], sums[:nh])
+				for h := range nh {
+					inv[(k-k0)*6+h] = float32(1 / sums[h])
+				}
+			}
+			tiles(func(k, t, n, lo int) {
+				kernels.AxpyNRows(nh, out[k*qw+hd*D:], D, D, row(k)[t-lo:], C, n, vals[t*kw+kh*D:], kw)
+			})
+			for k := k0; k < k1; k++ {
+				for h := range nh {
+					kernels.Scale(out[k*qw+(hd+h)*D:k*qw+(hd+h+1)*D], inv[(k-k0)*6+h])
+				}
 			}
 		}
 		hd += nh
 	}
 }
+
+// attnTile is how many cached positions' keys or values the rows of a block take in turn
+// (32 positions of a key/value head of 128 are 16 KiB, which stay in L1 meanwhile).
+const attnTile = 32

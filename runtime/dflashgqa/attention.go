@@ -190,14 +190,7 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 				lo, end := span(k)
 				var mx [6]float32
 				for h := range nh {
-					s := row(k)[h*C : h*C+end-lo]
-					m := float32(math.Inf(-1))
-					for i, x := range s {
-						x *= scale
-						s[i] = x
-						m = max(m, x)
-					}
-					mx[h] = m
+					mx[h] = kernels.ScaleMaxNaN(row(k)[h*C:h*C+end-lo], scale)
 					clear(out[k*qw+(hd+h)*D : k*qw+(hd+h+1)*D])
 				}
 				var sums [6]float64 // each head's in-order sum, the heads' chains side by side

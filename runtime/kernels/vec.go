@@ -301,6 +301,27 @@ func ScaleMax(x []float32, a float32) float32 {
 	return m
 }
 
+// ScaleMaxNaN sets x[i] *= a (each one float32 product) and returns the maximum of the
+// products as Go's builtin max gives it: a NaN if any product is one, +0 rather than -0,
+// -Inf for no values. Those rules make the result independent of the order of comparison,
+// so it is taken in four independent chains (the GQA models' scores; MLA's follow
+// ScaleMax's scan).
+func ScaleMaxNaN(x []float32, a float32) float32 {
+	inf := float32(math.Inf(-1))
+	m0, m1, m2, m3 := inf, inf, inf, inf
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		v[0], v[1], v[2], v[3] = v[0]*a, v[1]*a, v[2]*a, v[3]*a
+		m0, m1, m2, m3 = max(m0, v[0]), max(m1, v[1]), max(m2, v[2]), max(m3, v[3])
+	}
+	for ; i < len(x); i++ {
+		x[i] *= a
+		m0 = max(m0, x[i])
+	}
+	return max(max(m0, m1), max(m2, m3))
+}
+
 // scaleMaxGeneric is ScaleMax's scan (the portable path and the tests' reference).
 func scaleMaxGeneric(x []float32, a float32) float32 {
 	m := float32(math.Inf(-1))

@@ -481,6 +481,48 @@ func TestScaleMax(t *testing.T) {
 	})
 }
 
+// TestScaleMaxNaN checks ScaleMaxNaN against the loop it replaces (m = max(m, v) in order):
+// the products bit for bit and the maximum (a NaN for a NaN; +0 over -0), at every length
+// up to 40, with the values of TestScaleMax.
+func TestScaleMaxNaN(t *testing.T) {
+	rng := rand.New(rand.NewPCG(95, 96))
+	nz := float32(math.Copysign(0, -1))
+	special := []float32{0, nz, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-45, -3e38}
+	for n := 0; n <= 40; n++ {
+		for rep := 0; rep < 30; rep++ {
+			x := uvec(rng, n, 8)
+			for i := range x {
+				if rng.IntN(8) == 0 && rep%2 == 0 {
+					x[i] = special[rng.IntN(len(special))]
+				}
+				if rep%3 == 0 {
+					x[i] = -float32(math.Abs(float64(x[i])))
+					if rng.IntN(4) == 0 {
+						x[i] = []float32{0, nz}[rng.IntN(2)]
+					}
+				}
+			}
+			a := []float32{0.125, 1, 3, -2}[rng.IntN(4)]
+			want := append([]float32(nil), x...)
+			wm := float32(math.Inf(-1))
+			for i := range want {
+				want[i] *= a
+				wm = max(wm, want[i])
+			}
+			got := append([]float32(nil), x...)
+			gm := ScaleMaxNaN(got, a)
+			if !sameFloat(gm, wm) || math.Float32bits(gm) != math.Float32bits(wm) && gm == gm {
+				t.Fatalf("n %d: max %v (%#08x), loop %v (%#08x) of %v", n, gm, math.Float32bits(gm), wm, math.Float32bits(wm), x)
+			}
+			for i := range got {
+				if !sameFloat(got[i], want[i]) {
+					t.Fatalf("n %d: product %d = %v, want %v", n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestExpShiftRows checks that ExpShiftRows gives each row the values and the sum ExpShift
 // gives it alone, bit for bit, for one to six rows of every length up to 40, on every path.
 func TestExpShiftRows(t *testing.T) {

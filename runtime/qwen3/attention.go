@@ -143,13 +143,7 @@ func (a *attention) units(out, q, k, v []float32, n, r, u0, u1, start, width int
 				nh := min(6, G-h0)
 				var mx [6]float32
 				for h := range nh {
-					sh := row(i, h0+h)[:end]
-					m := float32(math.Inf(-1))
-					for t := range sh {
-						sh[t] *= a.scale
-						m = max(m, sh[t])
-					}
-					mx[h] = m
+					mx[h] = kernels.ScaleMaxNaN(row(i, h0+h)[:end], a.scale)
 					clear(out[head(i, h0+h) : head(i, h0+h)+d])
 				}
 				var sums [6]float64 // each head's in-order sum, the heads' chains side by side

@@ -440,63 +440,45 @@ func TestScale(t *testing.T) {
 // products and the returned maximum bit for bit, at every length up to 40, with NaNs,
 // infinities, and maxima that are zeros of either sign (which zero comes first decides).
 func TestScaleMax(t *testing.T) {
-	withPath(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(91, 92))
-		nz := float32(math.Copysign(0, -1))
-		special := []float32{0, nz, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-45, -3e38}
-		for n := 0; n <= 40; n++ {
-			for rep := 0; rep < 30; rep++ {
-				x := uvec(rng, n, 8)
-				for i := range x {
-					switch rng.IntN(8) {
-					case 0:
-						x[i] = special[rng.IntN(len(special))]
-					case 1:
-						x[i] = -float32(math.Abs(float64(x[i]))) // mostly negative rows: zero maxima
-					}
-				}
-				if rep%3 == 0 { // every value negative but some zeros of either sign
-					for i := range x {
-						x[i] = -float32(math.Abs(float64(x[i]))) - 1
-						if rng.IntN(4) == 0 {
-							x[i] = []float32{0, nz}[rng.IntN(2)]
-						}
-					}
-				}
-				a := []float32{0.125, 1, 3, -2}[rng.IntN(4)]
-				want := append([]float32(nil), x...)
-				wm := scaleMaxGeneric(want, a)
-				got := append([]float32(nil), x...)
-				gm := ScaleMax(got, a)
-				if !sameFloat(gm, wm) || math.Float32bits(gm) != math.Float32bits(wm) && gm == gm {
-					t.Fatalf("n %d: max %v (%#08x), scan %v (%#08x) of %v", n, gm, math.Float32bits(gm), wm, math.Float32bits(wm), x)
-				}
-				for i := range got {
-					if !sameFloat(got[i], want[i]) {
-						t.Fatalf("n %d: product %d = %v, want %v", n, i, got[i], want[i])
-					}
-				}
-			}
-		}
-	})
+	withPath(t, func(t *testing.T) { checkScaleMax(t, 91, ScaleMax, scaleMaxGeneric) })
 }
 
 // TestScaleMaxNaN checks ScaleMaxNaN against the loop it replaces (m = max(m, v) in order):
-// the products bit for bit and the maximum (a NaN for a NaN; +0 over -0), at every length
-// up to 40, with the values of TestScaleMax.
+// the products bit for bit and the maximum (a NaN for a NaN; +0 over -0), on the values of
+// TestScaleMax.
 func TestScaleMaxNaN(t *testing.T) {
-	rng := rand.New(rand.NewPCG(95, 96))
+	checkScaleMax(t, 95, ScaleMaxNaN, func(x []float32, a float32) float32 {
+		m := float32(math.Inf(-1))
+		for i := range x {
+			x[i] *= a
+			m = max(m, x[i])
+		}
+		return m
+	})
+}
+
+// checkScaleMax compares f with its reference ref (both scale x in place and return a
+// maximum) on random rows of every length up to 40: specials (NaN, infinities, zeros of both
+// signs, the smallest subnormal), mostly negative values, and rows whose maximum is a zero.
+func checkScaleMax(t *testing.T, seed uint64, f, ref func(x []float32, a float32) float32) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
 	nz := float32(math.Copysign(0, -1))
 	special := []float32{0, nz, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-45, -3e38}
 	for n := 0; n <= 40; n++ {
 		for rep := 0; rep < 30; rep++ {
 			x := uvec(rng, n, 8)
 			for i := range x {
-				if rng.IntN(8) == 0 && rep%2 == 0 {
+				switch rng.IntN(8) {
+				case 0:
 					x[i] = special[rng.IntN(len(special))]
+				case 1:
+					x[i] = -float32(math.Abs(float64(x[i]))) // mostly negative rows: zero maxima
 				}
-				if rep%3 == 0 {
-					x[i] = -float32(math.Abs(float64(x[i])))
+			}
+			if rep%3 == 0 { // every value negative but some zeros of either sign
+				for i := range x {
+					x[i] = -float32(math.Abs(float64(x[i]))) - 1
 					if rng.IntN(4) == 0 {
 						x[i] = []float32{0, nz}[rng.IntN(2)]
 					}
@@ -504,15 +486,11 @@ func TestScaleMaxNaN(t *testing.T) {
 			}
 			a := []float32{0.125, 1, 3, -2}[rng.IntN(4)]
 			want := append([]float32(nil), x...)
-			wm := float32(math.Inf(-1))
-			for i := range want {
-				want[i] *= a
-				wm = max(wm, want[i])
-			}
+			wm := ref(want, a)
 			got := append([]float32(nil), x...)
-			gm := ScaleMaxNaN(got, a)
+			gm := f(got, a)
 			if !sameFloat(gm, wm) || math.Float32bits(gm) != math.Float32bits(wm) && gm == gm {
-				t.Fatalf("n %d: max %v (%#08x), loop %v (%#08x) of %v", n, gm, math.Float32bits(gm), wm, math.Float32bits(wm), x)
+				t.Fatalf("n %d: max %v (%#08x), reference %v (%#08x) of %v", n, gm, math.Float32bits(gm), wm, math.Float32bits(wm), x)
 			}
 			for i := range got {
 				if !sameFloat(got[i], want[i]) {

@@ -171,7 +171,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 		if streamKernel(s) {
 			// the prefetches run through the quants (the scales, 1/9 of the bytes, are
 			// left to the hardware)
-			g.streamLoopOn(name, s, unroll*d.step, "R11", "R13", iteration)
+			g.streamLoopOn(name, s, unroll*d.step, streamAhead, "R11", "R13", iteration)
 			g.f("%s_tail:", name)
 		} else {
 			g.f("%s_loop:", name)
@@ -195,7 +195,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 			g.advance(s, "SI", "R12", 128, 16, px)
 		}
 		if streamKernel(s) {
-			g.streamLoop(name, s, 128, iteration)
+			g.streamLoop(name, s, 128, bf16FMAAhead, iteration)
 		} else {
 			g.f("%s_loop:", name)
 			iteration()
@@ -226,7 +226,7 @@ func (g *gen) panelLoop(name string, d dtype, s shape, group func(), col func(u 
 			g.advance(s, "SI", "R12", unroll*d.step, 4*unroll, false)
 		}
 		if streamKernel(s) {
-			g.streamLoop(name, s, unroll*d.step, iteration)
+			g.streamLoop(name, s, unroll*d.step, streamAhead, iteration)
 		} else {
 			g.f("%s_loop:", name)
 			iteration()

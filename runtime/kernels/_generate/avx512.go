@@ -115,7 +115,7 @@ func (g *gen) onePairRuns(name string, k avx512) {
 	g.f("\tANDQ $1, BX")
 	g.f("\tSHRQ $1, CX")
 	g.f("\tJZ %s_tail", name)
-	g.streamLoop(name, s, 64, func() {
+	g.streamLoop(name, s, 64, bf16FMAAhead, func() {
 		g.column512(k, 0)
 		g.column512(k, 1)
 		g.advance(s, "SI", "R12", 64, 8, panelX(s))

@@ -124,7 +124,7 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	g.f("\tJZ %s_tail", name)
 	if streamKernel(s) {
 		// One row over several panels: the loop twice, the second prefetching each stream.
-		g.streamLoop(name, s, 128, func() {
+		g.streamLoop(name, s, 128, streamAhead, func() {
 			pair(0)
 			pair(1)
 			g.advance(s, "SI", "R12", 128, 8, panelX(s))

@@ -227,8 +227,18 @@ func (g *gen) runsBegin(name string) {
 }
 
 // streamAhead is how far ahead of its reads each stream of a one-row kernel of several
-// panels prefetches when its pf argument is not zero (see streamLoop).
+// panels prefetches when its pf argument is not zero (see streamLoop), and the prefetching
+// read's distance (readStreams512).
 const streamAhead = 512
+
+// bf16FMAAhead is streamAhead for the one-row BF16 kernels of the f32 paths (avx2, avx512),
+// which spend a shift, a mask and two FMAs on each 64-byte line. On a Zen 5, with the model
+// shapes of the dense `small` target in sequence against a read of the same bytes, 768 bytes
+// took them from 0.92-0.93 to 0.94-0.97 of the read at one thread and from 0.85-0.87 to
+// 0.89-0.90 at two (avx2: 0.82-0.86 -> 0.92 and 0.80-0.83 -> 0.84-0.86); 1024 did as well,
+// and the dot family (one VDPBF16PS a line) did not gain (docs/benchmarks.md, "Zen 5, 12-04
+// night").
+const bf16FMAAhead = 768
 
 // streamKernel reports whether an AVX2, AVX-512F or AVX512_BF16 kernel of shape s has the
 // prefetching loop of streamLoop: the one-row kernels of several panels, of every type (Q8_0's prefetch
@@ -239,19 +249,19 @@ func streamKernel(s shape) bool { return s.M == 1 && s.P > 1 }
 // streamLoop emits the column loop of a one-row kernel of several panels twice, body() being
 // one iteration (which reads bytes bytes of each panel and advances the pointers and CX):
 // plain under name_loop, and under name_loopf with a software prefetch of every panel's
-// stream streamAhead bytes ahead (one per 64 bytes read), which it takes when the pf argument
+// stream ahead bytes ahead (one per 64 bytes read), which it takes when the pf argument
 // is not zero. The caller has set CX to the iteration count (not zero) and emits name_tail
 // right after. On an Intel Xeon (Emerald Rapids) the prefetching loop streams BF16 weights
 // at 0.98-1.1 of a six-stream read and the plain one at 0.82-0.91, and on a Zen 5 it lifts
 // one-thread decode by 5-12 % (docs/kernels.md, "Stream prefetch"); the Go side takes it on
 // every CPU and keeps the plain loop for the tests (streamPrefetch).
-func (g *gen) streamLoop(name string, s shape, bytes int, body func()) {
-	g.streamLoopOn(name, s, bytes, "SI", "R12", body)
+func (g *gen) streamLoop(name string, s shape, bytes, ahead int, body func()) {
+	g.streamLoopOn(name, s, bytes, ahead, "SI", "R12", body)
 }
 
 // streamLoopOn is streamLoop with the prefetches relative to the pointers lo (panels 0..2)
 // and hi (3..5) instead of the weight pointers.
-func (g *gen) streamLoopOn(name string, s shape, bytes int, lo, hi string, body func()) {
+func (g *gen) streamLoopOn(name string, s shape, bytes, ahead int, lo, hi string, body func()) {
 	g.f("\tCMPQ pf+48(FP), $0")
 	g.f("\tJNE %s_loopf", name)
 	g.f("%s_loop:", name)
@@ -262,7 +272,7 @@ func (g *gen) streamLoopOn(name string, s shape, bytes int, lo, hi string, body 
 	g.f("%s_loopf:", name)
 	for p := 0; p < s.P; p++ {
 		for off := 0; off < bytes; off += 64 {
-			g.f("\tPREFETCHT0 %s", mem(lo, hi, p, streamAhead+off))
+			g.f("\tPREFETCHT0 %s", mem(lo, hi, p, ahead+off))
 		}
 	}
 	body()

@@ -793,6 +793,16 @@ func expPDAsm(dst, x []float64)
 //go:noescape
 func siluMulAsm(dst, gate, up []float32)
 
+// expPDAsm512 is expPDAsm for len(x) a multiple of 16, by siluMulAsm512's two exponentials (needs AVX-512F; a test hook).
+//
+//go:noescape
+func expPDAsm512(dst, x []float64)
+
+// siluMulAsm512 is siluMulAsm for len(gate) a multiple of 16 (needs AVX-512F).
+//
+//go:noescape
+func siluMulAsm512(dst, gate, up []float32)
+
 // dot2x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for 2 queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
 //
 //go:noescape

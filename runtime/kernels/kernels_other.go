@@ -147,13 +147,16 @@ func scaleMaxAsm(x []float32, a float32) float32 { return scaleMaxGeneric(x, a) 
 func scaleAsm(y []float32, a float32)            { scaleGeneric(y, a) }
 func scaleF64Asm(y []float32, s float64)         { scaleF64Generic(y, s) }
 
-func siluMulAsm(dst, gate, up []float32) { siluMulGeneric(dst, gate, up) }
+func siluMulAsm(dst, gate, up []float32)    { siluMulGeneric(dst, gate, up) }
+func siluMulAsm512(dst, gate, up []float32) { siluMulGeneric(dst, gate, up) }
 
 func expPDAsm(dst, x []float64) {
 	for i, v := range x {
 		dst[i] = math.Exp(v)
 	}
 }
+
+func expPDAsm512(dst, x []float64) { expPDAsm(dst, x) }
 
 // rowGroups does nothing without the assembly kernels: compute runs the groups one by one.
 func (m *Mat) rowGroups(c *geo, g0, g1 int) bool { return false }

@@ -504,7 +504,8 @@ func expShiftGeneric(x []float32, m float32) {
 // SiluMul sets dst[i] = silu(gate[i]) * up[i] for i < len(gate), with silu(v) = v / (1 +
 // float32(math.Exp(-float64(v)))): the SwiGLU of a feed-forward. Its bits are those of that
 // Go expression on every path. The assembly (avx2 and avx512 paths) repeats math.Exp's own
-// amd64 FMA algorithm four lanes at a time, several times faster than calling it; a block of
+// amd64 FMA algorithm four lanes at a time (16 on avx512, as two exponentials of eight),
+// several times faster than calling it; a block of
 // values holding one with |gate[i]| >= 708 (or a NaN) goes through math.Exp itself. len(dst)
 // and len(up) must be at least len(gate); dst may be gate itself (in place), not otherwise
 // overlap it or up.
@@ -519,7 +520,14 @@ func SiluMul(dst, gate, up []float32) {
 		j := min(i+siluBlock, n)
 		k := i + (j-i)&^3
 		if k > i && siluInRange(gate[i:k]) {
-			siluMulAsm(dst[i:k], gate[i:k], up[i:k])
+			if k16 := i + (k-i)&^15; curPath == pathAVX512 && k16 > i {
+				siluMulAsm512(dst[i:k16], gate[i:k16], up[i:k16])
+				if k16 < k {
+					siluMulAsm(dst[k16:k], gate[k16:k], up[k16:k])
+				}
+			} else {
+				siluMulAsm(dst[i:k], gate[i:k], up[i:k])
+			}
 		} else {
 			k = i
 		}

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -579,6 +580,25 @@ func TestSiluMul(t *testing.T) {
 				}
 			}
 		}
+		// Values in range only, so that every block goes through the assembly (the sweep
+		// below puts a NaN or a value past 708 in nearly every block), at lengths that end
+		// in each remainder mod 16.
+		for _, n := range []int{4096, 4096 + 4, 4096 + 8 + 3, 4096 + 15} {
+			g, u, got := make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range g {
+				g[i] = float32(rng.NormFloat64() * 30)
+				if i%7 == 0 {
+					g[i] = float32((rng.Float64()*2 - 1) * 707.99)
+				}
+				u[i] = float32(rng.NormFloat64())
+			}
+			SiluMul(got, g, u)
+			for i, v := range g {
+				if want := v / (1 + float32(math.Exp(float64(-v)))) * u[i]; !same(got[i], want) {
+					t.Fatalf("n %d: silu(%v) * %v = %v, want %v", n, v, u[i], got[i], want)
+				}
+			}
+		}
 		// A sweep over all of float32: every 4,099th bit pattern (about a million values).
 		const n = 1 << 12
 		g, u, got := make([]float32, n), make([]float32, n), make([]float32, n)
@@ -610,6 +630,18 @@ func TestExpPD(t *testing.T) {
 	if !vecAsm() {
 		t.Skip("no assembly in this build or on this CPU (the portable SiluMul calls math.Exp itself)")
 	}
+	exps := []struct {
+		name string
+		fn   func(dst, x []float64)
+	}{{"expPDAsm", expPDAsm}}
+	if slices.Contains(cpuPaths(), pathAVX512) {
+		exps = append(exps, struct {
+			name string
+			fn   func(dst, x []float64)
+		}{"expPDAsm512", expPDAsm512})
+	} else {
+		t.Log("expPDAsm512 NOT TESTED: this CPU lacks AVX-512F")
+	}
 	rng := rand.New(rand.NewPCG(73, 74))
 	const n = 1 << 16
 	x, got := make([]float64, n), make([]float64, n)
@@ -626,10 +658,12 @@ func TestExpPD(t *testing.T) {
 				x[i] = float64(float32(rng.NormFloat64() * 20))
 			}
 		}
-		expPDAsm(got, x)
-		for i, v := range x {
-			if want := math.Exp(v); math.Float64bits(got[i]) != math.Float64bits(want) {
-				t.Fatalf("exp(%v) = %v (%#x), math.Exp %v (%#x)", v, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+		for _, k := range exps {
+			k.fn(got, x)
+			for i, v := range x {
+				if want := math.Exp(v); math.Float64bits(got[i]) != math.Float64bits(want) {
+					t.Fatalf("%s: exp(%v) = %v (%#x), math.Exp %v (%#x)", k.name, v, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+				}
 			}
 		}
 	}

@@ -198,6 +198,8 @@ func (g *gen) vecKernels() {
 	g.scaleMax()
 	g.siluMul()
 	g.expPDHook()
+	g.siluMul512()
+	g.expPDHook512()
 }
 
 // dot6x4 emits dot6x4Asm512: the dot products of six queries (q + a*qs bytes, a < 6) with
@@ -842,6 +844,122 @@ func (g *gen) expPDHook() {
 	g.f("\tRET\n")
 }
 
+// siluRegs512 loads the register constants of siluMulAsm512 and expPDAsm512: siluRegs'
+// on ZMM registers (Z15 sign, Z11 2.0, Z10 1.0, Z8 the exponent bias), the float32 1 in Y9.
+func (g *gen) siluRegs512() {
+	for _, k := range []struct {
+		reg  int
+		bits string
+		name string
+	}{
+		{15, "0x8000000000000000", "sign"},
+		{11, "0x4000000000000000", "2.0"},
+		{10, "0x3ff0000000000000", "1.0"},
+		{8, "0x00000000000003ff", "exponent bias 1023"},
+	} {
+		g.f("\tMOVQ $%s, AX // %s", k.bits, k.name)
+		g.f("\tVMOVQ AX, X%d", k.reg)
+		g.f("\tVPBROADCASTQ X%d, Z%d", k.reg, k.reg)
+	}
+	g.f("\tMOVL $0x3f800000, AX // float32 1")
+	g.f("\tVMOVD AX, X9")
+	g.f("\tVBROADCASTSS X9, Y9")
+}
+
+// expPD512 is expPD on eight doubles: Z<a> = e^Z<a>, the same operations in the same order
+// on ZMM registers (AVX-512F), the constants broadcast from siluData's first copies and
+// VRNDSCALEPD $0 for VROUNDPD $0 (both round to the nearest integer, ties to even). The
+// registers are a, a+1, ..., a+5 (a+4 is the YMM of k), so that two exponentials can run
+// side by side on disjoint registers. It needs Z10, Z11 and Z8 as expPD does.
+func (g *gen) expPD512(a int) {
+	c := func(i int) string { return fmt.Sprintf("siluData<>+%d(SB)", 32*i) }
+	z := func(i int) string { return fmt.Sprintf("Z%d", a+i) }
+	g.f("\tVMULPD.BCST %s, %s, %s", c(0), z(0), z(1))
+	g.f("\tVRNDSCALEPD $0, %s, %s", z(1), z(1))
+	g.f("\tVCVTPD2DQ %s, Y%d", z(1), a+4)
+	g.f("\tVFNMADD231PD.BCST %s, %s, %s", c(1), z(1), z(0))
+	g.f("\tVFNMADD231PD.BCST %s, %s, %s", c(2), z(1), z(0))
+	g.f("\tVMULPD.BCST %s, %s, %s", c(3), z(0), z(0))
+	g.f("\tVBROADCASTSD %s, %s", c(4), z(2))
+	for i := 5; i < len(siluConsts); i++ {
+		g.f("\tVFMADD213PD.BCST %s, %s, %s", c(i), z(0), z(2))
+	}
+	g.f("\tVMULPD %s, %s, %s", z(2), z(0), z(0))
+	for i := 0; i < 3; i++ {
+		g.f("\tVADDPD Z11, %s, %s", z(0), z(3))
+		g.f("\tVMULPD %s, %s, %s", z(3), z(0), z(0))
+	}
+	g.f("\tVADDPD Z11, %s, %s", z(0), z(3))
+	g.f("\tVFMADD213PD Z10, %s, %s", z(3), z(0))
+	g.f("\tVPMOVSXDQ Y%d, %s", a+4, z(5))
+	g.f("\tVPADDQ Z8, %s, %s", z(5), z(5))
+	g.f("\tVPSLLQ $52, %s, %s", z(5), z(5))
+	g.f("\tVMULPD %s, %s, %s", z(5), z(0), z(0))
+}
+
+// siluMul512 emits siluMulAsm512: siluMulAsm on ZMM registers (AVX-512F), 16 values per
+// iteration as two independent chains of eight (registers Z0-Z5 and Z16-Z21), for len(g) a
+// multiple of 16. Each lane does the operations of siluMulAsm's lanes, so the bits are
+// the same.
+func (g *gen) siluMul512() {
+	g.f("// func siluMulAsm512(dst, gate, up []float32)")
+	g.f("TEXT ·siluMulAsm512(SB), NOSPLIT, $0-72")
+	g.f("\tMOVQ dst_base+0(FP), DI")
+	g.f("\tMOVQ gate_base+24(FP), SI")
+	g.f("\tMOVQ gate_len+32(FP), CX")
+	g.f("\tMOVQ up_base+48(FP), BX")
+	g.siluRegs512()
+	g.f("\tXORQ DX, DX")
+	g.f("silu512loop:")
+	g.f("\tCMPQ DX, CX")
+	g.f("\tJGE silu512done")
+	for h, a := range []int{0, 16} {
+		g.f("\tVCVTPS2PD %d(SI)(DX*4), Z%d", 32*h, a)
+		g.f("\tVPXORQ Z15, Z%d, Z%d", a, a)
+	}
+	g.expPD512(0)
+	g.expPD512(16)
+	for h, a := range []int{0, 16} {
+		g.f("\tVCVTPD2PS Z%d, Y%d", a, a)
+		g.f("\tVADDPS Y9, Y%d, Y%d", a, a)
+		g.f("\tVMOVUPS %d(SI)(DX*4), Y%d", 32*h, 6+h)
+		g.f("\tVDIVPS Y%d, Y%d, Y%d", a, 6+h, 6+h)
+		g.f("\tVMULPS %d(BX)(DX*4), Y%d, Y%d", 32*h, 6+h, 6+h)
+		g.f("\tVMOVUPS Y%d, %d(DI)(DX*4)", 6+h, 32*h)
+	}
+	g.f("\tADDQ $16, DX")
+	g.f("\tJMP silu512loop")
+	g.f("silu512done:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// expPDHook512 emits expPDAsm512, the test hook that runs expPD512 alone, on both of
+// siluMulAsm512's register sets: dst[i] = e^x[i] for len(x) a multiple of 16.
+func (g *gen) expPDHook512() {
+	g.f("// func expPDAsm512(dst, x []float64)")
+	g.f("TEXT ·expPDAsm512(SB), NOSPLIT, $0-48")
+	g.f("\tMOVQ dst_base+0(FP), DI")
+	g.f("\tMOVQ x_base+24(FP), SI")
+	g.f("\tMOVQ x_len+32(FP), CX")
+	g.siluRegs512()
+	g.f("\tXORQ DX, DX")
+	g.f("exppd512loop:")
+	g.f("\tCMPQ DX, CX")
+	g.f("\tJGE exppd512done")
+	g.f("\tVMOVUPD (SI)(DX*8), Z0")
+	g.f("\tVMOVUPD 64(SI)(DX*8), Z16")
+	g.expPD512(0)
+	g.expPD512(16)
+	g.f("\tVMOVUPD Z0, (DI)(DX*8)")
+	g.f("\tVMOVUPD Z16, 64(DI)(DX*8)")
+	g.f("\tADDQ $16, DX")
+	g.f("\tJMP exppd512loop")
+	g.f("exppd512done:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
 // vecDecls emits the Go declarations of the vector kernels.
 func (g *gen) vecDecls() {
 	for _, d := range []struct{ doc, sig string }{
@@ -858,6 +976,8 @@ func (g *gen) vecDecls() {
 		{"scaleMaxAsm sets x[i] *= a for len(x) a multiple of 8 and returns the largest product, NaNs ignored (-Inf if none); a zero maximum may have either sign.", "scaleMaxAsm(x []float32, a float32) float32"},
 		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},
 		{"siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).", "siluMulAsm(dst, gate, up []float32)"},
+		{"expPDAsm512 is expPDAsm for len(x) a multiple of 16, by siluMulAsm512's two exponentials (needs AVX-512F; a test hook).", "expPDAsm512(dst, x []float64)"},
+		{"siluMulAsm512 is siluMulAsm for len(gate) a multiple of 16 (needs AVX-512F).", "siluMulAsm512(dst, gate, up []float32)"},
 	} {
 		g.decl(d.doc, d.sig)
 	}

@@ -28564,6 +28564,20 @@ amxRowP6_pair:
 	VZEROUPPER
 	RET
 
+// func prefetchRange(p *byte, n int)
+TEXT ·prefetchRange(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $6, CX
+	JZ prefetchRange_done
+prefetchRange_loop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ prefetchRange_loop
+prefetchRange_done:
+	RET
+
 // func readBytes(p *byte, n int) uint64
 TEXT ·readBytes(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI

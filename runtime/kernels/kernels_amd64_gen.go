@@ -547,6 +547,12 @@ func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *fl
 //go:noescape
 func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
+// prefetchRange prefetches the n bytes at p (PREFETCHT0 per 64-byte line, n rounded
+// down to lines); a prefetch never faults, whatever the address.
+//
+//go:noescape
+func prefetchRange(p *byte, n int)
+
 // readBytes reads n bytes from p (n a multiple of 128) as fast as the core can, and
 // returns their sum as 64-bit words: the bandwidth limit the benchmarks compare with.
 //

@@ -147,6 +147,8 @@ func scaleMaxAsm(x []float32, a float32) float32 { return scaleMaxGeneric(x, a) 
 func scaleAsm(y []float32, a float32)            { scaleGeneric(y, a) }
 func scaleF64Asm(y []float32, s float64)         { scaleF64Generic(y, s) }
 
+func prefetchRange(p *byte, n int) {}
+
 func siluMulAsm(dst, gate, up []float32)    { siluMulGeneric(dst, gate, up) }
 func siluMulAsm512(dst, gate, up []float32) { siluMulGeneric(dst, gate, up) }
 

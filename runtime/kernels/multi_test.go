@@ -141,3 +141,69 @@ func TestPoolShrinks(t *testing.T) {
 	}
 	t.Logf("the pool shrank to one worker in %d calls", calls)
 }
+
+// TestPrefetchPlan checks what a worker prefetches ahead of a one-row call: the call order is
+// learned (each matrix points to the one called after it), and the plan covers the start of
+// each stream of chunk 1 of the next call, as run and panelsAsm cut it, within its budget.
+func TestPrefetchPlan(t *testing.T) {
+	defer SetParallelism(0)
+	defer func(w, b int) { minPartWork, prefetchBudget = w, b }(minPartWork, prefetchBudget)
+	minPartWork = 1
+	r := rand.New(rand.NewPCG(77, 78))
+	a := matsOf(t, randMat(r, BF16, 300, 64))["packed"]
+	b := matsOf(t, randMat(r, BF16, 200, 96))["packed"]
+	SetParallelism(2)
+	xa, xb := randVec(r, 64), randVec(r, 96)
+	da, db := make([]float32, 300), make([]float32, 200)
+	for i := 0; i < 3; i++ {
+		a.MatVec(da, xa)
+		b.MatVec(db, xb)
+	}
+	if a.pk.next.Load() != b.pk || b.pk.next.Load() != a.pk {
+		t.Fatalf("learned order: a -> %p, b -> %p; want a -> b (%p), b -> a (%p)", a.pk.next.Load(), b.pk.next.Load(), b.pk, a.pk)
+	}
+	for _, sh := range [][2]int{{16, 64}, {100, 64}, {700, 1024}, {2048, 1024}, {5632, 1024}, {1024, 2816}, {160, 4096}} {
+		for _, budget := range []int{512 << 10, 4 << 10} {
+			for _, parts := range []int{1, 2, 3} {
+				m := matsOf(t, randMat(r, BF16, sh[0], sh[1]))["packed"]
+				pk := m.pk
+				prefetchBudget = budget
+				var pf prefetchPlan
+				pf.plan(pk, parts)
+				want := callParts(sh[0]*sh[1], pk.panels, parts)
+				if want < 2 {
+					if pf.lanes != 0 {
+						t.Fatalf("%v parts %d: a plan for a call on one goroutine", sh, parts)
+					}
+					continue
+				}
+				chunks := oneRowChunks(pk.panels, pk.panelBytes, want)
+				lo, hi := pk.panels/chunks*pk.panelBytes, pk.panels*2/chunks*pk.panelBytes
+				np, lane := oneRowStreams(lo/pk.panelBytes, hi/pk.panelBytes, pk.panelBytes, maxOneRowStreams)
+				if pf.lanes != np {
+					t.Fatalf("%v parts %d: %d streams planned, the call has %d", sh, parts, pf.lanes, np)
+				}
+				total := 0
+				for k := 0; k < np; k++ {
+					if s := lo + k*lane*pk.panelBytes; pf.off[k] != s {
+						t.Fatalf("%v parts %d: stream %d planned from byte %d, it starts at %d", sh, parts, k, pf.off[k], s)
+					}
+					if pf.end[k] > lo+(k+1)*lane*pk.panelBytes || pf.end[k] > hi {
+						t.Fatalf("%v parts %d: stream %d planned to byte %d, past its lane", sh, parts, k, pf.end[k])
+					}
+					total += pf.end[k] - pf.off[k]
+				}
+				if total > budget {
+					t.Fatalf("%v parts %d: %d bytes planned, budget %d", sh, parts, total, budget)
+				}
+				steps := 0
+				for pf.step() {
+					steps++
+				}
+				if steps*512*np != total {
+					t.Fatalf("%v parts %d: %d steps of 512 bytes in %d streams for %d bytes", sh, parts, steps, np, total)
+				}
+			}
+		}
+	}
+}

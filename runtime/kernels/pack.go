@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 )
 
 // panelRows is the height of a packed panel: 16 consecutive rows stored column by column,
@@ -42,9 +43,10 @@ type packed struct {
 	groupRows   int
 	groupPanels int
 	mem         []byte
-	chunk       *chunk  // the shared arena chunk holding mem, or nil for a mapping of its own
-	root        *packed // the packed matrix that owns mem (itself unless a Sub view)
-	released    bool    // set on root by Release
+	chunk       *chunk                 // the shared arena chunk holding mem, or nil for a mapping of its own
+	root        *packed                // the packed matrix that owns mem (itself unless a Sub view)
+	released    bool                   // set on root by Release
+	next        atomic.Pointer[packed] // the matrix whose one-row call followed this one's last (see prefetchPlan)
 }
 
 // panelBytesFor returns the size of one packed panel of cols columns.
@@ -191,7 +193,8 @@ func (m *Mat) Sub(r0, r1 int) (*Mat, error) {
 	if r0 < 0 || r1 > m.rows || r0 >= r1 || r0%panelRows != 0 {
 		return nil, fmt.Errorf("kernels: Sub rows [%d, %d) of %d: need 0 <= r0 < r1 <= rows with r0 a multiple of %d", r0, r1, m.rows, panelRows)
 	}
-	p := *m.pk
+	q := m.pk
+	p := packed{t: q.t, cols: q.cols, panelBytes: q.panelBytes, groups: q.groups, chunk: q.chunk, root: q.root}
 	gp := (r1 - r0 + panelRows - 1) / panelRows
 	p0 := r0 / panelRows
 	p.mem = m.pk.mem[p0*p.panelBytes : (p0+gp)*p.panelBytes]

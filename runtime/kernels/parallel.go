@@ -57,6 +57,7 @@ type job struct {
 	fn       func(part, task int) // a Tasks job: chunk k is task k (m is nil)
 	silu     siluRows             // a SiluMulRows job (m and fn nil)
 	multi    []multiMat           // a MatVecs job (m and fn nil): its matrices in unit order
+	ahead    prefetchPlan         // what a worker prefetches once its part is done (one-row jobs)
 	joined   atomic.Int64         // participants that took a task (Tasks: their part numbers)
 	next     atomic.Int64         // next chunk to take
 	done     atomic.Int64         // chunks finished
@@ -94,7 +95,7 @@ func (j *job) work() (last bool) {
 func (j *job) release() {
 	if j.refs.Add(-1) == 0 {
 		clear(j.multi) // no references to the matrices kept
-		j.m, j.c, j.fn, j.silu, j.multi = nil, geo{}, nil, siluRows{}, j.multi[:0]
+		j.m, j.c, j.fn, j.silu, j.multi, j.ahead = nil, geo{}, nil, siluRows{}, j.multi[:0], prefetchPlan{}
 		select {
 		case jobs <- j:
 		default:
@@ -167,11 +168,13 @@ func ensureWorkers(n, keep int) {
 
 // worker runs the jobs queued on ch until the pool has more workers than it keeps.
 func worker(ch <-chan *job) {
+	var pf prefetchPlan
 	for {
-		j := receive(ch)
+		j := pf.receive(ch)
 		if j.work() {
 			j.finished <- struct{}{}
 		}
+		pf = j.ahead
 		j.release()
 		if workers.live.Load() > workers.keep.Load() && leave() {
 			return
@@ -204,26 +207,61 @@ var testChunks = 0
 // maxOneRowStreams is the number of streams of the widest one-row kernels.
 const maxOneRowStreams = 6
 
-// run computes units [0, units) of m on up to Parallelism goroutines (fewer for small calls).
-func (m *Mat) run(c *geo, n, units int) {
-	parts := Parallelism()
-	if w := m.rows * m.cols * n / minPartWork; w < parts {
+// callParts returns how many goroutines a call of work multiply-adds in units units takes
+// when parts may run it.
+func callParts(work, units, parts int) int {
+	if w := work / minPartWork; w < parts {
 		parts = max(w, 1)
 	}
-	parts = min(parts, units)
+	return min(parts, units)
+}
+
+// oneRowChunks returns the number of chunks of a one-row call of a packed matrix of units
+// panels of panelBytes each on parts goroutines: chunksPerPart each, but such that a chunk
+// gives each of its streams minStreamBytes at least (chunks too small for six streams would
+// each run fewer: one, for a 3 MiB matrix in 16 chunks), and a multiple of parts, so that the
+// parts share them evenly.
+func oneRowChunks(units, panelBytes, parts int) int {
+	chunks := min(units, parts*chunksPerPart)
+	if minStreamBytes > 0 {
+		c := units * panelBytes / (maxOneRowStreams * minStreamBytes) / parts * parts
+		chunks = min(chunks, max(parts, c))
+	}
+	return chunks
+}
+
+// oneRowStreams returns the streams (at most widest) and the panels per stream (lane) of a
+// one-row kernel call over panels [p0, p1) of panelBytes each: each stream gets
+// minStreamBytes at least. The panels past np*lane go in one narrower call.
+func oneRowStreams(p0, p1, panelBytes, widest int) (np, lane int) {
+	np = min(widest, p1-p0)
+	if minStreamBytes > 0 {
+		np = max(1, min(np, (p1-p0)*panelBytes/minStreamBytes))
+	}
+	return np, (p1 - p0) / np
+}
+
+// run computes units [0, units) of m on up to Parallelism goroutines (fewer for small calls).
+func (m *Mat) run(c *geo, n, units int) {
+	all := Parallelism()
+	parts := callParts(m.rows*m.cols*n, units, all)
 	if parts <= 1 {
 		m.compute(c, n, 0, units)
 		return
 	}
 	j := getJob()
 	j.m, j.c, j.n, j.units, j.grain = m, *c, n, units, 1
+	if n == 1 && m.pk != nil && prefetchNext {
+		// Learn the order of one-row calls: the matrix called after this one last time is
+		// the one the workers prefetch once their part of this call is done.
+		if prev := lastOneRow.Swap(m.pk); prev != nil && prev != m.pk && prev.next.Load() != m.pk {
+			prev.next.Store(m.pk)
+		}
+		j.ahead.plan(m.pk.next.Load(), all)
+	}
 	j.chunks = min(units, parts*chunksPerPart)
-	if n == 1 && m.pk != nil && minStreamBytes > 0 {
-		// A one-row chunk gives each of its streams minStreamBytes at least: chunks too
-		// small for six streams would each run fewer (one, for a 3 MiB matrix in 16 chunks).
-		// (A multiple of parts, so that the parts share them evenly.)
-		c := units * m.pk.panelBytes / (maxOneRowStreams * minStreamBytes) / parts * parts
-		j.chunks = min(j.chunks, max(parts, c))
+	if n == 1 && m.pk != nil {
+		j.chunks = oneRowChunks(units, m.pk.panelBytes, parts)
 	}
 	if g := m.Groups(); n == 1 && g > 1 && m.pk != nil {
 		// One chunk per part, of whole groups, which rowGroups streams several at once: on
@@ -379,4 +417,86 @@ func (a *siluRows) chunk(k, chunks int) {
 		SiluMul(a.dst[lo:lo+e], g, u)
 		lo += e
 	}
+}
+
+// prefetchNext is whether idle workers prefetch the weights they will likely stream first
+// in the next one-row call (prefetchPlan). A variable so that tests can turn it off.
+var prefetchNext = true
+
+// lastOneRow is the packed matrix of the latest one-row call that went to several goroutines.
+var lastOneRow atomic.Pointer[packed]
+
+// prefetchBudget is the most a worker prefetches of a call ahead: half its L2, which holds
+// the lines it is given until the call streams them.
+var prefetchBudget = l2Bytes / 2
+
+// prefetchPlan is what an idle worker prefetches while it polls for its next job: the first
+// bytes of each stream of the chunk it will most likely take first in the next one-row call,
+// chunk 1 (the caller takes chunk 0 as it queues the job), of the matrix that followed the
+// current one the last time it was called (packed.next, learned by run). Decoding's calls
+// depend on each other, so between two of them a worker waits for the caller's last chunk
+// and its other work (norms, attention, SwiGLU); the prefetches spend that time bringing part
+// of the next chunk into the worker's L2. A wrong guess costs bandwidth, never a bit: the
+// kernels read what they read.
+type prefetchPlan struct {
+	mem   []byte
+	off   [maxOneRowStreams]int // next byte of each stream
+	end   [maxOneRowStreams]int
+	lanes int
+}
+
+// plan sets the plan for a one-row call of nx on up to parts goroutines (none if nx is
+// nil, or the call would run on one goroutine or in groups).
+func (pf *prefetchPlan) plan(nx *packed, parts int) {
+	pf.lanes = 0
+	if nx == nil || nx.groups > 1 {
+		return
+	}
+	units := nx.panels
+	if parts = callParts(nx.groupRows*nx.cols, units, parts); parts < 2 {
+		return
+	}
+	chunks := oneRowChunks(units, nx.panelBytes, parts)
+	p0, p1 := units/chunks, units*2/chunks // chunk 1 (compute's bounds for grain 1)
+	np, lane := oneRowStreams(p0, p1, nx.panelBytes, maxOneRowStreams)
+	per := min(lane*nx.panelBytes, prefetchBudget/np) &^ 511
+	if per <= 0 {
+		return
+	}
+	pf.mem = nx.mem
+	for k := 0; k < np; k++ {
+		pf.off[k] = (p0 + k*lane) * nx.panelBytes
+		pf.end[k] = pf.off[k] + per
+	}
+	pf.lanes = np
+}
+
+// step prefetches the next 512 bytes of every stream of the plan; it reports false once the
+// plan is done.
+func (pf *prefetchPlan) step() bool {
+	if pf.lanes == 0 {
+		return false
+	}
+	if pf.off[0] >= pf.end[0] {
+		pf.lanes = 0
+		return false
+	}
+	for k := 0; k < pf.lanes; k++ {
+		prefetchRange(&pf.mem[pf.off[k]], 512)
+		pf.off[k] += 512
+	}
+	return true
+}
+
+// receive is the package's receive for a worker that carries out its plan while it polls.
+func (pf *prefetchPlan) receive(ch <-chan *job) *job {
+	for pf.step() {
+		select {
+		case j := <-ch:
+			pf.lanes = 0
+			return j
+		default:
+		}
+	}
+	return receive(ch)
 }

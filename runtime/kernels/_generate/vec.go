@@ -772,8 +772,17 @@ func (g *gen) siluMul() {
 	g.f("\tRET\n")
 }
 
-// siluRegs loads the register constants of siluMulAsm and expPDAsm.
-func (g *gen) siluRegs() {
+// siluRegs loads the register constants of siluMulAsm and expPDAsm: Y15 sign, Y11 2.0, Y10
+// 1.0, Y8 the exponent bias (int64 lanes), the float32 1 in X9.
+func (g *gen) siluRegs() { g.siluRegsIn("Y", "X9") }
+
+// siluRegs512 is siluRegs for siluMulAsm512 and expPDAsm512: ZMM registers, the float32 1
+// in Y9.
+func (g *gen) siluRegs512() { g.siluRegsIn("Z", "Y9") }
+
+// siluRegsIn loads siluRegs' constants into registers of the width named by wide ("Y",
+// "Z") and the float32 1 into one.
+func (g *gen) siluRegsIn(wide, one string) {
 	for _, k := range []struct {
 		reg  int
 		bits string
@@ -786,11 +795,11 @@ func (g *gen) siluRegs() {
 	} {
 		g.f("\tMOVQ $%s, AX // %s", k.bits, k.name)
 		g.f("\tVMOVQ AX, X%d", k.reg)
-		g.f("\tVPBROADCASTQ X%d, Y%d", k.reg, k.reg)
+		g.f("\tVPBROADCASTQ X%d, %s%d", k.reg, wide, k.reg)
 	}
 	g.f("\tMOVL $0x3f800000, AX // float32 1")
 	g.f("\tVMOVD AX, X9")
-	g.f("\tVBROADCASTSS X9, X9")
+	g.f("\tVBROADCASTSS X9, %s", one)
 }
 
 // expPD emits the exponential of siluMulAsm and expPDAsm: Y0 = e^Y0 (four doubles), by the
@@ -842,28 +851,6 @@ func (g *gen) expPDHook() {
 	g.f("exppddone:")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
-}
-
-// siluRegs512 loads the register constants of siluMulAsm512 and expPDAsm512: siluRegs'
-// on ZMM registers (Z15 sign, Z11 2.0, Z10 1.0, Z8 the exponent bias), the float32 1 in Y9.
-func (g *gen) siluRegs512() {
-	for _, k := range []struct {
-		reg  int
-		bits string
-		name string
-	}{
-		{15, "0x8000000000000000", "sign"},
-		{11, "0x4000000000000000", "2.0"},
-		{10, "0x3ff0000000000000", "1.0"},
-		{8, "0x00000000000003ff", "exponent bias 1023"},
-	} {
-		g.f("\tMOVQ $%s, AX // %s", k.bits, k.name)
-		g.f("\tVMOVQ AX, X%d", k.reg)
-		g.f("\tVPBROADCASTQ X%d, Z%d", k.reg, k.reg)
-	}
-	g.f("\tMOVL $0x3f800000, AX // float32 1")
-	g.f("\tVMOVD AX, X9")
-	g.f("\tVBROADCASTSS X9, Y9")
 }
 
 // expPD512 is expPD on eight doubles: Z<a> = e^Z<a>, the same operations in the same order

@@ -298,11 +298,10 @@ func (m *Mat) panelsAsm(s *seg, n, p0, p1 int, fam int, maxPanels []int, maxRows
 		// lanes apart (panel i, i+lane, i+2*lane, ...), so that each of the kernel's np
 		// streams reads one long contiguous run of the weights across the calls, as a plain
 		// read with np streams does; the panels left over go in one narrower call.
-		np, lane := min(maxPanels[n], p1-p0), 0
+		np := min(maxPanels[n], p1-p0)
+		lane := (p1 - p0) / np
 		if n == 1 {
 			np, lane = oneRowStreams(p0, p1, pk.panelBytes, maxPanels[n])
-		} else {
-			lane = (p1 - p0) / np
 		}
 		if n == 1 {
 			xStride = 0 // the one-row kernels of several panels share one x (see rowGroups)

@@ -251,7 +251,7 @@ func (m *Mat) run(c *geo, n, units int) {
 	}
 	j := getJob()
 	j.m, j.c, j.n, j.units, j.grain = m, *c, n, units, 1
-	if n == 1 && m.pk != nil && prefetchNext {
+	if n == 1 && m.pk != nil {
 		// Learn the order of one-row calls: the matrix called after this one last time is
 		// the one the workers prefetch once their part of this call is done.
 		if prev := lastOneRow.Swap(m.pk); prev != nil && prev != m.pk && prev.next.Load() != m.pk {
@@ -418,10 +418,6 @@ func (a *siluRows) chunk(k, chunks int) {
 		lo += e
 	}
 }
-
-// prefetchNext is whether idle workers prefetch the weights they will likely stream first
-// in the next one-row call (prefetchPlan). A variable so that tests can turn it off.
-var prefetchNext = true
 
 // lastOneRow is the packed matrix of the latest one-row call that went to several goroutines.
 var lastOneRow atomic.Pointer[packed]

@@ -181,11 +181,11 @@ func (a *Attention) storeKV(c []float32, stride, n int, pos []int, cache *Latent
 	cfg, s := &a.cfg, a.s
 	kvl, dr := cfg.KVLoraRank, cfg.DRope
 	width := kvl + dr
+	RMSNormRows(c, c, n, stride, stride, kvl, a.w.KVANorm, cfg.Eps)
 	for i := range n {
 		cs := s.cs[i*dr : (i+1)*dr]
 		a.rope.CosSin(cs, pos[i])
 		row := c[i*stride : i*stride+width]
-		RMSNorm(row[:kvl], row[:kvl], a.w.KVANorm, cfg.Eps)
 		RotateCS(row[kvl:], cs)
 		copy(cache.Row(layer, base+i), row)
 	}
@@ -205,9 +205,7 @@ func (a *Attention) queries(in []float32, stride, n int) {
 	if cfg.QLoraRank > 0 {
 		r := cfg.QLoraRank
 		qa := s.qa[:n*r]
-		for i := range n {
-			RMSNorm(qa[i*r:(i+1)*r], in[i*stride:i*stride+r], a.w.QANorm, cfg.Eps)
-		}
+		RMSNormRows(qa, in, n, r, stride, r, a.w.QANorm, cfg.Eps)
 		q, qStride = s.q[:n*qRow], qRow
 		a.w.QB.MatMul(q, qa, n)
 	}

@@ -215,3 +215,73 @@ func FuzzYaRN(f *testing.F) {
 		}
 	})
 }
+
+// TestRMSNormRows checks that the multi-row RMSNorm gives every row exactly RMSNorm's bits,
+// for every batch size through two groups of four, with and without weights, in place and
+// with strided rows, including rows of zeros, huge values (a sum of squares past float32)
+// and NaN or Inf entries.
+func TestRMSNormRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	const eps = 1e-6
+	for _, e := range []int{1, 5, 384, 1536} {
+		w := randVec(rng, e, 2)
+		for n := 1; n <= 9; n++ {
+			xRow, dRow := e+3, e+1
+			x := randVec(rng, n*xRow, 4)
+			switch n {
+			case 3:
+				clear(x[xRow : xRow+e]) // a row of zeros
+			case 5:
+				x[2*xRow] = 3e38 // its square overflows float32, not float64
+			case 6:
+				x[xRow+e/2] = float32(math.NaN())
+			case 7:
+				x[4*xRow] = float32(math.Inf(-1))
+			}
+			for _, wt := range [][]float32{w, nil} {
+				want := make([]float32, n*dRow)
+				for i := range n {
+					RMSNorm(want[i*dRow:i*dRow+e], x[i*xRow:i*xRow+e], wt, eps)
+				}
+				got := make([]float32, n*dRow)
+				RMSNormRows(got, x, n, dRow, xRow, e, wt, eps)
+				for k := range got {
+					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+						t.Fatalf("e %d, n %d, weights %v: value %d = %v (%#x), want %v (%#x)", e, n, wt != nil, k, got[k], math.Float32bits(got[k]), want[k], math.Float32bits(want[k]))
+					}
+				}
+				// In place, equal strides.
+				in := append([]float32(nil), x...)
+				RMSNormRows(in, in, n, xRow, xRow, e, wt, eps)
+				for i := range n {
+					for k := range e {
+						if g, wv := in[i*xRow+k], want[i*dRow+k]; math.Float32bits(g) != math.Float32bits(wv) {
+							t.Fatalf("in place, e %d, n %d: row %d value %d = %v, want %v", e, n, i, k, g, wv)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkRMSNormRows compares eight rows of the demo target's hidden size normalized one
+// at a time (RMSNorm) and together (RMSNormRows).
+func BenchmarkRMSNormRows(b *testing.B) {
+	const n, e = 8, 1536
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, w := randVec(rng, n*e, 3), randVec(rng, e, 2)
+	dst := make([]float32, n*e)
+	b.Run("one-by-one", func(b *testing.B) {
+		for range b.N {
+			for i := range n {
+				RMSNorm(dst[i*e:(i+1)*e], x[i*e:(i+1)*e], w, 1e-6)
+			}
+		}
+	})
+	b.Run("rows", func(b *testing.B) {
+		for range b.N {
+			RMSNormRows(dst, x, n, e, e, e, w, 1e-6)
+		}
+	})
+}

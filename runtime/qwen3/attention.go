@@ -26,11 +26,10 @@ func ropeNeox(v, cs []float32) {
 	}
 }
 
-// normHeads applies RMSNorm with weight w to each of the len(x)/d heads of x in place.
+// normHeads applies RMSNorm with weight w to each of the len(x)/d heads of x in place (the
+// heads' sums of squares advance together: mla.RMSNormRows).
 func normHeads(x, w []float32, d int, eps float32) {
-	for o := 0; o+d <= len(x); o += d {
-		mla.RMSNorm(x[o:o+d], x[o:o+d], w, eps)
-	}
+	mla.RMSNormRows(x, x, len(x)/d, d, d, d, w, eps)
 }
 
 // rotateHeads applies ropeNeox with table cs to each of the len(x)/d heads of x.

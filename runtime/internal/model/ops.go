@@ -7,9 +7,7 @@ import (
 
 // RMSRows applies RMSNorm with weight w to n rows of width E.
 func RMSRows(dst, x, w []float32, n, E int, eps float32) {
-	for i := 0; i < n; i++ {
-		mla.RMSNorm(dst[i*E:(i+1)*E], x[i*E:(i+1)*E], w, eps)
-	}
+	mla.RMSNormRows(dst, x, n, E, E, E, w, eps)
 }
 
 // AddTo adds src to dst element-wise.

@@ -142,9 +142,10 @@ func TestPoolShrinks(t *testing.T) {
 	t.Logf("the pool shrank to one worker in %d calls", calls)
 }
 
-// TestPrefetchPlan checks what a worker prefetches ahead of a one-row call: the call order is
-// learned (each matrix points to the one called after it), and the plan covers the start of
-// each stream of chunk 1 of the next call, as run and panelsAsm cut it, within its budget.
+// TestPrefetchPlan checks what a worker prefetches ahead of a call: the call order is learned
+// (each matrix points to the one called after it, batches too), and the plan covers the
+// start of each stream of chunk 1 of the next call, as run and panelsAsm cut it, within its
+// budget: a one-row call's streams, a batch's two (one for a Group's).
 func TestPrefetchPlan(t *testing.T) {
 	defer SetParallelism(0)
 	defer func(w, b int) { minPartWork, prefetchBudget = w, b }(minPartWork, prefetchBudget)
@@ -162,46 +163,90 @@ func TestPrefetchPlan(t *testing.T) {
 	if a.pk.next.Load() != b.pk || b.pk.next.Load() != a.pk {
 		t.Fatalf("learned order: a -> %p, b -> %p; want a -> b (%p), b -> a (%p)", a.pk.next.Load(), b.pk.next.Load(), b.pk, a.pk)
 	}
+	// Batches are learned too: c after a, then a after c.
+	c := matsOf(t, randMat(r, BF16, 240, 64))["packed"]
+	x8, dc, d8 := randVec(r, 8*64), make([]float32, 8*240), make([]float32, 8*300)
+	for i := 0; i < 2; i++ {
+		a.MatMul(d8, x8, 8)
+		c.MatMul(dc, x8, 8)
+	}
+	if a.pk.next.Load() != c.pk || c.pk.next.Load() != a.pk {
+		t.Fatalf("learned order of batches: a -> %p, c -> %p; want a -> c (%p), c -> a (%p)", a.pk.next.Load(), c.pk.next.Load(), c.pk, a.pk)
+	}
+	checkPlan := func(name string, pk *packed, parts, n, budget int) {
+		t.Helper()
+		var pf prefetchPlan
+		pf.plan(pk, parts, n)
+		want := callParts(pk.groupRows*pk.groups*pk.cols*n, pk.panels, parts)
+		if want < 2 || pk.groups > 1 && n == 1 {
+			if pf.lanes != 0 {
+				t.Fatalf("%s parts %d n %d: a plan for a call on one goroutine or a one-row Group", name, parts, n)
+			}
+			return
+		}
+		var lo, hi, np, lane int
+		if n == 1 {
+			chunks := oneRowChunks(pk.panels, pk.panelBytes, want)
+			lo, hi = pk.panels/chunks, pk.panels*2/chunks
+			np, lane = oneRowStreams(lo, hi, pk.panelBytes, maxOneRowStreams)
+		} else {
+			chunks := min(pk.panels, want*chunksPerPart)
+			lo, hi = pk.panels/chunks, pk.panels*2/chunks
+			np = min(2, hi-lo)
+			if pk.groups > 1 {
+				np = 1
+			}
+			lane = (hi - lo) / np
+		}
+		lo, hi = lo*pk.panelBytes, hi*pk.panelBytes
+		if pf.lanes != np {
+			t.Fatalf("%s parts %d n %d: %d streams planned, the call has %d", name, parts, n, pf.lanes, np)
+		}
+		total := 0
+		for k := 0; k < np; k++ {
+			if s := lo + k*lane*pk.panelBytes; pf.off[k] != s {
+				t.Fatalf("%s parts %d n %d: stream %d planned from byte %d, it starts at %d", name, parts, n, k, pf.off[k], s)
+			}
+			if pf.end[k] > lo+(k+1)*lane*pk.panelBytes || pf.end[k] > hi {
+				t.Fatalf("%s parts %d n %d: stream %d planned to byte %d, past its lane", name, parts, n, k, pf.end[k])
+			}
+			total += pf.end[k] - pf.off[k]
+		}
+		if total > budget {
+			t.Fatalf("%s parts %d n %d: %d bytes planned, budget %d", name, parts, n, total, budget)
+		}
+		steps := 0
+		for pf.step() {
+			steps++
+		}
+		if steps*512*np != total {
+			t.Fatalf("%s parts %d n %d: %d steps of 512 bytes in %d streams for %d bytes", name, parts, n, steps, np, total)
+		}
+	}
+	views := []*Mat{}
+	for range 16 {
+		views = append(views, matsOf(t, randMat(r, BF16, 64, 128))["unpacked"])
+	}
+	grp, err := Group(views...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grp.Release()
+	for _, budget := range []int{512 << 10, 4 << 10} {
+		prefetchBudget = budget
+		for _, parts := range []int{1, 2, 3} {
+			for _, n := range []int{1, 8} {
+				checkPlan("group 16 x 64 x 128", grp.pk, parts, n, budget)
+			}
+		}
+	}
 	for _, sh := range [][2]int{{16, 64}, {100, 64}, {700, 1024}, {2048, 1024}, {5632, 1024}, {1024, 2816}, {160, 4096}} {
 		for _, budget := range []int{512 << 10, 4 << 10} {
+			prefetchBudget = budget
+			m := matsOf(t, randMat(r, BF16, sh[0], sh[1]))["packed"]
 			for _, parts := range []int{1, 2, 3} {
-				m := matsOf(t, randMat(r, BF16, sh[0], sh[1]))["packed"]
-				pk := m.pk
-				prefetchBudget = budget
-				var pf prefetchPlan
-				pf.plan(pk, parts)
-				want := callParts(sh[0]*sh[1], pk.panels, parts)
-				if want < 2 {
-					if pf.lanes != 0 {
-						t.Fatalf("%v parts %d: a plan for a call on one goroutine", sh, parts)
-					}
-					continue
-				}
-				chunks := oneRowChunks(pk.panels, pk.panelBytes, want)
-				lo, hi := pk.panels/chunks*pk.panelBytes, pk.panels*2/chunks*pk.panelBytes
-				np, lane := oneRowStreams(lo/pk.panelBytes, hi/pk.panelBytes, pk.panelBytes, maxOneRowStreams)
-				if pf.lanes != np {
-					t.Fatalf("%v parts %d: %d streams planned, the call has %d", sh, parts, pf.lanes, np)
-				}
-				total := 0
-				for k := 0; k < np; k++ {
-					if s := lo + k*lane*pk.panelBytes; pf.off[k] != s {
-						t.Fatalf("%v parts %d: stream %d planned from byte %d, it starts at %d", sh, parts, k, pf.off[k], s)
-					}
-					if pf.end[k] > lo+(k+1)*lane*pk.panelBytes || pf.end[k] > hi {
-						t.Fatalf("%v parts %d: stream %d planned to byte %d, past its lane", sh, parts, k, pf.end[k])
-					}
-					total += pf.end[k] - pf.off[k]
-				}
-				if total > budget {
-					t.Fatalf("%v parts %d: %d bytes planned, budget %d", sh, parts, total, budget)
-				}
-				steps := 0
-				for pf.step() {
-					steps++
-				}
-				if steps*512*np != total {
-					t.Fatalf("%v parts %d: %d steps of 512 bytes in %d streams for %d bytes", sh, parts, steps, np, total)
+				for _, n := range []int{1, 7, 8} {
+					checkPlan(fmt.Sprint(sh), m.pk, parts, n, budget)
 				}
 			}
 		}

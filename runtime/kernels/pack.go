@@ -46,7 +46,7 @@ type packed struct {
 	chunk       *chunk                 // the shared arena chunk holding mem, or nil for a mapping of its own
 	root        *packed                // the packed matrix that owns mem (itself unless a Sub view)
 	released    bool                   // set on root by Release
-	next        atomic.Pointer[packed] // the matrix whose one-row call followed this one's last (see prefetchPlan)
+	next        atomic.Pointer[packed] // the matrix whose call on several goroutines followed this one's last (see prefetchPlan)
 }
 
 // panelBytesFor returns the size of one packed panel of cols columns.

@@ -251,13 +251,14 @@ func (m *Mat) run(c *geo, n, units int) {
 	}
 	j := getJob()
 	j.m, j.c, j.n, j.units, j.grain = m, *c, n, units, 1
-	if n == 1 && m.pk != nil {
-		// Learn the order of one-row calls: the matrix called after this one last time is
-		// the one the workers prefetch once their part of this call is done.
-		if prev := lastOneRow.Swap(m.pk); prev != nil && prev != m.pk && prev.next.Load() != m.pk {
+	if m.pk != nil {
+		// Learn the order of the calls that go to several goroutines: the matrix called
+		// after this one last time is the one the workers prefetch once their part of this
+		// call is done.
+		if prev := lastCall.Swap(m.pk); prev != nil && prev != m.pk && prev.next.Load() != m.pk {
 			prev.next.Store(m.pk)
 		}
-		j.ahead.plan(m.pk.next.Load(), all)
+		j.ahead.plan(m.pk.next.Load(), all, n)
 	}
 	j.chunks = min(units, parts*chunksPerPart)
 	if n == 1 && m.pk != nil {
@@ -419,15 +420,15 @@ func (a *siluRows) chunk(k, chunks int) {
 	}
 }
 
-// lastOneRow is the packed matrix of the latest one-row call that went to several goroutines.
-var lastOneRow atomic.Pointer[packed]
+// lastCall is the packed matrix of the latest call that went to several goroutines.
+var lastCall atomic.Pointer[packed]
 
 // prefetchBudget is the most a worker prefetches of a call ahead: half its L2, which holds
 // the lines it is given until the call streams them.
 var prefetchBudget = l2Bytes / 2
 
 // prefetchPlan is what an idle worker prefetches while it polls for its next job: the first
-// bytes of each stream of the chunk it will most likely take first in the next one-row call,
+// bytes of each stream of the chunk it will most likely take first in the next call,
 // chunk 1 (the caller takes chunk 0 as it queues the job), of the matrix that followed the
 // current one the last time it was called (packed.next, learned by run). Decoding's calls
 // depend on each other, so between two of them a worker waits for the caller's last chunk
@@ -441,20 +442,34 @@ type prefetchPlan struct {
 	lanes int
 }
 
-// plan sets the plan for a one-row call of nx on up to parts goroutines (none if nx is
-// nil, or the call would run on one goroutine or in groups).
-func (pf *prefetchPlan) plan(nx *packed, parts int) {
+// plan sets the plan for a call of n batch rows of nx on up to parts goroutines (none if nx
+// is nil, or the call would run on one goroutine, or it is a one-row call of a Group, whose
+// chunks are whole groups that rowGroups streams several at once). A batch's chunk 1 is two
+// streams, as the widest batch kernels read it (one for a Group's: its groups' panels follow
+// one another).
+func (pf *prefetchPlan) plan(nx *packed, parts, n int) {
 	pf.lanes = 0
-	if nx == nil || nx.groups > 1 {
+	if nx == nil || nx.groups > 1 && n == 1 {
 		return
 	}
 	units := nx.panels
-	if parts = callParts(nx.groupRows*nx.cols, units, parts); parts < 2 {
+	if parts = callParts(nx.groupRows*nx.groups*nx.cols*n, units, parts); parts < 2 {
 		return
 	}
-	chunks := oneRowChunks(units, nx.panelBytes, parts)
-	p0, p1 := units/chunks, units*2/chunks // chunk 1 (compute's bounds for grain 1)
-	np, lane := oneRowStreams(p0, p1, nx.panelBytes, maxOneRowStreams)
+	var p0, p1, np, lane int
+	if n == 1 {
+		chunks := oneRowChunks(units, nx.panelBytes, parts)
+		p0, p1 = units/chunks, units*2/chunks // chunk 1 (compute's bounds for grain 1)
+		np, lane = oneRowStreams(p0, p1, nx.panelBytes, maxOneRowStreams)
+	} else {
+		chunks := min(units, parts*chunksPerPart)
+		p0, p1 = units/chunks, units*2/chunks
+		np = min(2, p1-p0)
+		if nx.groups > 1 {
+			np = 1
+		}
+		lane = (p1 - p0) / np
+	}
 	per := min(lane*nx.panelBytes, prefetchBudget/np) &^ 511
 	if per <= 0 {
 		return

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// minPartWork is the least number of multiply-adds worth handing to another goroutine: 128 Ki
-// (256 KB of BF16 weights for one row, ~15 µs of streaming at one core's rate) against the
+// minPartWork is the least number of multiply-adds worth handing to another goroutine: 64 Ki
+// (128 KB of BF16 weights for one row, ~4 µs of streaming at one core's rate) against the
 // microsecond a polling worker takes to join. At 1 Mi the attention projections of a
 // hidden-1024 model (0.6-0.8 Mi each) ran on one goroutine, and two-thread decode read the
 // weights at 0.72-0.78 of a two-thread read on the dense `small` target and 0.82-0.83 on the
@@ -18,8 +18,12 @@ import (
 // one still in its last: on an Intel Xeon (Emerald Rapids) the `small` MoE target's two-thread
 // decode went from 0.65-0.69 to 0.69-0.77 of the read and the dense one's from 0.77-0.80 to
 // 0.80-0.83, the demo target's unchanged (0.81-0.85; three alternated runs each, 64 Ki and
-// 32 Ki no better; docs/benchmarks.md).
-var minPartWork = 1 << 17 // a variable so that tests can force splitting
+// 32 Ki no better there). At 64 Ki the dense target's per-head v_b (192 Ki) splits too, and the
+// MoE target's expert products: on a Zen 5, 128 Ki and 64 Ki switched step by step in one
+// process, 64 Ki read more of the read in 10 of 10 runs on the dense target (+1-3 %; with a
+// 70-78 GB/s read 0.78-0.82 -> 0.80-0.85) and 8 of 10 on the MoE one (up to +10 %), the demo
+// target (nothing of it changes) within +-1.7 % either way (docs/benchmarks.md).
+var minPartWork = 1 << 16 // a variable so that tests can force splitting
 
 // parallelism is the number of goroutines a call may use (0: GOMAXPROCS).
 var parallelism atomic.Int64

@@ -2,6 +2,7 @@ package mla
 
 import (
 	"fmt"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"runtime"
 )
 
@@ -14,6 +15,7 @@ type Attention struct {
 	kqScale  float32
 	maxBatch int
 	s        *scratch
+	heads    func(part, task int) // headsShare, made once (see fuseHeads)
 }
 
 // NewAttention validates cfg and the shapes of w against it and preallocates scratch for
@@ -36,6 +38,7 @@ func NewAttention(cfg Config, w Weights, maxBatch int) (*Attention, error) {
 		maxBatch: maxBatch,
 	}
 	a.s = newScratch(&a.cfg, maxBatch, runtime.GOMAXPROCS(0))
+	a.heads = a.headsShare
 	return a, nil
 }
 
@@ -48,6 +51,7 @@ func (a *Attention) WithWeights(w Weights) (*Attention, error) {
 	}
 	b := *a
 	b.w = w
+	b.heads = b.headsShare
 	return &b, nil
 }
 
@@ -116,7 +120,7 @@ func (a *Attention) Forward(out, h []float32, n int, pos []int, cache *LatentCac
 	base := cache.Len()
 	c, cStride, q, qStride := a.project(h, n)
 	a.storeKV(c, cStride, n, pos, cache, layer, base)
-	a.queries(q, qStride, n)
+	q, qStride = a.queryProj(q, qStride, n)
 	s := a.s
 	for i := range n {
 		if mask == Causal {
@@ -125,9 +129,39 @@ func (a *Attention) Forward(out, h []float32, n int, pos []int, cache *LatentCac
 			s.ends[i] = base + n
 		}
 	}
-	s.attend(cache, layer, n, a.kqScale)
+	if s.setJob(cache, layer, n, a.kqScale) && fuseHeads && a.w.KBAll != nil && a.w.VBAll != nil {
+		// Every head's k_b product, attention and v_b product in one split over the heads:
+		// one hand-over to the workers instead of three, and the per-head matrices stream on
+		// every goroutine beside the attention.
+		s.fq, s.fqStride = q, qStride
+		kernels.Tasks(len(s.tiles), len(s.tiles), a.heads)
+		a.w.O.MatMul(out[:n*a.cfg.NEmbd], s.concat[:n*a.cfg.NHead*a.cfg.DV], n)
+		return nil
+	}
+	a.queries(q, qStride, n)
+	s.attend()
 	a.output(out, n)
 	return nil
+}
+
+// fuseHeads is whether a forward whose attention is split across goroutines runs its heads'
+// k_b and v_b products in the same split (headsShare) when they are grouped (KBAll, VBAll);
+// the bits are the same either way (a variable so that tests compare the two).
+var fuseHeads = true
+
+// headsShare is share w of a fused forward's heads: their absorbed queries (KB), roped q_pe,
+// attention and W_UV outputs (VB), the same computations as queries, attend and output make
+// for them, on the calling goroutine.
+func (a *Attention) headsShare(part, w int) {
+	cfg, s := &a.cfg, a.s
+	h0, h1 := s.bounds[w], s.bounds[w+1]
+	n := s.job.n
+	kvl, qd := cfg.KVLoraRank, cfg.DNope+cfg.DRope
+	width := kvl + cfg.DRope
+	a.w.KBAll.MatMulGroupsRange(s.qfull, width, s.mb*width, s.fq, s.fqStride, qd, n, h0, h1)
+	a.ropeQueries(s.fq, s.fqStride, n, h0, h1)
+	s.attendHeads(h0, h1, s.tiles[part])
+	a.w.VBAll.MatMulGroupsRange(s.concat[:n*cfg.NHead*cfg.DV], cfg.NHead*cfg.DV, cfg.DV, s.acc, kvl, s.mb*kvl, n, h0, h1)
 }
 
 // InjectKV writes the [latent | k_pe] rows of n context vectors x (rows of NEmbd, not passed
@@ -192,23 +226,13 @@ func (a *Attention) storeKV(c []float32, stride, n int, pos []int, cache *Latent
 }
 
 // queries computes, for every head and row, the scores' query [q_abs | q_pe] into s.qfull:
-// q_abs = KB[h]·q_nope (the absorbed W_UK[h]^T q_nope), q_pe rotated. in holds the rows' QA
-// outputs (or Q outputs without q-LoRA), row i at in[i*stride:]. storeKV must have filled s.cs
-// for the same rows.
-func (a *Attention) queries(in []float32, stride, n int) {
+// q_abs = KB[h]·q_nope (the absorbed W_UK[h]^T q_nope), q_pe rotated, from the rows' queries
+// (queryProj), row i at q[i*qStride:]. storeKV must have filled s.cs for the same rows.
+func (a *Attention) queries(q []float32, qStride, n int) {
 	cfg, s := &a.cfg, a.s
 	kvl, dn, dr := cfg.KVLoraRank, cfg.DNope, cfg.DRope
 	qd := dn + dr
-	qRow := cfg.NHead * qd
 	width := kvl + dr
-	q, qStride := in, stride
-	if cfg.QLoraRank > 0 {
-		r := cfg.QLoraRank
-		qa := s.qa[:n*r]
-		RMSNormRows(qa, in, n, r, stride, r, a.w.QANorm, cfg.Eps)
-		q, qStride = s.q[:n*qRow], qRow
-		a.w.QB.MatMul(q, qa, n)
-	}
 	if a.w.KBAll != nil {
 		// Group h reads head h's q_nope of every row and writes q_abs into qfull[h][row].
 		a.w.KBAll.MatMulGroups(s.qfull, width, s.mb*width, q, qStride, qd, n)
@@ -224,7 +248,31 @@ func (a *Attention) queries(in []float32, stride, n int) {
 			}
 		}
 	}
-	for hd := range cfg.NHead {
+	a.ropeQueries(q, qStride, n, 0, cfg.NHead)
+}
+
+// queryProj returns the rows' queries from in, their QA outputs (row i at in[i*stride:]):
+// with q-LoRA normalized and mapped through QB, without it in itself.
+func (a *Attention) queryProj(in []float32, stride, n int) (q []float32, qStride int) {
+	cfg, s := &a.cfg, a.s
+	if cfg.QLoraRank == 0 {
+		return in, stride
+	}
+	r := cfg.QLoraRank
+	qRow := cfg.NHead * (cfg.DNope + cfg.DRope)
+	qa := s.qa[:n*r]
+	RMSNormRows(qa, in, n, r, stride, r, a.w.QANorm, cfg.Eps)
+	q = s.q[:n*qRow]
+	a.w.QB.MatMul(q, qa, n)
+	return q, qRow
+}
+
+// ropeQueries copies heads [h0, h1)'s q_pe of every row into qfull and rotates it.
+func (a *Attention) ropeQueries(q []float32, qStride, n, h0, h1 int) {
+	cfg, s := &a.cfg, a.s
+	kvl, dn, dr := cfg.KVLoraRank, cfg.DNope, cfg.DRope
+	qd, width := dn+dr, kvl+dr
+	for hd := h0; hd < h1; hd++ {
 		for i := range n {
 			pe := s.qfull[(hd*s.mb+i)*width+kvl : (hd*s.mb+i+1)*width]
 			copy(pe, q[i*qStride+hd*qd+dn:i*qStride+(hd+1)*qd])

@@ -656,3 +656,48 @@ func TestFusedWeightsSameBits(t *testing.T) {
 		t.Errorf("KBAll with 2 heads accepted: %v", err)
 	}
 }
+
+// TestFusedHeadsSameBits checks that a forward whose attention is split across goroutines
+// gives the same bits with its heads' k_b and v_b products in that split (fuseHeads, the
+// default) as with separate calls, on 2 and 3 shares of the heads, with and without q-LoRA,
+// causal and block masks, and leaves the same cache rows.
+func TestFusedHeadsSameBits(t *testing.T) {
+	defer func(w int, f bool) { parallelWork, fuseHeads = w, f }(parallelWork, fuseHeads)
+	parallelWork = 1
+	for _, qLora := range []int{20, 0} {
+		for _, mask := range []Mask{Causal, Block} {
+			for _, procs := range []int{2, 3} {
+				cfg := smallConfig(qLora, true)
+				const n = 5
+				var outs [2][]float32
+				var rows [2][]float32
+				for v := range 2 {
+					s := newScenario(t, 17, cfg, 9, n, 9+n+1, 8)
+					at, err := s.att[1].WithWeights(fused(s.att[1].w))
+					if err != nil {
+						t.Fatal(err)
+					}
+					at.s = newScratch(&at.cfg, at.maxBatch, procs)
+					fuseHeads = v == 1
+					outs[v] = make([]float32, n*cfg.NEmbd)
+					if err := at.Forward(outs[v], s.h, n, s.pos, s.cache, 1, mask); err != nil {
+						t.Fatal(err)
+					}
+					for i := range n {
+						rows[v] = append(rows[v], s.cache.Row(1, 9+i)...)
+					}
+				}
+				for k := range outs[0] {
+					if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
+						t.Fatalf("q_lora %d mask %v procs %d: output %d: separate %v, fused %v", qLora, mask, procs, k, outs[0][k], outs[1][k])
+					}
+				}
+				for k := range rows[0] {
+					if math.Float32bits(rows[0][k]) != math.Float32bits(rows[1][k]) {
+						t.Fatalf("q_lora %d mask %v procs %d: cache value %d differs", qLora, mask, procs, k)
+					}
+				}
+			}
+		}
+	}
+}

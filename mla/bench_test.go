@@ -65,7 +65,8 @@ func BenchmarkAttendCore(b *testing.B) {
 					s.ends[i] = ctx + i + 1
 				}
 				t0 := threadCPU()
-				s.attend(cache, 0, n, 0.1)
+				s.setJob(cache, 0, n, 0.1)
+				s.attend()
 				return threadCPU() - t0
 			}
 			// The limit: the flops of one row (heads x ctx rows) on one tile kept in cache.

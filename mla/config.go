@@ -61,6 +61,8 @@ type Grouped interface {
 	Cols() int
 	Groups() int
 	MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int)
+	// MatMulGroupsRange is MatMulGroups for groups [g0, g1) only, on the calling goroutine.
+	MatMulGroupsRange(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup, n, g0, g1 int)
 }
 
 // Mask selects which cache rows a new row attends to.

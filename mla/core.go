@@ -12,7 +12,7 @@ const tileRows = 32
 
 // parallelWork is the number of multiply-adds below which attention runs on the calling
 // goroutine (starting workers would cost more than it saves).
-const parallelWork = 1 << 17
+var parallelWork = 1 << 17 // a variable so that tests can force the split
 
 // scratch is the per-Attention working memory, sized for maxBatch rows.
 type scratch struct {
@@ -31,6 +31,8 @@ type scratch struct {
 	bounds       []int       // share w is heads [bounds[w], bounds[w+1])
 	share        func(part, task int)
 	job          attendJob
+	fq           []float32 // a fused forward's queries (headsShare)
+	fqStride     int
 }
 
 // attendJob holds the arguments of the current attend call for the worker goroutines.
@@ -101,18 +103,29 @@ func (s *scratch) attendShare(part, w int) {
 // of the latents, over cache rows [0, ends[row]) of layer. Heads are independent and each
 // (head, row) pair is accumulated in the same order (tiles of tileRows from row 0) whatever the
 // batch size or worker split, so results are deterministic.
-func (s *scratch) attend(cache *LatentCache, layer, n int, scale float32) {
+func (s *scratch) attend() {
+	if !s.parallel() {
+		s.attendHeads(0, s.nHead, s.tiles[0])
+		return
+	}
+	kernels.Tasks(len(s.tiles), len(s.tiles), s.share)
+}
+
+// setJob sets the arguments of an attend call over n rows of layer (s.ends set) and reports
+// whether it splits across goroutines.
+func (s *scratch) setJob(cache *LatentCache, layer, n int, scale float32) bool {
 	maxEnd := 0
 	for _, e := range s.ends[:n] {
 		maxEnd = max(maxEnd, e)
 	}
 	s.job = attendJob{cache: cache, layer: layer, n: n, scale: scale, maxEnd: maxEnd}
-	workers := len(s.tiles)
-	if workers == 1 || n*s.nHead*maxEnd*s.width < parallelWork {
-		s.attendHeads(0, s.nHead, s.tiles[0])
-		return
-	}
-	kernels.Tasks(workers, workers, s.share)
+	return s.parallel()
+}
+
+// parallel reports whether the job set splits across goroutines: more than one and enough
+// work.
+func (s *scratch) parallel() bool {
+	return len(s.tiles) > 1 && s.job.n*s.nHead*s.job.maxEnd*s.width >= parallelWork
 }
 
 // attendHeads runs attention for heads [h0, h1) using tile as score buffer.

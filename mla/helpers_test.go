@@ -367,10 +367,14 @@ func (g *groupedDense) Cols() int   { return g.ms[0].Cols() }
 func (g *groupedDense) Groups() int { return len(g.ms) }
 
 func (g *groupedDense) MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int) {
+	g.MatMulGroupsRange(dst, dRow, dGroup, x, xRow, xGroup, n, 0, len(g.ms))
+}
+
+func (g *groupedDense) MatMulGroupsRange(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup, n, g0, g1 int) {
 	r := g.ms[0].Rows()
-	for gi, m := range g.ms {
+	for gi := g0; gi < g1; gi++ {
 		for j := range n {
-			m.MatVec(dst[j*dRow+gi*dGroup:j*dRow+gi*dGroup+r], x[j*xRow+gi*xGroup:])
+			g.ms[gi].MatVec(dst[j*dRow+gi*dGroup:j*dRow+gi*dGroup+r], x[j*xRow+gi*xGroup:])
 		}
 	}
 }

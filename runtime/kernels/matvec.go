@@ -54,6 +54,35 @@ func (m *Mat) MatMul(dst, x []float32, n int) {
 // dGroup >= (n-1)*dRow + Rows/Groups (group-major). It panics on a violation or on slices
 // too short for the indices above.
 func (m *Mat) MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int) {
+	m.checkGroups(dst, dRow, dGroup, x, xRow, xGroup, n)
+	m.start(geo{dst: dst, dRow: dRow, dGroup: dGroup, x: x, xRow: xRow, xGroup: xGroup}, n)
+}
+
+// MatMulGroupsRange is MatMulGroups for groups [g0, g1) only, computed on the calling
+// goroutine alone: for work already split across goroutines (Tasks), such as an attention's
+// heads, each share multiplying its own heads' blocks. The outputs of those groups are
+// bit-identical to MatMulGroups'; the others are not written. The arguments are checked as
+// MatMulGroups checks them (for every group), and 0 <= g0 <= g1 <= Groups(); it panics
+// otherwise.
+func (m *Mat) MatMulGroupsRange(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup, n, g0, g1 int) {
+	m.checkGroups(dst, dRow, dGroup, x, xRow, xGroup, n)
+	if g0 < 0 || g0 > g1 || g1 > m.Groups() {
+		panic("kernels: MatMulGroupsRange groups out of range")
+	}
+	if g0 == g1 {
+		return
+	}
+	c := geo{dst: dst, dRow: dRow, dGroup: dGroup, x: x, xRow: xRow, xGroup: xGroup}
+	buf := m.roundGroups(&c, n, g0, g1)
+	per := m.units() / m.Groups()
+	m.compute(&c, n, g0*per, g1*per)
+	if buf != nil {
+		putPairs(buf)
+	}
+}
+
+// checkGroups panics on arguments MatMulGroups cannot take.
+func (m *Mat) checkGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xGroup int, n int) {
 	m.check()
 	if n < 1 || n > MaxBatch {
 		panic("kernels: MatMulGroups batch size out of range")
@@ -74,7 +103,6 @@ func (m *Mat) MatMulGroups(dst []float32, dRow, dGroup int, x []float32, xRow, x
 	if len(dst) < (n-1)*dRow+(g-1)*dGroup+r {
 		panic("kernels: MatMulGroups destination too short")
 	}
-	m.start(geo{dst: dst, dRow: dRow, dGroup: dGroup, x: x, xRow: xRow, xGroup: xGroup}, n)
 }
 
 // geo is where one call reads and writes: group g's batch row j reads
@@ -111,7 +139,11 @@ func (m *Mat) units() int {
 
 // round fills c's bf16 pairs with the n rows of activations rounded once, when m's products
 // use a BF16 dot product, and returns the buffer to give back with putPairs (nil otherwise).
-func (m *Mat) round(c *geo, n int) *[]uint32 {
+func (m *Mat) round(c *geo, n int) *[]uint32 { return m.roundGroups(c, n, 0, m.Groups()) }
+
+// roundGroups is round for the inputs of groups [g0, g1) only (all of them when every group
+// reads the same x).
+func (m *Mat) roundGroups(c *geo, n, g0, g1 int) *[]uint32 {
 	if !m.Precision().bf16Family() {
 		return nil
 	}
@@ -121,12 +153,12 @@ func (m *Mat) round(c *geo, n int) *[]uint32 {
 	}
 	g := m.Groups()
 	if c.xGroup == 0 {
-		g = 1
+		g, g0, g1 = 1, 0, 1
 	} else {
 		c.xbGroup = n
 	}
 	buf := getPairs(g * n * c.xbRow)
-	for gi := 0; gi < g; gi++ {
+	for gi := g0; gi < g1; gi++ {
 		roundPairs((*buf)[gi*n*c.xbRow:], c.x[gi*c.xGroup:], n, c.xRow, m.cols, c.xbRow)
 	}
 	c.xb = *buf

@@ -98,7 +98,8 @@ func TestStack(t *testing.T) {
 
 // TestGroup checks MatMulGroups on a Group of matrices, in both output layouts the runtime
 // uses (row-major and group-major) and with strided inputs, against each matrix alone, for
-// every type, path and precision; MatMul of the group against the stack of the matrices.
+// every type, path and precision; MatMulGroupsRange against MatMulGroups for several ranges
+// (the other groups' outputs untouched); MatMul of the group against the stack of the matrices.
 // The 13 groups of 40 rows (3 panels, the last partial) on one and on three goroutines give
 // one-row calls several streams of several groups each and the groups left over (rowGroups),
 // and, cut into two chunks of 19 and 20 panels, chunks that start and end inside a group.
@@ -121,11 +122,15 @@ func TestGroup(t *testing.T) {
 	g, _ := Group(a, a)
 	defer g.Release()
 	for name, f := range map[string]func(){
-		"overlap":   func() { g.MatMulGroups(make([]float32, 20), 2, 1, make([]float32, 20), 3, 3, 2) },
-		"short x":   func() { g.MatMulGroups(make([]float32, 20), 4, 2, make([]float32, 8), 3, 3, 2) },
-		"short dst": func() { g.MatMulGroups(make([]float32, 5), 4, 2, make([]float32, 20), 3, 3, 2) },
-		"negative":  func() { g.MatMulGroups(make([]float32, 20), 4, 2, make([]float32, 20), -3, 3, 1) },
-		"n=0":       func() { g.MatMulGroups(make([]float32, 20), 4, 2, make([]float32, 20), 3, 3, 0) },
+		"overlap":               func() { g.MatMulGroups(make([]float32, 20), 2, 1, make([]float32, 20), 3, 3, 2) },
+		"short x":               func() { g.MatMulGroups(make([]float32, 20), 4, 2, make([]float32, 8), 3, 3, 2) },
+		"short dst":             func() { g.MatMulGroups(make([]float32, 5), 4, 2, make([]float32, 20), 3, 3, 2) },
+		"negative":              func() { g.MatMulGroups(make([]float32, 20), 4, 2, make([]float32, 20), -3, 3, 1) },
+		"n=0":                   func() { g.MatMulGroups(make([]float32, 20), 4, 2, make([]float32, 20), 3, 3, 0) },
+		"range past the groups": func() { g.MatMulGroupsRange(make([]float32, 20), 4, 2, make([]float32, 20), 3, 3, 2, 1, 3) },
+		"range reversed":        func() { g.MatMulGroupsRange(make([]float32, 20), 4, 2, make([]float32, 20), 3, 3, 2, 2, 1) },
+		"range negative":        func() { g.MatMulGroupsRange(make([]float32, 20), 4, 2, make([]float32, 20), 3, 3, 2, -1, 1) },
+		"range short x":         func() { g.MatMulGroupsRange(make([]float32, 20), 4, 2, make([]float32, 8), 3, 3, 2, 0, 1) },
 	} {
 		func() {
 			defer func() {
@@ -216,6 +221,27 @@ func testGroup(t *testing.T, r *rand.Rand, G, R int) {
 							for i, w := range want {
 								if got := dst[j*dRow+gi*dGroup+i]; !sameFloat(got, w) {
 									t.Fatalf("G=%d R=%d %v %s %s n=%d group %d batch %d row %d: %v, alone %v", G, R, dt, path, layout, n, gi, j, i, got, w)
+								}
+							}
+						}
+					}
+					// MatMulGroupsRange: the groups of the range as above, the others untouched
+					// (the guard's sentinel is inside the destination too).
+					for _, gr2 := range [][2]int{{0, G}, {1, G - 1}, {G / 2, G}, {G - 1, G}, {2, 2}} {
+						rd, rcheck := guarded(t, size)
+						g.MatMulGroupsRange(rd, dRow, dGroup, x, xRow, xGroup, n, gr2[0], gr2[1])
+						rcheck()
+						for gi := 0; gi < G; gi++ {
+							for j := 0; j < n; j++ {
+								for i := 0; i < R; i++ {
+									o := j*dRow + gi*dGroup + i
+									want := math.Float32frombits(0x7fc0dead)
+									if gi >= gr2[0] && gi < gr2[1] {
+										want = dst[o]
+									}
+									if math.Float32bits(rd[o]) != math.Float32bits(want) && !(gi >= gr2[0] && gi < gr2[1] && sameFloat(rd[o], want)) {
+										t.Fatalf("G=%d R=%d %v %s %s n=%d groups [%d, %d): group %d batch %d row %d: %v, want %v", G, R, dt, path, layout, n, gr2[0], gr2[1], gi, j, i, rd[o], want)
+									}
 								}
 							}
 						}

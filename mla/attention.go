@@ -2,8 +2,9 @@ package mla
 
 import (
 	"fmt"
-	"github.com/dspark-dev/dspark/runtime/kernels"
 	"runtime"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // Attention is one MLA layer (weights plus preallocated scratch). It is not safe for

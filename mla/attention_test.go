@@ -611,37 +611,16 @@ func TestForwardPathsAgree(t *testing.T) {
 // q-LoRA, and that their shapes are validated.
 func TestFusedWeightsSameBits(t *testing.T) {
 	for _, qLora := range []int{20, 0} {
-		cfg := smallConfig(qLora, true)
-		const n = 5
-		var outs [2][]float32
-		var rows [2][]float32
-		for v := range 2 {
-			s := newScenario(t, 17, cfg, 9, n, 9+n+1, 8)
-			at := s.att[1]
-			if v == 1 {
-				var err error
-				if at, err = at.WithWeights(fused(at.w)); err != nil {
-					t.Fatal(err)
-				}
+		forwardTwiceSameBits(t, fmt.Sprintf("q_lora %d", qLora), smallConfig(qLora, true), Causal, func(v int, at *Attention) *Attention {
+			if v == 0 {
+				return at
 			}
-			outs[v] = make([]float32, n*cfg.NEmbd)
-			if err := at.Forward(outs[v], s.h, n, s.pos, s.cache, 1, Causal); err != nil {
+			at, err := at.WithWeights(fused(at.w))
+			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range n {
-				rows[v] = append(rows[v], s.cache.Row(1, 9+i)...)
-			}
-		}
-		for k := range outs[0] {
-			if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
-				t.Fatalf("q_lora %d: output %d: separate %v, fused %v", qLora, k, outs[0][k], outs[1][k])
-			}
-		}
-		for k := range rows[0] {
-			if math.Float32bits(rows[0][k]) != math.Float32bits(rows[1][k]) {
-				t.Fatalf("q_lora %d: cache value %d differs", qLora, k)
-			}
-		}
+			return at
+		})
 	}
 	cfg := smallConfig(20, false)
 	f := newLayerFixture(t, rand.New(rand.NewPCG(1, 1)), cfg)
@@ -667,37 +646,47 @@ func TestFusedHeadsSameBits(t *testing.T) {
 	for _, qLora := range []int{20, 0} {
 		for _, mask := range []Mask{Causal, Block} {
 			for _, procs := range []int{2, 3} {
-				cfg := smallConfig(qLora, true)
-				const n = 5
-				var outs [2][]float32
-				var rows [2][]float32
-				for v := range 2 {
-					s := newScenario(t, 17, cfg, 9, n, 9+n+1, 8)
-					at, err := s.att[1].WithWeights(fused(s.att[1].w))
+				what := fmt.Sprintf("q_lora %d mask %v procs %d", qLora, mask, procs)
+				forwardTwiceSameBits(t, what, smallConfig(qLora, true), mask, func(v int, at *Attention) *Attention {
+					at, err := at.WithWeights(fused(at.w))
 					if err != nil {
 						t.Fatal(err)
 					}
 					at.s = newScratch(&at.cfg, at.maxBatch, procs)
 					fuseHeads = v == 1
-					outs[v] = make([]float32, n*cfg.NEmbd)
-					if err := at.Forward(outs[v], s.h, n, s.pos, s.cache, 1, mask); err != nil {
-						t.Fatal(err)
-					}
-					for i := range n {
-						rows[v] = append(rows[v], s.cache.Row(1, 9+i)...)
-					}
-				}
-				for k := range outs[0] {
-					if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
-						t.Fatalf("q_lora %d mask %v procs %d: output %d: separate %v, fused %v", qLora, mask, procs, k, outs[0][k], outs[1][k])
-					}
-				}
-				for k := range rows[0] {
-					if math.Float32bits(rows[0][k]) != math.Float32bits(rows[1][k]) {
-						t.Fatalf("q_lora %d mask %v procs %d: cache value %d differs", qLora, mask, procs, k)
-					}
-				}
+					return at
+				})
 			}
+		}
+	}
+}
+
+// forwardTwiceSameBits runs a forward of 5 rows through layer 1 of two identical scenarios,
+// with the Attention that prepare returns for variant 0 and for variant 1 (given the
+// scenario's), and fails unless both give the same output and cache bits.
+func forwardTwiceSameBits(t *testing.T, what string, cfg Config, mask Mask, prepare func(v int, at *Attention) *Attention) {
+	t.Helper()
+	const n = 5
+	var outs, rows [2][]float32
+	for v := range 2 {
+		s := newScenario(t, 17, cfg, 9, n, 9+n+1, 8)
+		at := prepare(v, s.att[1])
+		outs[v] = make([]float32, n*cfg.NEmbd)
+		if err := at.Forward(outs[v], s.h, n, s.pos, s.cache, 1, mask); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			rows[v] = append(rows[v], s.cache.Row(1, 9+i)...)
+		}
+	}
+	for k := range outs[0] {
+		if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
+			t.Fatalf("%s: output %d: variant 0 %v, variant 1 %v", what, k, outs[0][k], outs[1][k])
+		}
+	}
+	for k := range rows[0] {
+		if math.Float32bits(rows[0][k]) != math.Float32bits(rows[1][k]) {
+			t.Fatalf("%s: cache value %d differs", what, k)
 		}
 	}
 }

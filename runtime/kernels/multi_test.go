@@ -186,8 +186,11 @@ func TestPrefetchPlan(t *testing.T) {
 		}
 		var lo, hi, np, lane int
 		if n == 1 {
-			chunks := oneRowChunks(pk.panels, pk.panelBytes, want)
-			lo, hi = pk.panels/chunks, pk.panels*2/chunks
+			var cut [maxCuts + 1]int32
+			if k := oneRowCuts(&cut, pk.panels, pk.panelBytes, want); k < 2 {
+				t.Fatalf("%s parts %d: %d one-row chunks", name, want, k)
+			}
+			lo, hi = int(cut[1]), int(cut[2])
 			np, lane = oneRowStreams(lo, hi, pk.panelBytes, maxOneRowStreams)
 		} else {
 			chunks := min(pk.panels, want*chunksPerPart)
@@ -247,6 +250,50 @@ func TestPrefetchPlan(t *testing.T) {
 			for _, parts := range []int{1, 2, 3} {
 				for _, n := range []int{1, 7, 8} {
 					checkPlan(fmt.Sprint(sh), m.pk, parts, n, budget)
+				}
+			}
+		}
+	}
+}
+
+// TestOneRowCuts checks how a one-row call is cut into chunks for parts goroutines: the cuts
+// cover the panels in order, in as many chunks as parts at least (when the least chunk
+// allows) and maxCuts at most; each chunk but the last takes 1/parts of the panels left, or
+// the least chunk (three streams' minStreamBytes, 1/parts of a small matrix, 2/maxCuts of a
+// large one), so the first is 1/parts of a large matrix; the last is less than two least
+// chunks unless the cuts hit maxCuts.
+func TestOneRowCuts(t *testing.T) {
+	for _, parts := range []int{2, 3, 4, 8, 16, 31, 64} {
+		for _, pb := range []int{1 << 10, 12 << 10, 66 << 10, 1 << 20} {
+			for _, units := range []int{parts, parts + 1, 2*parts + 3, 97, 1000, 11 << 10, 1 << 20} {
+				if units < parts {
+					continue
+				}
+				var cut [maxCuts + 1]int32
+				k := oneRowCuts(&cut, units, pb, parts)
+				name := fmt.Sprintf("parts %d, %d panels of %d bytes", parts, units, pb)
+				tail := (3*minStreamBytes + pb - 1) / pb
+				least := max(1, min(tail, units/parts), 2*units/maxCuts)
+				if k < min(parts, units/least) || k > maxCuts || cut[0] != 0 || int(cut[k]) != units {
+					t.Fatalf("%s: %d chunks, cuts %v", name, k, cut[:k+1])
+				}
+				for i := 0; i < k; i++ {
+					size, left := int(cut[i+1]-cut[i]), units-int(cut[i])
+					if size <= 0 {
+						t.Fatalf("%s: chunk %d is empty: %v", name, i, cut[:k+1])
+					}
+					if i == k-1 {
+						if size >= 2*least && k < maxCuts-1 {
+							t.Fatalf("%s: last chunk of %d panels, least %d: %v", name, size, least, cut[:k+1])
+						}
+						continue
+					}
+					if size < least || size != max(left/parts, least) {
+						t.Fatalf("%s: chunk %d of %d panels with %d left, least %d: %v", name, i, size, left, least, cut[:k+1])
+					}
+				}
+				if parts <= maxCuts/2 && units >= 64*parts*tail && int(cut[1]) != units/parts {
+					t.Fatalf("%s: first chunk %d panels, want %d", name, cut[1], units/parts)
 				}
 			}
 		}

@@ -62,11 +62,13 @@ type job struct {
 	silu     siluRows             // a SiluMulRows job (m and fn nil)
 	multi    []multiMat           // a MatVecs job (m and fn nil): its matrices in unit order
 	ahead    prefetchPlan         // what a worker prefetches once its part is done (one-row jobs)
-	joined   atomic.Int64         // participants that took a task (Tasks: their part numbers)
-	next     atomic.Int64         // next chunk to take
-	done     atomic.Int64         // chunks finished
-	refs     atomic.Int64         // the caller and the workers queued with the job
-	finished chan struct{}        // one token when a worker finishes the last chunk
+	cuts     bool                 // chunk k is units [cut[k], cut[k+1]) (a one-row call), else equal chunks
+	cut      [maxCuts + 1]int32
+	joined   atomic.Int64  // participants that took a task (Tasks: their part numbers)
+	next     atomic.Int64  // next chunk to take
+	done     atomic.Int64  // chunks finished
+	refs     atomic.Int64  // the caller and the workers queued with the job
+	finished chan struct{} // one token when a worker finishes the last chunk
 }
 
 // work takes and computes chunks until none is left; it reports whether it finished the
@@ -87,6 +89,8 @@ func (j *job) work() (last bool) {
 			j.computeMulti(j.units*k/j.chunks, j.units*(k+1)/j.chunks)
 		} else if j.m == nil {
 			j.silu.chunk(k, j.chunks)
+		} else if j.cuts {
+			j.m.compute(&j.c, j.n, int(j.cut[k]), int(j.cut[k+1]))
 		} else {
 			g, u := j.grain, j.units/j.grain
 			j.m.compute(&j.c, j.n, g*(u*k/j.chunks), g*(u*(k+1)/j.chunks))
@@ -99,7 +103,7 @@ func (j *job) work() (last bool) {
 func (j *job) release() {
 	if j.refs.Add(-1) == 0 {
 		clear(j.multi) // no references to the matrices kept
-		j.m, j.c, j.fn, j.silu, j.multi, j.ahead = nil, geo{}, nil, siluRows{}, j.multi[:0], prefetchPlan{}
+		j.m, j.c, j.fn, j.silu, j.multi, j.ahead, j.cuts = nil, geo{}, nil, siluRows{}, j.multi[:0], prefetchPlan{}, false
 		select {
 		case jobs <- j:
 		default:
@@ -220,18 +224,54 @@ func callParts(work, units, parts int) int {
 	return min(parts, units)
 }
 
-// oneRowChunks returns the number of chunks of a one-row call of a packed matrix of units
-// panels of panelBytes each on parts goroutines: chunksPerPart each, but such that a chunk
-// gives each of its streams minStreamBytes at least (chunks too small for six streams would
-// each run fewer: one, for a 3 MiB matrix in 16 chunks), and a multiple of parts, so that the
-// parts share them evenly.
-func oneRowChunks(units, panelBytes, parts int) int {
-	chunks := min(units, parts*chunksPerPart)
-	if minStreamBytes > 0 {
-		c := units * panelBytes / (maxOneRowStreams * minStreamBytes) / parts * parts
-		chunks = min(chunks, max(parts, c))
+// maxCuts is the most chunks oneRowCuts makes.
+const maxCuts = 64
+
+// oneRowCuts cuts a one-row call of a packed matrix of units panels of panelBytes each, on
+// parts goroutines, into chunks that shrink as the call goes on (nextCut): it writes their
+// bounds into cut, chunk k being panels [cut[k], cut[k+1]), and returns their number.
+func oneRowCuts(cut *[maxCuts + 1]int32, units, panelBytes, parts int) int {
+	k := 0
+	for done := 0; done < units; {
+		if k == maxCuts-1 {
+			done = units // the rest in one chunk (matrices of fewer panels than parts*maxCuts/2)
+		} else {
+			done = nextCut(done, units, panelBytes, parts)
+		}
+		k++
+		cut[k] = int32(done)
 	}
-	return chunks
+	cut[0] = 0
+	return k
+}
+
+// nextCut returns the end of the one-row chunk that starts at panel done of units: 1/parts
+// of the panels left (the caller's first chunk is half the matrix at two goroutines, the
+// worker's a quarter, then an eighth...), but no less than a tail of three streams of
+// minStreamBytes (the last chunk takes the rest below that), or than 1/parts of the matrix
+// when that is less (a small matrix is still shared by every part). Whoever finishes first
+// takes the next chunk, so the parts end at most one tail apart, while the first chunks are long
+// streams: a chunk's every stream starts cold (the hardware prefetcher has to see it), and
+// equal chunks of six such streams each (as many as gave each stream minStreamBytes, 14 for
+// an 11 MB matrix at two goroutines) left a goroutine idle for up to a whole chunk at the end
+// of a call, 4-7 us on average. Switched step by step in one process on a Zen 5, two
+// threads, these chunks against equal ones (40 rounds a run, medians): dense `small` decode
+// steps 3.2-3.7 % faster (faster in 37 of 40 rounds; the equal chunks against themselves
+// +-0.1 %), the demo target's 0.3-1.3 %, the MoE `small` and qwen3 ones' within their noise
+// (docs/benchmarks.md); a tail of 256 KiB did as well, and chunks of 1/(2*parts) of the
+// panels left down to 128 KiB ran 3 % slower (more, shorter streams). The least chunk is also 2/maxCuts of the matrix, which
+// keeps the count under maxCuts but for a matrix of a few panels on many goroutines: at most
+// parts*ln(maxCuts/(2*parts)) <= 12 shrinking chunks, then about maxCuts/2 of the least size.
+// At two goroutines an 11 MB matrix of 32 KiB panels goes in 5 chunks: 176, 88, 44, 22 and
+// 22 panels.
+func nextCut(done, units, panelBytes, parts int) int {
+	tail := min((3*minStreamBytes+panelBytes-1)/panelBytes, units/parts)
+	least := max(1, tail, 2*units/maxCuts)
+	c := max((units-done)/parts, least)
+	if units-done-c < least {
+		return units
+	}
+	return done + c
 }
 
 // oneRowStreams returns the streams (at most widest) and the panels per stream (lane) of a
@@ -266,17 +306,17 @@ func (m *Mat) run(c *geo, n, units int) {
 	}
 	j.chunks = min(units, parts*chunksPerPart)
 	if n == 1 && m.pk != nil {
-		j.chunks = oneRowChunks(units, m.pk.panelBytes, parts)
+		j.chunks, j.cuts = oneRowCuts(&j.cut, units, m.pk.panelBytes, parts), true
 	}
 	if g := m.Groups(); n == 1 && g > 1 && m.pk != nil {
 		// One chunk per part, of whole groups, which rowGroups streams several at once: on
 		// the Intel AMX machine 16 groups of 64 KiB at two threads read at 0.79-0.88 of a
 		// two-thread read in 2 chunks, 0.75-0.85 in 4 and 0.63-0.70 in 8 (2 groups each),
 		// 64 groups of 128 KiB at 0.78-0.90, 0.79-0.88 and 0.75-0.82 (docs/benchmarks.md).
-		j.grain, j.chunks = m.pk.groupPanels, min(g, parts)
+		j.grain, j.chunks, j.cuts = m.pk.groupPanels, min(g, parts), false
 	}
 	if testChunks > 0 {
-		j.grain, j.chunks = 1, min(units, testChunks)
+		j.grain, j.chunks, j.cuts = 1, min(units, testChunks), false
 	}
 	j.start(parts)
 }
@@ -462,8 +502,11 @@ func (pf *prefetchPlan) plan(nx *packed, parts, n int) {
 	}
 	var p0, p1, np, lane int
 	if n == 1 {
-		chunks := oneRowChunks(units, nx.panelBytes, parts)
-		p0, p1 = units/chunks, units*2/chunks // chunk 1 (compute's bounds for grain 1)
+		p0 = nextCut(0, units, nx.panelBytes, parts) // chunk 1 (oneRowCuts)
+		p1 = nextCut(p0, units, nx.panelBytes, parts)
+		if p1 == p0 {
+			return // one chunk (a guard: nextCut gives parts >= 2 two at least)
+		}
 		np, lane = oneRowStreams(p0, p1, nx.panelBytes, maxOneRowStreams)
 	} else {
 		chunks := min(units, parts*chunksPerPart)

@@ -804,10 +804,10 @@ func siluMulAsm(dst, gate, up []float32)
 //go:noescape
 func expPDAsm512(dst, x []float64)
 
-// siluMulAsm512 is siluMulAsm for len(gate) a multiple of 16 (needs AVX-512F).
+// siluMulAsm512 is siluMulAsm for len(gate) a multiple of 16 (needs AVX-512F) up to the first 16 values of which one is out of siluInRange's range: it returns how many it did.
 //
 //go:noescape
-func siluMulAsm512(dst, gate, up []float32)
+func siluMulAsm512(dst, gate, up []float32) int
 
 // dot2x8Asm512 sets out[a*os/4+r] = dotAsm(q[a*qs/4:][:n], rows[r*stride/4:]) for 2 queries a and eight rows r (qs, stride and os in bytes), for n a multiple of 8 (needs AVX-512F); the caller guarantees every index exists.
 //

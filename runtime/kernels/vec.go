@@ -516,18 +516,24 @@ func SiluMul(dst, gate, up []float32) {
 		siluMulGeneric(dst, gate, up)
 		return
 	}
+	if curPath == pathAVX512 {
+		// The assembly checks the range itself and stops before 16 values it cannot do,
+		// which go through math.Exp here; the last n%16 values go on below.
+		k16 := n &^ 15
+		for i := 0; i < k16; {
+			i += siluMulAsm512(dst[i:k16], gate[i:k16], up[i:k16])
+			if i < k16 {
+				siluMulGeneric(dst[i:i+16], gate[i:i+16], up[i:i+16])
+				i += 16
+			}
+		}
+		dst, gate, up, n = dst[k16:], gate[k16:], up[k16:], n-k16
+	}
 	for i := 0; i < n; i += siluBlock {
 		j := min(i+siluBlock, n)
 		k := i + (j-i)&^3
 		if k > i && siluInRange(gate[i:k]) {
-			if k16 := i + (k-i)&^15; curPath == pathAVX512 && k16 > i {
-				siluMulAsm512(dst[i:k16], gate[i:k16], up[i:k16])
-				if k16 < k {
-					siluMulAsm(dst[k16:k], gate[k16:k], up[k16:k])
-				}
-			} else {
-				siluMulAsm(dst[i:k], gate[i:k], up[i:k])
-			}
+			siluMulAsm(dst[i:k], gate[i:k], up[i:k])
 		} else {
 			k = i
 		}

@@ -10,12 +10,10 @@ func RMSRows(dst, x, w []float32, n, E int, eps float32) {
 	mla.RMSNormRows(dst, x, n, E, E, E, w, eps)
 }
 
-// AddTo adds src to dst element-wise.
-func AddTo(dst, src []float32) {
-	for i := range src {
-		dst[i] += src[i]
-	}
-}
+// AddTo adds src to dst element-wise: kernels.Axpy with alpha 1, whose fma(1, src, dst) is
+// the float32 sum, on the vector registers (eight rows of an 8-row verify's residual, 12288
+// values, took ~4 us as a Go loop).
+func AddTo(dst, src []float32) { kernels.Axpy(dst[:len(src)], 1, src) }
 
 // Grow returns b resliced to n values, reallocated when too small.
 func Grow(b []float32, n int) []float32 {

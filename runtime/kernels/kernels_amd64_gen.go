@@ -794,17 +794,17 @@ func scaleMaxAsm(x []float32, a float32) float32
 //go:noescape
 func expPDAsm(dst, x []float64)
 
-// siluMulAsm is siluMulGeneric for len(gate) a multiple of 4, where every |gate[i]| < 708; len(dst) and len(up) >= len(gate).
+// siluMulAsm is siluMulGeneric for len(gate) a multiple of 4 (len(dst) and len(up) >= len(gate)) up to the first four values of which one has |gate[i]| >= 708 or is a NaN: it returns how many it did.
 //
 //go:noescape
-func siluMulAsm(dst, gate, up []float32)
+func siluMulAsm(dst, gate, up []float32) int
 
 // expPDAsm512 is expPDAsm for len(x) a multiple of 16, by siluMulAsm512's two exponentials (needs AVX-512F; a test hook).
 //
 //go:noescape
 func expPDAsm512(dst, x []float64)
 
-// siluMulAsm512 is siluMulAsm for len(gate) a multiple of 16 (needs AVX-512F) up to the first 16 values of which one is out of siluInRange's range: it returns how many it did.
+// siluMulAsm512 is siluMulAsm for len(gate) a multiple of 16 (needs AVX-512F) up to the first 16 values of which one has |gate[i]| >= 708 or is a NaN: it returns how many it did.
 //
 //go:noescape
 func siluMulAsm512(dst, gate, up []float32) int

@@ -149,7 +149,7 @@ func scaleF64Asm(y []float32, s float64)         { scaleF64Generic(y, s) }
 
 func prefetchRange(p *byte, n int) {}
 
-func siluMulAsm(dst, gate, up []float32)        { siluMulGeneric(dst, gate, up) }
+func siluMulAsm(dst, gate, up []float32) int    { siluMulGeneric(dst, gate, up); return len(gate) }
 func siluMulAsm512(dst, gate, up []float32) int { siluMulGeneric(dst, gate, up); return len(gate) }
 
 func expPDAsm(dst, x []float64) {

@@ -504,11 +504,11 @@ func expShiftGeneric(x []float32, m float32) {
 // SiluMul sets dst[i] = silu(gate[i]) * up[i] for i < len(gate), with silu(v) = v / (1 +
 // float32(math.Exp(-float64(v)))): the SwiGLU of a feed-forward. Its bits are those of that
 // Go expression on every path. The assembly (avx2 and avx512 paths) repeats math.Exp's own
-// amd64 FMA algorithm four lanes at a time (16 on avx512, as two exponentials of eight),
-// several times faster than calling it; a block of
-// values holding one with |gate[i]| >= 708 (or a NaN) goes through math.Exp itself. len(dst)
-// and len(up) must be at least len(gate); dst may be gate itself (in place), not otherwise
-// overlap it or up.
+// amd64 FMA algorithm on four doubles per register (eight on avx512), several exponentials
+// interleaved, many times faster than calling it; it stops before four values (16 on
+// avx512) of which one has |gate[i]| >= 708 or is a NaN, which go through the Go expression
+// itself, and goes on after them. len(dst) and len(up) must be at least len(gate); dst may
+// be gate itself (in place), not otherwise overlap it or up.
 func SiluMul(dst, gate, up []float32) {
 	n := len(gate)
 	dst, up = dst[:n], up[:n]
@@ -517,8 +517,6 @@ func SiluMul(dst, gate, up []float32) {
 		return
 	}
 	if curPath == pathAVX512 {
-		// The assembly checks the range itself and stops before 16 values it cannot do,
-		// which go through math.Exp here; the last n%16 values go on below.
 		k16 := n &^ 15
 		for i := 0; i < k16; {
 			i += siluMulAsm512(dst[i:k16], gate[i:k16], up[i:k16])
@@ -529,41 +527,20 @@ func SiluMul(dst, gate, up []float32) {
 		}
 		dst, gate, up, n = dst[k16:], gate[k16:], up[k16:], n-k16
 	}
-	for i := 0; i < n; i += siluBlock {
-		j := min(i+siluBlock, n)
-		k := i + (j-i)&^3
-		if k > i && siluInRange(gate[i:k]) {
-			siluMulAsm(dst[i:k], gate[i:k], up[i:k])
-		} else {
-			k = i
+	k4 := n &^ 3
+	for i := 0; i < k4; {
+		i += siluMulAsm(dst[i:k4], gate[i:k4], up[i:k4])
+		if i < k4 {
+			siluMulGeneric(dst[i:i+4], gate[i:i+4], up[i:i+4])
+			i += 4
 		}
-		siluMulGeneric(dst[k:j], gate[k:j], up[k:j])
 	}
+	siluMulGeneric(dst[k4:], gate[k4:], up[k4:])
 }
 
-// siluBlock is how many values SiluMul checks against siluFastLimit at a time.
-const siluBlock = 256
-
-// siluInRange reports whether every |v| < siluFastLimit (false for a NaN).
-func siluInRange(g []float32) bool {
-	// |v| < limit on the bits: a NaN's magnitude bits exceed every finite value's. Four
-	// branch-free maxima, one test at the end.
-	var m0, m1, m2, m3 uint32
-	i := 0
-	for ; i+4 <= len(g); i += 4 {
-		m0 = max(m0, math.Float32bits(g[i])&0x7fffffff)
-		m1 = max(m1, math.Float32bits(g[i+1])&0x7fffffff)
-		m2 = max(m2, math.Float32bits(g[i+2])&0x7fffffff)
-		m3 = max(m3, math.Float32bits(g[i+3])&0x7fffffff)
-	}
-	for ; i < len(g); i++ {
-		m0 = max(m0, math.Float32bits(g[i])&0x7fffffff)
-	}
-	return max(m0, m1, m2, m3) < math.Float32bits(siluFastLimit)
-}
-
-// siluFastLimit bounds |gate| for siluMulAsm: below it math.Exp(-gate) neither overflows nor
-// goes denormal, the only steps of math.Exp the assembly does not repeat.
+// siluFastLimit bounds |gate| for the assembly: below it math.Exp(-gate) neither overflows
+// nor goes denormal, the only steps of math.Exp the assembly does not repeat (it holds the
+// limit as the float32 bits 0x44310000).
 const siluFastLimit = 708
 
 // silu is the definition of SiluMul's bits.

@@ -562,6 +562,9 @@ func TestSiluMul(t *testing.T) {
 		return v
 	}
 	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b) }
+	if b := math.Float32bits(siluFastLimit); b != 0x44310000 {
+		t.Fatalf("siluFastLimit is %#x, the assembly's literal 0x44310000", b)
+	}
 	withPath(t, func(t *testing.T) {
 		for n := 0; n <= 19; n++ {
 			for rep := 0; rep < 200; rep++ {

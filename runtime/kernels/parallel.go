@@ -201,11 +201,13 @@ func leave() bool {
 	return false
 }
 
-// chunksPerPart is how many chunks each participant gets on average: enough that a late
-// worker leaves work the caller can take and that the last chunk, which one goroutine may
-// wait for alone, is short; few enough that chunks stay long streams. On the demo target
+// chunksPerPart is how many equal chunks each participant of a batch call (and of a MatVecs
+// or unpacked one-row call) gets on average: enough that a late worker leaves work the caller
+// can take and that the last chunk, which one goroutine may wait for alone, is short; few
+// enough that chunks stay long streams. When one-row calls were cut so too, the demo target's
 // two-thread decode/read went 0.73-0.74 (2), 0.75-0.76 (4), 0.77-0.79 (8), 0.75-0.78 (16),
-// 0.72-0.79 (32) in alternated runs (docs/benchmarks.md).
+// 0.72-0.79 (32) in alternated runs (docs/benchmarks.md); packed one-row calls now shrink
+// their chunks as they go (nextCut).
 const chunksPerPart = 8
 
 // testChunks, when positive, is the number of chunks run cuts a call into, of any units

@@ -421,9 +421,10 @@ func receive[T any](ch <-chan T) T {
 }
 
 // minSiluPart is the least number of SiluMulRows values worth a goroutine of their own
-// (~20 µs at 2.5 ns a value, against the microseconds a polling worker takes to join): a
-// one-row feed-forward of the demo target (6144) stays on the caller, one of k3 (14336) and
-// every 8-row batch are split.
+// (~5 µs at the avx512 path's 0.64 ns a value, ~10 µs at avx2's 1.25, ~20 µs when it was
+// chosen at 2.5 ns; against the microsecond a polling worker takes to join): a one-row
+// feed-forward of the demo target (6144) stays on the caller, one of k3 (14336) and every
+// 8-row batch are split.
 const minSiluPart = 1 << 13
 
 // SiluMulRows sets dst row i (ff values) to SiluMul of row i of gu, whose rows are

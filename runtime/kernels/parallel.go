@@ -236,7 +236,7 @@ func oneRowCuts(cut *[maxCuts + 1]int32, units, panelBytes, parts int) int {
 	k := 0
 	for done := 0; done < units; {
 		if k == maxCuts-1 {
-			done = units // the rest in one chunk (matrices of fewer panels than parts*maxCuts/2)
+			done = units // the rest in one chunk (only a matrix of few panels on very many goroutines gets here)
 		} else {
 			done = nextCut(done, units, panelBytes, parts)
 		}
@@ -252,20 +252,20 @@ func oneRowCuts(cut *[maxCuts + 1]int32, units, panelBytes, parts int) int {
 // worker's a quarter, then an eighth...), but no less than a tail of three streams of
 // minStreamBytes (the last chunk takes the rest below that), or than 1/parts of the matrix
 // when that is less (a small matrix is still shared by every part). Whoever finishes first
-// takes the next chunk, so the parts end at most one tail apart, while the first chunks are long
-// streams: a chunk's every stream starts cold (the hardware prefetcher has to see it), and
-// equal chunks of six such streams each (as many as gave each stream minStreamBytes, 14 for
-// an 11 MB matrix at two goroutines) left a goroutine idle for up to a whole chunk at the end
-// of a call, 4-7 us on average. Switched step by step in one process on a Zen 5, two
-// threads, these chunks against equal ones (40 rounds a run, medians): dense `small` decode
-// steps 3.2-3.7 % faster (faster in 37 of 40 rounds; the equal chunks against themselves
-// +-0.1 %), the demo target's 0.3-1.3 %, the MoE `small` and qwen3 ones' within their noise
-// (docs/benchmarks.md); a tail of 256 KiB did as well, and chunks of 1/(2*parts) of the
-// panels left down to 128 KiB ran 3 % slower (more, shorter streams). The least chunk is also 2/maxCuts of the matrix, which
-// keeps the count under maxCuts but for a matrix of a few panels on many goroutines: at most
-// parts*ln(maxCuts/(2*parts)) <= 12 shrinking chunks, then about maxCuts/2 of the least size.
-// At two goroutines an 11 MB matrix of 32 KiB panels goes in 5 chunks: 176, 88, 44, 22 and
-// 22 panels.
+// takes the next chunk, so the parts end at most about one tail apart, while the first
+// chunks are long streams: a chunk's every stream starts cold (the hardware prefetcher has to
+// see it), and equal chunks of six such streams each (as many as gave each stream
+// minStreamBytes, 14 for an 11 MB matrix at two goroutines) left a goroutine idle for up to a
+// whole chunk at the end of a call, 4-7 us on average. Switched step by step in one process
+// on a Zen 5, two threads, these chunks against equal ones (40 rounds a run, medians): dense
+// `small` decode steps 3.2-3.7 % faster (faster in 37 of 40 rounds; the equal chunks against
+// themselves +-0.1 %), the demo target's 0.3-1.3 %, the MoE `small` and qwen3 ones' within
+// their noise (docs/benchmarks.md); a tail of 256 KiB did as well, and chunks of 1/(2*parts)
+// of the panels left down to 128 KiB ran 3 % slower (more, shorter streams). The least chunk
+// is also 2/maxCuts of the matrix, which keeps the count under maxCuts: at most
+// parts*ln(maxCuts/(2*parts)) <= 12 shrinking chunks, then about maxCuts/2 of the least size
+// (up to one a panel, for a matrix of fewer than maxCuts/2 panels). At two goroutines an 11
+// MB matrix of 32 KiB panels goes in 5 chunks: 176, 88, 44, 22 and 22 panels.
 func nextCut(done, units, panelBytes, parts int) int {
 	tail := min((3*minStreamBytes+panelBytes-1)/panelBytes, units/parts)
 	least := max(1, tail, 2*units/maxCuts)

@@ -516,26 +516,27 @@ func SiluMul(dst, gate, up []float32) {
 		siluMulGeneric(dst, gate, up)
 		return
 	}
+	k := 0
 	if curPath == pathAVX512 {
-		k16 := n &^ 15
-		for i := 0; i < k16; {
-			i += siluMulAsm512(dst[i:k16], gate[i:k16], up[i:k16])
-			if i < k16 {
-				siluMulGeneric(dst[i:i+16], gate[i:i+16], up[i:i+16])
-				i += 16
-			}
-		}
-		dst, gate, up, n = dst[k16:], gate[k16:], up[k16:], n-k16
+		k = siluRun(dst, gate, up, 16, siluMulAsm512)
 	}
-	k4 := n &^ 3
-	for i := 0; i < k4; {
-		i += siluMulAsm(dst[i:k4], gate[i:k4], up[i:k4])
-		if i < k4 {
-			siluMulGeneric(dst[i:i+4], gate[i:i+4], up[i:i+4])
-			i += 4
+	k += siluRun(dst[k:], gate[k:], up[k:], 4, siluMulAsm)
+	siluMulGeneric(dst[k:], gate[k:], up[k:])
+}
+
+// siluRun runs asm (siluMulAsm or siluMulAsm512, which stops before a block of values it
+// cannot do) over the whole blocks of step values of gate, each block it stops at by the Go
+// expression, and returns how many values it did.
+func siluRun(dst, gate, up []float32, step int, asm func(dst, gate, up []float32) int) int {
+	k := len(gate) / step * step
+	for i := 0; i < k; {
+		i += asm(dst[i:k], gate[i:k], up[i:k])
+		if i < k {
+			siluMulGeneric(dst[i:i+step], gate[i:i+step], up[i:i+step])
+			i += step
 		}
 	}
-	siluMulGeneric(dst[k4:], gate[k4:], up[k4:])
+	return k
 }
 
 // siluFastLimit bounds |gate| for the assembly: below it math.Exp(-gate) neither overflows

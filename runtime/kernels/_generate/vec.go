@@ -751,7 +751,7 @@ func (g *gen) siluMul() {
 		}
 	}
 	g.f("GLOBL siluData<>(SB), RODATA|NOPTR, $%d\n", 32*len(siluConsts))
-	g.f("// siluMagic holds 1.5 * 2^52, whose sum with t rounds t to an integer k in its low bits, and 1023 minus its bits (expPD, expPD512).")
+	g.f("// siluMagic holds 1.5 * 2^52, whose sum with t rounds t to an integer k in its low bits, and 1023 minus its bits (expPD).")
 	g.f("DATA siluMagic<>+0(SB)/8, $0x4338000000000000")
 	g.f("DATA siluMagic<>+8(SB)/8, $%d", int64(1023-0x4338000000000000))
 	g.f("GLOBL siluMagic<>(SB), RODATA|NOPTR, $16\n")
@@ -814,50 +814,70 @@ func (g *gen) siluMul() {
 
 // avx2Chains are the register sets of siluMulAsm's three exponentials (expPD): five YMM
 // registers each; Y15 checks the range.
-var avx2Chains = [][5]int{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10, 11, 12, 13, 14}}
+var avx2Chains = []expRegs{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10, 11, 12, 13, 14}}
 
-// expPD returns the instructions of the exponential of siluMulAsm and expPDAsm: Y<r[0]> =
-// e^Y<r[0]> (four doubles), by the FMA path of math.Exp on amd64, every constant a memory
-// operand. k is rounded by adding and subtracting 1.5 x 2^52 (ties to even, as math.Exp's
-// CVTSD2SL; for |t| < 2^51 the sum's low bits are k, so 2^k is (bits + 1023 - bits(1.5 x
-// 2^52)) << 52 with no conversion). r[1] holds k, then 2^k; r[4] the sum.
-func expPD(r [5]int) []string {
+// expStyle is how an exponential of expPD names its registers and constants on one path.
+type expStyle struct {
+	reg      string // register prefix: "Y" (four doubles) or "Z" (eight)
+	bcst     string // suffix of an operation whose memory constant is broadcast ("" or ".BCST")
+	load     string // loads siluData's constant into a register
+	two, one string // the operands 2.0 and 1.0
+	magic    string // 1.5 x 2^52
+	bias     string // 1023 minus its bits
+}
+
+// ymmExp: every constant a 32-byte memory operand (siluData, siluVec), so that three
+// exponentials fit in 16 YMM registers. zmmExp: constants broadcast from siluData's and
+// siluMagic's first copies, 2.0 and 1.0 in Z11 and Z10 (siluRegs512).
+var (
+	ymmExp = expStyle{reg: "Y", load: "VMOVUPD", two: "siluVec<>+32(SB)", one: "siluVec<>+64(SB)", magic: "siluVec<>+96(SB)", bias: "siluVec<>+128(SB)"}
+	zmmExp = expStyle{reg: "Z", bcst: ".BCST", load: "VBROADCASTSD", two: "Z11", one: "Z10", magic: "siluMagic<>+0(SB)", bias: "siluMagic<>+8(SB)"}
+)
+
+// expPD returns the instructions of the exponential of siluMulAsm, siluMulAsm512 and their
+// test hooks: <r[0]> = e^<r[0]> (four or eight doubles, by st), by the FMA path of math.Exp
+// on amd64 operation for operation. k is rounded by adding and subtracting 1.5 x 2^52 (ties
+// to even, as math.Exp's CVTSD2SL; for |t| < 2^51 the sum's low bits are k, so 2^k is (bits
+// + 1023 - bits(1.5 x 2^52)) << 52 with no conversion). r[1] holds k, then 2^k; r[4] the
+// sum. Several exponentials on disjoint registers run side by side when their instructions
+// are interleaved (interleave).
+func expPD(st expStyle, r expRegs) []string {
 	c := func(i int) string { return fmt.Sprintf("siluData<>+%d(SB)", 32*i) }
-	y := func(i int) string { return fmt.Sprintf("Y%d", r[i]) }
+	x := func(i int) string { return fmt.Sprintf("%s%d", st.reg, r[i]) }
 	var out []string
 	f := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
-	f("\tVMULPD %s, %s, %s", c(0), y(0), y(1))
-	f("\tVADDPD siluVec<>+96(SB), %s, %s", y(1), y(4))
-	f("\tVSUBPD siluVec<>+96(SB), %s, %s", y(4), y(1))
-	f("\tVFNMADD231PD %s, %s, %s", c(1), y(1), y(0))
-	f("\tVFNMADD231PD %s, %s, %s", c(2), y(1), y(0))
-	f("\tVMULPD %s, %s, %s", c(3), y(0), y(0))
-	f("\tVMOVUPD %s, %s", c(4), y(2))
+	f("\tVMULPD%s %s, %s, %s", st.bcst, c(0), x(0), x(1))
+	f("\tVADDPD%s %s, %s, %s", st.bcst, st.magic, x(1), x(4))
+	f("\tVSUBPD%s %s, %s, %s", st.bcst, st.magic, x(4), x(1))
+	f("\tVFNMADD231PD%s %s, %s, %s", st.bcst, c(1), x(1), x(0))
+	f("\tVFNMADD231PD%s %s, %s, %s", st.bcst, c(2), x(1), x(0))
+	f("\tVMULPD%s %s, %s, %s", st.bcst, c(3), x(0), x(0))
+	f("\t%s %s, %s", st.load, c(4), x(2))
 	for i := 5; i < len(siluConsts); i++ {
-		f("\tVFMADD213PD %s, %s, %s", c(i), y(0), y(2))
+		f("\tVFMADD213PD%s %s, %s, %s", st.bcst, c(i), x(0), x(2))
 	}
-	f("\tVMULPD %s, %s, %s", y(2), y(0), y(0))
+	f("\tVMULPD %s, %s, %s", x(2), x(0), x(0))
 	for i := 0; i < 3; i++ {
-		f("\tVADDPD siluVec<>+32(SB), %s, %s", y(0), y(3))
-		f("\tVMULPD %s, %s, %s", y(3), y(0), y(0))
+		f("\tVADDPD %s, %s, %s", st.two, x(0), x(3))
+		f("\tVMULPD %s, %s, %s", x(3), x(0), x(0))
 	}
-	f("\tVADDPD siluVec<>+32(SB), %s, %s", y(0), y(3))
-	f("\tVFMADD213PD siluVec<>+64(SB), %s, %s", y(3), y(0))
-	f("\tVPADDQ siluVec<>+128(SB), %s, %s", y(4), y(1))
-	f("\tVPSLLQ $52, %s, %s", y(1), y(1))
-	f("\tVMULPD %s, %s, %s", y(1), y(0), y(0))
+	f("\tVADDPD %s, %s, %s", st.two, x(0), x(3))
+	f("\tVFMADD213PD %s, %s, %s", st.one, x(3), x(0))
+	f("\tVPADDQ%s %s, %s, %s", st.bcst, st.bias, x(4), x(1))
+	f("\tVPSLLQ $52, %s, %s", x(1), x(1))
+	f("\tVMULPD %s, %s, %s", x(1), x(0), x(0))
 	return out
 }
 
 // siluLanes4 returns the instructions of siluMulAsm for the four values at byte offset off
 // of gate, up and dst, on registers r: load and negate gate as doubles, the exponential,
 // then the float32 part.
-func siluLanes4(r [5]int, off int) []string {
+func siluLanes4(r expRegs, off int) []string {
 	out := []string{
 		fmt.Sprintf("\tVCVTPS2PD %d(SI)(DX*4), Y%d", off, r[0]),
 		fmt.Sprintf("\tVXORPD siluVec<>+0(SB), Y%d, Y%d", r[0], r[0]),
 	}
-	out = append(out, expPD(r)...)
+	out = append(out, expPD(ymmExp, r)...)
 	return append(out,
 		fmt.Sprintf("\tVCVTPD2PSY Y%d, X%d", r[0], r[0]),
 		fmt.Sprintf("\tVADDPS siluVec<>+160(SB), X%d, X%d", r[0], r[0]),
@@ -901,7 +921,7 @@ func (g *gen) expPDHook() {
 	g.f("\tCMPQ DX, CX")
 	g.f("\tJGE exppddone")
 	g.f("\tVMOVUPD (SI)(DX*8), Y0")
-	g.interleave(expPD(avx2Chains[0]))
+	g.interleave(expPD(ymmExp, avx2Chains[0]))
 	g.f("\tVMOVUPD Y0, (DI)(DX*8)")
 	g.f("\tADDQ $4, DX")
 	g.f("\tJMP exppdloop")
@@ -910,45 +930,13 @@ func (g *gen) expPDHook() {
 	g.f("\tRET\n")
 }
 
-// expRegs are the six ZMM registers of one exponential of eight doubles (expPD512): the
-// argument and result, three temporaries, k plus 1.5 x 2^52 (index 4) and 2^k.
-type expRegs [6]int
+// expRegs are the five registers of one exponential (expPD): the argument and result, k
+// then 2^k, two temporaries, and k plus 1.5 x 2^52.
+type expRegs [5]int
 
 // expChains are the register sets of siluMulAsm512's four exponentials, disjoint from each
 // other and from the constants (Y9, Z10, Z11, Z15) and the range check (Z6, Z7, Z31).
-var expChains = []expRegs{{0, 1, 2, 3, 4, 5}, {16, 17, 18, 19, 20, 21}, {22, 23, 24, 25, 26, 27}, {12, 13, 14, 28, 29, 30}}
-
-// expPD512 returns the instructions of expPD on eight doubles: Z<r[0]> = e^Z<r[0]>, the same
-// operations in the same order on ZMM registers (AVX-512F), the constants broadcast from
-// siluData's and siluMagic's first copies. Several exponentials on disjoint registers run side by side when
-// their instructions are interleaved (interleave). It needs Z10 and Z11 (siluRegs512).
-func expPD512(r expRegs) []string {
-	c := func(i int) string { return fmt.Sprintf("siluData<>+%d(SB)", 32*i) }
-	z := func(i int) string { return fmt.Sprintf("Z%d", r[i]) }
-	var out []string
-	f := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
-	f("\tVMULPD.BCST %s, %s, %s", c(0), z(0), z(1))
-	f("\tVADDPD.BCST siluMagic<>+0(SB), %s, %s", z(1), z(4))
-	f("\tVSUBPD.BCST siluMagic<>+0(SB), %s, %s", z(4), z(1))
-	f("\tVFNMADD231PD.BCST %s, %s, %s", c(1), z(1), z(0))
-	f("\tVFNMADD231PD.BCST %s, %s, %s", c(2), z(1), z(0))
-	f("\tVMULPD.BCST %s, %s, %s", c(3), z(0), z(0))
-	f("\tVBROADCASTSD %s, %s", c(4), z(2))
-	for i := 5; i < len(siluConsts); i++ {
-		f("\tVFMADD213PD.BCST %s, %s, %s", c(i), z(0), z(2))
-	}
-	f("\tVMULPD %s, %s, %s", z(2), z(0), z(0))
-	for i := 0; i < 3; i++ {
-		f("\tVADDPD Z11, %s, %s", z(0), z(3))
-		f("\tVMULPD %s, %s, %s", z(3), z(0), z(0))
-	}
-	f("\tVADDPD Z11, %s, %s", z(0), z(3))
-	f("\tVFMADD213PD Z10, %s, %s", z(3), z(0))
-	f("\tVPADDQ.BCST siluMagic<>+8(SB), %s, %s", z(4), z(5))
-	f("\tVPSLLQ $52, %s, %s", z(5), z(5))
-	f("\tVMULPD %s, %s, %s", z(5), z(0), z(0))
-	return out
-}
+var expChains = []expRegs{{0, 1, 2, 3, 4}, {16, 17, 18, 19, 20}, {22, 23, 24, 25, 26}, {12, 13, 14, 28, 29}}
 
 // interleave emits the instruction lists of independent chains round-robin, one
 // instruction of each in turn, so that each chain's latency is hidden behind the others'.
@@ -975,7 +963,7 @@ func siluLanes(r expRegs, off int) []string {
 		fmt.Sprintf("\tVCVTPS2PD %d(SI)(DX*4), Z%d", off, r[0]),
 		fmt.Sprintf("\tVPXORQ Z15, Z%d, Z%d", r[0], r[0]),
 	}
-	out = append(out, expPD512(r)...)
+	out = append(out, expPD(zmmExp, r)...)
 	return append(out,
 		fmt.Sprintf("\tVCVTPD2PS Z%d, Y%d", r[0], r[0]),
 		fmt.Sprintf("\tVADDPS Y9, Y%d, Y%d", r[0], r[0]),
@@ -1042,7 +1030,7 @@ func (g *gen) siluMul512() {
 	g.f("\tRET\n")
 }
 
-// expPDHook512 emits expPDAsm512, the test hook that runs expPD512 alone, on both of
+// expPDHook512 emits expPDAsm512, the test hook that runs expPD alone on ZMM registers, on both of
 // siluMulAsm512's register sets: dst[i] = e^x[i] for len(x) a multiple of 16.
 func (g *gen) expPDHook512() {
 	g.f("// func expPDAsm512(dst, x []float64)")
@@ -1057,7 +1045,7 @@ func (g *gen) expPDHook512() {
 	g.f("\tJGE exppd512done")
 	g.f("\tVMOVUPD (SI)(DX*8), Z0")
 	g.f("\tVMOVUPD 64(SI)(DX*8), Z16")
-	g.interleave(expPD512(expChains[0]), expPD512(expChains[1]))
+	g.interleave(expPD(zmmExp, expChains[0]), expPD(zmmExp, expChains[1]))
 	g.f("\tVMOVUPD Z0, (DI)(DX*8)")
 	g.f("\tVMOVUPD Z16, 64(DI)(DX*8)")
 	g.f("\tADDQ $16, DX")

@@ -141,9 +141,10 @@ func (m *Mat) units() int {
 // use a BF16 dot product, and returns the buffer to give back with putPairs (nil otherwise).
 func (m *Mat) round(c *geo, n int) *[]uint32 { return m.roundGroups(c, n, 0, m.Groups()) }
 
-// roundGroups is round for the inputs of groups [g0, g1) only (all of them when every group
-// reads the same x).
-func (m *Mat) roundGroups(c *geo, n, g0, g1 int) *[]uint32 {
+// layPairs sets c's bf16 pair layout for n rows (xb, xbRow, xbGroup) when m's products use a
+// BF16 dot product, with a buffer of the size it needs, not yet written, and returns the
+// buffer to give back with putPairs (nil, and c unchanged, otherwise).
+func (m *Mat) layPairs(c *geo, n int) *[]uint32 {
 	if !m.Precision().bf16Family() {
 		return nil
 	}
@@ -153,15 +154,28 @@ func (m *Mat) roundGroups(c *geo, n, g0, g1 int) *[]uint32 {
 	}
 	g := m.Groups()
 	if c.xGroup == 0 {
-		g, g0, g1 = 1, 0, 1
+		g = 1
 	} else {
 		c.xbGroup = n
 	}
 	buf := getPairs(g * n * c.xbRow)
+	c.xb = *buf
+	return buf
+}
+
+// roundGroups is round for the inputs of groups [g0, g1) only (all of them when every group
+// reads the same x).
+func (m *Mat) roundGroups(c *geo, n, g0, g1 int) *[]uint32 {
+	buf := m.layPairs(c, n)
+	if buf == nil {
+		return nil
+	}
+	if c.xGroup == 0 {
+		g0, g1 = 0, 1
+	}
 	for gi := g0; gi < g1; gi++ {
 		roundPairs((*buf)[gi*n*c.xbRow:], c.x[gi*c.xGroup:], n, c.xRow, m.cols, c.xbRow)
 	}
-	c.xb = *buf
 	return buf
 }
 

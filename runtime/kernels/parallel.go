@@ -431,8 +431,35 @@ const minSiluPart = 1 << 13
 // [gate_i | up_i] (2*ff values: a stacked gate-up projection's output), for n rows, on up to
 // Parallelism goroutines (the same bits as one SiluMul per row: each value is computed alone).
 // dst must not overlap gu.
-func SiluMulRows(dst, gu []float32, n, ff int) {
-	a := siluRows{dst: dst[:n*ff], gu: gu[:2*n*ff], ff: ff}
+func SiluMulRows(dst, gu []float32, n, ff int) { siluMulRows(dst, gu, n, ff, nil) }
+
+// MatMulSiluRows sets a to SiluMulRows(a, gu, n, m.Cols()) and dst to m times those n rows,
+// as MatMul(dst, a, n): the same bits as the two calls. When m's products use the BF16 dot
+// product (BF16Activations, a width of a multiple of 16), the goroutines that compute a's
+// values also round them to the bf16 pairs m reads, each its own share, while they are in
+// its cache: rounded by the product instead, the values were read back on one goroutine,
+// about half of them from the other core's cache (a feed-forward's down projection reads the
+// widest input of a layer). a must not overlap gu or dst; the lengths are checked as MatMul
+// and SiluMulRows check them (it panics otherwise).
+func (m *Mat) MatMulSiluRows(dst, a, gu []float32, n int) {
+	m.check()
+	ff := m.cols
+	if m.Precision() != BF16Activations || ff%16 != 0 || n < 1 || n > MaxBatch || len(dst) < n*m.rows {
+		SiluMulRows(a, gu, n, ff)
+		m.MatMul(dst, a, n)
+		return
+	}
+	c := geo{dst: dst, dRow: m.rows, dGroup: m.rows / m.Groups(), x: a, xRow: ff}
+	buf := m.layPairs(&c, n)
+	siluMulRows(a, gu, n, ff, c.xb)
+	m.run(&c, n, m.units())
+	putPairs(buf)
+}
+
+// siluMulRows is SiluMulRows that also rounds each value to xb when xb is not nil (ff even:
+// row i's value k into xb[(i*ff+k)/2], as pairs lays out an input of ff/2 pairs a row).
+func siluMulRows(dst, gu []float32, n, ff int, xb []uint32) {
+	a := siluRows{dst: dst[:n*ff], gu: gu[:2*n*ff], ff: ff, xb: xb}
 	parts := min(Parallelism(), n*ff/minSiluPart)
 	if parts <= 1 {
 		a.chunk(0, 1)
@@ -447,6 +474,7 @@ func SiluMulRows(dst, gu []float32, n, ff int) {
 type siluRows struct {
 	dst, gu []float32
 	ff      int
+	xb      []uint32 // when set, each value is also rounded to bf16, value k into pair k/2 (MatMulSiluRows)
 }
 
 // chunk computes chunk k of chunks: a contiguous run of the n*ff values (cut at multiples of
@@ -463,6 +491,9 @@ func (a *siluRows) chunk(k, chunks int) {
 		g := a.gu[2*i*a.ff+c : 2*i*a.ff+c+e]
 		u := a.gu[(2*i+1)*a.ff+c : (2*i+1)*a.ff+c+e]
 		SiluMul(a.dst[lo:lo+e], g, u)
+		if a.xb != nil {
+			roundRow(a.xb[lo/2:(lo+e)/2], a.dst[lo:lo+e])
+		}
 		lo += e
 	}
 }

@@ -724,3 +724,62 @@ func TestSiluMulRows(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulSiluRows checks MatMulSiluRows against SiluMulRows followed by MatMul, bit for
+// bit (the SiLU products and the matrix product), on every path and contract, packed and
+// not, with calls and SiLU jobs split among 1 to 3 goroutines: widths that are a multiple of
+// 16 (the rounding done by the SiLU job's goroutines, chunks ending inside rows) and one
+// that is not (the plain two calls).
+func TestMatMulSiluRows(t *testing.T) {
+	defer SetParallelism(0)
+	defer func(w int) { minPartWork = w }(minPartWork)
+	minPartWork = 1
+	allPaths(func(path string, prec Precision) {
+		r := rand.New(rand.NewPCG(75, 76))
+		for _, sh := range [][2]int{{8, 4096}, {5, 6160}, {3, 48}, {1, 4096}, {4, 4100}} {
+			n, ff := sh[0], sh[1]
+			tm := randMat(r, BF16, 16*5+3, ff)
+			gu := randVec(r, 2*n*ff)
+			for i := range gu {
+				gu[i] *= 6
+			}
+			for name, m := range matsOf(t, tm) {
+				m = m.WithPrecision(prec)
+				for _, par := range []int{1, 2, 3} {
+					SetParallelism(par)
+					wantA, wantD := make([]float32, n*ff), make([]float32, n*m.rows)
+					SiluMulRows(wantA, gu, n, ff)
+					m.MatMul(wantD, wantA, n)
+					a, d := make([]float32, n*ff), make([]float32, n*m.rows)
+					poisonPairs()
+					m.MatMulSiluRows(d, a, gu, n)
+					for i := range wantA {
+						if math.Float32bits(a[i]) != math.Float32bits(wantA[i]) {
+							t.Fatalf("%s %s %d x %d, parallelism %d: SiLU value %d %v, want %v", path, name, n, ff, par, i, a[i], wantA[i])
+						}
+					}
+					for i := range wantD {
+						if math.Float32bits(d[i]) != math.Float32bits(wantD[i]) {
+							t.Fatalf("%s %s %d x %d, parallelism %d: output %d (row %d) %v, want %v", path, name, n, ff, par, i, i/m.rows, d[i], wantD[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// poisonPairs fills every free bf16 pair buffer with NaN pairs, so that a call that reads
+// pairs it did not write reads NaNs, not the pairs of an earlier call with the same inputs.
+func poisonPairs() {
+	var bufs []*[]uint32
+	for len(pairBufs) > 0 {
+		bufs = append(bufs, <-pairBufs)
+	}
+	for _, b := range bufs {
+		for i := range *b {
+			(*b)[i] = 0x7fc07fc0
+		}
+		putPairs(b)
+	}
+}

@@ -29,8 +29,7 @@ func (f *FFN) Forward(dst, x []float32, n int, a, b []float32) {
 	}
 	gu := b[:2*n*ff]
 	f.GateUp.MatMul(gu, x, n)
-	kernels.SiluMulRows(a, gu, n, ff)
-	f.Down.MatMul(dst, a, n)
+	f.Down.MatMulSiluRows(dst, a, gu, n)
 }
 
 // FFN binds the declared SwiGLU tensors gate, up and down of layer: with packing, gate and

@@ -1,6 +1,10 @@
 package mla
 
-import "math"
+import (
+	"math"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
 
 // RMSNorm sets dst[i] = x[i] / sqrt(mean(x^2) + eps) * w[i] for i < len(x). A nil w means all
 // ones. dst may alias x; len(dst) and len(w) (when not nil) must be at least len(x).
@@ -27,10 +31,7 @@ func rmsScale(dst, x, w []float32, ss float64, eps float32) {
 		}
 		return
 	}
-	w = w[:len(x)]
-	for i, v := range x {
-		dst[i] = v * scale * w[i]
-	}
+	kernels.ScaleMul(dst, x, w, scale)
 }
 
 // RMSNormRows applies RMSNorm to n rows of e values: row i of x at x[i*xRow:], its result at

@@ -30955,6 +30955,45 @@ scalepddone:
 	VZEROUPPER
 	RET
 
+// func scaleMulAsm(dst, x, w []float32, a float32)
+TEXT ·scaleMulAsm(SB), NOSPLIT, $0-76
+	MOVQ dst_base+0(FP), DI
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	MOVQ w_base+48(FP), BX
+	VBROADCASTSS a+72(FP), Y15
+	XORQ AX, AX
+scalemul32:
+	LEAQ 32(AX), DX
+	CMPQ DX, CX
+	JGT scalemul8
+	VMULPS 0(SI)(AX*4), Y15, Y0
+	VMULPS 32(SI)(AX*4), Y15, Y1
+	VMULPS 64(SI)(AX*4), Y15, Y2
+	VMULPS 96(SI)(AX*4), Y15, Y3
+	VMULPS 0(BX)(AX*4), Y0, Y0
+	VMULPS 32(BX)(AX*4), Y1, Y1
+	VMULPS 64(BX)(AX*4), Y2, Y2
+	VMULPS 96(BX)(AX*4), Y3, Y3
+	VMOVUPS Y0, 0(DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS Y3, 96(DI)(AX*4)
+	MOVQ DX, AX
+	JMP scalemul32
+scalemul8:
+	LEAQ 8(AX), DX
+	CMPQ DX, CX
+	JGT scalemuldone
+	VMULPS (SI)(AX*4), Y15, Y0
+	VMULPS (BX)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	MOVQ DX, AX
+	JMP scalemul8
+scalemuldone:
+	VZEROUPPER
+	RET
+
 // func scaleMaxAsm(x []float32, a float32) float32
 TEXT ·scaleMaxAsm(SB), NOSPLIT, $0-36
 	MOVQ x_base+0(FP), SI

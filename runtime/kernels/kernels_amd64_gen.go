@@ -784,6 +784,11 @@ func scaleAsm(y []float32, a float32)
 //go:noescape
 func scaleF64Asm(y []float32, s float64)
 
+// scaleMulAsm sets dst[i] = x[i] * a * w[i] for len(x) a multiple of 8 (scaleMulGeneric); the caller guarantees len(dst) and len(w) >= len(x).
+//
+//go:noescape
+func scaleMulAsm(dst, x, w []float32, a float32)
+
 // scaleMaxAsm sets x[i] *= a for len(x) a multiple of 8 and returns the largest product, NaNs ignored (-Inf if none); a zero maximum may have either sign.
 //
 //go:noescape

@@ -146,6 +146,7 @@ const noAsm = "kernels: an AVX-512 kernel called without assembly"
 func scaleMaxAsm(x []float32, a float32) float32 { return scaleMaxGeneric(x, a) }
 func scaleAsm(y []float32, a float32)            { scaleGeneric(y, a) }
 func scaleF64Asm(y []float32, s float64)         { scaleF64Generic(y, s) }
+func scaleMulAsm(dst, x, w []float32, a float32) { scaleMulGeneric(dst, x, w, a) }
 
 func prefetchRange(p *byte, n int) {}
 

@@ -14,7 +14,7 @@ import "math"
 //   - Axpy, AxpyRows, Axpy3Rows: each element y[i] = fma(alpha, x[i], y[i]), terms in order.
 //   - ExpShift: the float32 algorithm of expShiftGeneric, step by step.
 //   - Scale, ScaleF64: one product per element, rounded alone (float32, or float64 then
-//     rounded to float32).
+//     rounded to float32); ScaleMul: two products per element, each rounded.
 
 // vecAsm reports whether the vector kernels use the assembly.
 func vecAsm() bool { return curPath != pathPortable }
@@ -408,6 +408,29 @@ func ScaleF64(y []float32, s float64) {
 		}
 	}
 	scaleF64Generic(y[i:], s)
+}
+
+// ScaleMul sets dst[i] = x[i] * a * w[i] for i < len(x): x[i]*a rounded to float32, then
+// times w[i] rounded, as the Go expression computes it, on every path (RMSNorm's scaling).
+// dst may be x itself (in place) but must not overlap it otherwise; len(dst) and len(w) must
+// be at least len(x).
+func ScaleMul(dst, x, w []float32, a float32) {
+	dst, w = dst[:len(x)], w[:len(x)]
+	i := 0
+	if vecAsm() {
+		if i = len(x) &^ 7; i > 0 {
+			scaleMulAsm(dst[:i], x[:i], w[:i], a)
+		}
+	}
+	scaleMulGeneric(dst[i:], x[i:], w[i:], a)
+}
+
+// scaleMulGeneric is the portable ScaleMul.
+func scaleMulGeneric(dst, x, w []float32, a float32) {
+	dst, w = dst[:len(x)], w[:len(x)]
+	for i, v := range x {
+		dst[i] = v * a * w[i]
+	}
 }
 
 // scaleGeneric is the portable Scale.

@@ -437,6 +437,49 @@ func TestScale(t *testing.T) {
 	})
 }
 
+// TestScaleMul checks ScaleMul on every path against the scalar expression with each product
+// rounded by an explicit conversion, bit for bit (NaNs as NaNs), at every length up to 70
+// (the 32- and 8-value blocks and the tail), into another slice and in place, with specials
+// among the values and the weights (zeros of both signs, subnormals, products that overflow
+// or underflow, infinities, NaNs).
+func TestScaleMul(t *testing.T) {
+	withPath(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(83, 84))
+		special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e-39, 3e38, -2e-38, float32(math.Inf(-1)), float32(math.NaN())}
+		for n := 0; n <= 70; n++ {
+			for _, a := range []float64{0.37, -1e30, 1e-30, 3, 1 / 3.0, math.Inf(1)} {
+				x, w := uvec(rng, n, 8), uvec(rng, n+3, 8)
+				for i := range x {
+					if rng.IntN(6) == 0 {
+						x[i] = special[rng.IntN(len(special))]
+					}
+					if rng.IntN(6) == 0 {
+						w[i] = special[rng.IntN(len(special))]
+					}
+				}
+				got := make([]float32, n+5)
+				for i := range got {
+					got[i] = 7
+				}
+				in := append([]float32(nil), x...)
+				ScaleMul(got, x, w, float32(a))
+				ScaleMul(in, in, w, float32(a))
+				for i, v := range x {
+					want := float32(float32(v*float32(a)) * w[i])
+					if !sameFloat(got[i], want) || !sameFloat(in[i], want) {
+						t.Fatalf("n %d: ScaleMul(%v, %v, %v) = %v (in place %v), want %v", n, v, float32(a), w[i], got[i], in[i], want)
+					}
+				}
+				for i := n; i < len(got); i++ {
+					if got[i] != 7 {
+						t.Fatalf("n %d: ScaleMul wrote dst[%d] beyond len(x)", n, i)
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestScaleMax checks ScaleMax on every path against the scalar scan (scaleMaxGeneric): the
 // products and the returned maximum bit for bit, at every length up to 40, with NaNs,
 // infinities, and maxima that are zeros of either sign (which zero comes first decides).

@@ -621,8 +621,9 @@ func (g *gen) expShift() {
 	g.f("\tRET\n")
 }
 
-// scales emits scaleAsm (y[i] *= a) and scaleF64Asm (y[i] = float32(float64(y[i]) * s)) for
-// len(y) a multiple of 8: one IEEE product per element, rounded alone (VMULPS; VCVTPS2PD,
+// scales emits scaleAsm (y[i] *= a), scaleF64Asm (y[i] = float32(float64(y[i]) * s)) and
+// scaleMulAsm (dst[i] = x[i] * a * w[i], the first product rounded, then the second) for
+// lengths that are a multiple of 8: IEEE products, each rounded alone (VMULPS; VCVTPS2PD,
 // VMULPD and VCVTPD2PS, the packed forms of what Go compiles the scalar expressions to), so
 // the bits are the portable loop's whatever the lane an element falls in.
 func (g *gen) scales() {
@@ -665,6 +666,34 @@ func (g *gen) scales() {
 		g.f("\tVMOVUPS X1, 16(SI)(AX*4)")
 	})
 	g.f("scalepddone:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+
+	g.f("// func scaleMulAsm(dst, x, w []float32, a float32)")
+	g.f("TEXT ·scaleMulAsm(SB), NOSPLIT, $0-76")
+	g.f("\tMOVQ dst_base+0(FP), DI")
+	g.f("\tMOVQ x_base+24(FP), SI")
+	g.f("\tMOVQ x_len+32(FP), CX")
+	g.f("\tMOVQ w_base+48(FP), BX")
+	g.f("\tVBROADCASTSS a+72(FP), Y15")
+	g.f("\tXORQ AX, AX")
+	g.blockLoop("scalemul32", "scalemul8", 32, func() {
+		for i := 0; i < 4; i++ {
+			g.f("\tVMULPS %d(SI)(AX*4), Y15, Y%d", 32*i, i)
+		}
+		for i := 0; i < 4; i++ {
+			g.f("\tVMULPS %d(BX)(AX*4), Y%d, Y%d", 32*i, i, i)
+		}
+		for i := 0; i < 4; i++ {
+			g.f("\tVMOVUPS Y%d, %d(DI)(AX*4)", i, 32*i)
+		}
+	})
+	g.blockLoop("scalemul8", "scalemuldone", 8, func() {
+		g.f("\tVMULPS (SI)(AX*4), Y15, Y0")
+		g.f("\tVMULPS (BX)(AX*4), Y0, Y0")
+		g.f("\tVMOVUPS Y0, (DI)(AX*4)")
+	})
+	g.f("scalemuldone:")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
@@ -1068,6 +1097,7 @@ func (g *gen) vecDecls() {
 		{"expShiftAsm is expShiftGeneric for len(x) a multiple of 8.", "expShiftAsm(x []float32, m float32)"},
 		{"scaleAsm sets y[i] *= a for len(y) a multiple of 8 (scaleGeneric).", "scaleAsm(y []float32, a float32)"},
 		{"scaleF64Asm sets y[i] = float32(float64(y[i]) * s) for len(y) a multiple of 8 (scaleF64Generic).", "scaleF64Asm(y []float32, s float64)"},
+		{"scaleMulAsm sets dst[i] = x[i] * a * w[i] for len(x) a multiple of 8 (scaleMulGeneric); the caller guarantees len(dst) and len(w) >= len(x).", "scaleMulAsm(dst, x, w []float32, a float32)"},
 		{"scaleMaxAsm sets x[i] *= a for len(x) a multiple of 8 and returns the largest product, NaNs ignored (-Inf if none); a zero maximum may have either sign.", "scaleMaxAsm(x []float32, a float32) float32"},
 		{"expPDAsm sets dst[i] = math.Exp(x[i]) by siluMulAsm's exponential, for len(x) a multiple of 4 and |x[i]| < 708 (a test hook).", "expPDAsm(dst, x []float64)"},
 		{"siluMulAsm is siluMulGeneric for len(gate) a multiple of 4 (len(dst) and len(up) >= len(gate)) up to the first four values of which one has |gate[i]| >= 708 or is a NaN: it returns how many it did.", "siluMulAsm(dst, gate, up []float32) int"},

@@ -439,12 +439,12 @@ func SiluMulRows(dst, gu []float32, n, ff int) { siluMulRows(dst, gu, n, ff, nil
 // values also round them to the bf16 pairs m reads, each its own share, while they are in
 // its cache: rounded by the product instead, the values were read back on one goroutine,
 // about half of them from the other core's cache (a feed-forward's down projection reads the
-// widest input of a layer). a must not overlap gu or dst; the lengths are checked as MatMul
-// and SiluMulRows check them (it panics otherwise).
+// widest input of a layer). a must not overlap gu or dst; wrong lengths panic as the two
+// calls do (the call falls back to them).
 func (m *Mat) MatMulSiluRows(dst, a, gu []float32, n int) {
 	m.check()
 	ff := m.cols
-	if m.Precision() != BF16Activations || ff%16 != 0 || n < 1 || n > MaxBatch || len(dst) < n*m.rows {
+	if m.Precision() != BF16Activations || ff%16 != 0 || n < 1 || n > MaxBatch || len(dst) < n*m.rows || len(a) < n*ff || len(gu) < 2*n*ff {
 		SiluMulRows(a, gu, n, ff)
 		m.MatMul(dst, a, n)
 		return
@@ -457,7 +457,7 @@ func (m *Mat) MatMulSiluRows(dst, a, gu []float32, n int) {
 }
 
 // siluMulRows is SiluMulRows that also rounds each value to xb when xb is not nil (ff even:
-// row i's value k into xb[(i*ff+k)/2], as pairs lays out an input of ff/2 pairs a row).
+// row i's value k into xb[(i*ff+k)/2], as layPairs lays out an input of ff/2 pairs a row).
 func siluMulRows(dst, gu []float32, n, ff int, xb []uint32) {
 	a := siluRows{dst: dst[:n*ff], gu: gu[:2*n*ff], ff: ff, xb: xb}
 	parts := min(Parallelism(), n*ff/minSiluPart)

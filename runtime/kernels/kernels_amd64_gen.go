@@ -515,6 +515,9 @@ func dotM3P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *fl
 func dotM3P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
+func dotM3P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
 func dotM4P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
@@ -524,10 +527,19 @@ func dotM4P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *fl
 func dotM4P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
+func dotM4P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
 func dotM5P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func dotM5P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func dotM5P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func dotM5P4(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
@@ -536,16 +548,25 @@ func dotM6P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *fl
 func dotM6P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
+func dotM6P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
 func dotM7P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func dotM7P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
+func dotM7P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
 func dotM8P1(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func dotM8P2(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func dotM8P3(w *byte, panelStride int, x *uint32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 // prefetchRange prefetches the n bytes at p (PREFETCHT0 per 64-byte line, n rounded
 // down to lines); a prefetch never faults, whatever the address.
@@ -864,7 +885,7 @@ func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int
 var (
 	maxPanelsAVX2 = []int{0, 6, 3, 2, 1, 1, 1}
 	maxPanels512  = []int{0, 6, 4, 3, 3, 2, 2, 2, 2}
-	maxPanelsDot  = []int{0, 6, 4, 3, 3, 2, 2, 2, 2}
+	maxPanelsDot  = []int{0, 6, 4, 4, 4, 4, 3, 3, 3}
 )
 
 // callAVX2 runs the AVX2+FMA kernel for type t, M = mr batch rows and P = np panels.
@@ -1466,6 +1487,9 @@ func callDot(t DType, mr, np int, w *byte, panelStride int, x *uint32, xStride i
 		case 51:
 			dotM3P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
+		case 67:
+			dotM3P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
 		case 20:
 			dotM4P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
@@ -1475,11 +1499,20 @@ func callDot(t DType, mr, np int, w *byte, panelStride int, x *uint32, xStride i
 		case 52:
 			dotM4P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
+		case 68:
+			dotM4P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
 		case 21:
 			dotM5P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 37:
 			dotM5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 53:
+			dotM5P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 69:
+			dotM5P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
 			dotM6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
@@ -1487,17 +1520,26 @@ func callDot(t DType, mr, np int, w *byte, panelStride int, x *uint32, xStride i
 		case 38:
 			dotM6P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
+		case 54:
+			dotM6P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
 		case 23:
 			dotM7P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 39:
 			dotM7P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
+		case 55:
+			dotM7P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
 		case 24:
 			dotM8P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 40:
 			dotM8P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 56:
+			dotM8P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		}
 	}

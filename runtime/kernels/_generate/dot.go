@@ -9,8 +9,22 @@ import (
 
 // maxPanelsDot is, per batch-row count M (index), the largest panel count P of an
 // AVX512_BF16 kernel: M*P accumulators, P weight registers and M broadcast registers, at most
-// 32 in all.
-var maxPanelsDot = []int{0, 6, 4, 3, 3, 2, 2, 2, 2}
+// 32 in all, or two broadcast registers taken in turn (rotating). More panels are more
+// streams of weights at once: on a Zen 5, 16384 x 7168 BF16 weights streamed at these
+// fractions of a six-stream read (one and two threads, in one process, docs/benchmarks.md,
+// "Zen 5, 12-05 b"): 3 rows 0.79-0.88 over three panels, 0.82-0.92 over four; 4 rows
+// 0.77-0.85 / 0.82-0.89; 5 rows 0.82-0.86 / 0.85-0.87 (four: no prefetch, see
+// multiPrefetch); 6 rows 0.73-0.80 over two, 0.84-0.89 over three (four no better); 7 rows
+// 0.72-0.82 / 0.84-0.90 and 8 rows 0.77-0.87 / 0.88-0.93 over two / three.
+var maxPanelsDot = []int{0, 6, 4, 4, 4, 4, 3, 3, 3}
+
+// rotating reports whether the dot kernel of shape s broadcasts each batch row's input just
+// before that row's products, into one of two registers in turn, rather than all rows'
+// inputs first into a register each: the kernels of 5 rows and more over three panels and
+// more (for 7 and 8 rows over three panels, 29 registers, the only way they fit).
+func rotating(s shape) bool {
+	return !panelX(s) && (s.M*s.P+s.P+s.M > 32 || s.M >= 5 && s.P >= 3)
+}
 
 // vdpbf16ps emits VDPBF16PS Zb, Za, Zdst (dst[j] += a.bf16 pair j · b.bf16 pair j) as bytes:
 // the Go assembler does not know the instruction.
@@ -77,9 +91,13 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 	acc := func(m, p int) int { return m*s.P + p }
 	wreg := func(p int) int { return s.M*s.P + p }
 	breg := func(m int) int { return s.M*s.P + s.P + m }
-	nb := s.M // broadcast registers: one per batch row, or one per panel (panelX)
+	nb := s.M // broadcast registers: one per batch row, or one per panel (panelX), or two (rotating)
 	if panelX(s) {
 		nb = s.P
+	}
+	if rotating(s) {
+		breg = func(m int) int { return s.M*s.P + s.P + m%2 }
+		nb = 2
 	}
 	if breg(nb) > 32 {
 		log.Fatalf("dot kernel %v needs %d registers", s, breg(nb))
@@ -102,6 +120,15 @@ func (g *gen) dotKernel(s shape) kernelDecl {
 			}
 			for p := 0; p < s.P; p++ {
 				g.vdpbf16ps(acc(0, p), wreg(p), breg(p))
+			}
+			return
+		}
+		if rotating(s) {
+			for m := 0; m < s.M; m++ {
+				g.f("\tVPBROADCASTD %s, Z%d", xat(m, 4*q), breg(m))
+				for p := 0; p < s.P; p++ {
+					g.vdpbf16ps(acc(m, p), wreg(p), breg(m))
+				}
 			}
 			return
 		}

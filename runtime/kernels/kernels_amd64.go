@@ -489,3 +489,13 @@ func (m *Mat) rowGroups(c *geo, g0, g1 int) bool {
 	}
 	return bad == 0
 }
+
+// batchStreams is the number of weight streams the widest batch kernel reads for n rows at
+// precision p (the panels of its calls, lanes apart): what the workers' prefetch plan
+// prefetches of a batch call's chunk 1.
+func batchStreams(p Precision, n int) int {
+	if p == BF16Activations && dotActive() && n <= max512Rows {
+		return maxPanelsDot[n]
+	}
+	return 2
+}

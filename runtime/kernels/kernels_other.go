@@ -163,3 +163,7 @@ func expPDAsm512(dst, x []float64) { expPDAsm(dst, x) }
 
 // rowGroups does nothing without the assembly kernels: compute runs the groups one by one.
 func (m *Mat) rowGroups(c *geo, g0, g1 int) bool { return false }
+
+// batchStreams is the number of weight streams of the widest batch kernel: the portable
+// code has no streams; the workers' prefetch plan takes two.
+func batchStreams(p Precision, n int) int { return 2 }

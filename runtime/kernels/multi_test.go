@@ -173,10 +173,10 @@ func TestPrefetchPlan(t *testing.T) {
 	if a.pk.next.Load() != c.pk || c.pk.next.Load() != a.pk {
 		t.Fatalf("learned order of batches: a -> %p, c -> %p; want a -> c (%p), c -> a (%p)", a.pk.next.Load(), c.pk.next.Load(), c.pk, a.pk)
 	}
-	checkPlan := func(name string, pk *packed, parts, n, budget int) {
+	checkPlan := func(name string, pk *packed, parts, n, streams, budget int) {
 		t.Helper()
 		var pf prefetchPlan
-		pf.plan(pk, parts, n)
+		pf.plan(pk, parts, n, streams)
 		want := callParts(pk.groupRows*pk.groups*pk.cols*n, pk.panels, parts)
 		if want < 2 || pk.groups > 1 && n == 1 {
 			if pf.lanes != 0 {
@@ -195,7 +195,7 @@ func TestPrefetchPlan(t *testing.T) {
 		} else {
 			chunks := min(pk.panels, want*chunksPerPart)
 			lo, hi = pk.panels/chunks, pk.panels*2/chunks
-			np = min(2, hi-lo)
+			np = min(streams, hi-lo)
 			if pk.groups > 1 {
 				np = 1
 			}
@@ -239,7 +239,7 @@ func TestPrefetchPlan(t *testing.T) {
 		prefetchBudget = budget
 		for _, parts := range []int{1, 2, 3} {
 			for _, n := range []int{1, 8} {
-				checkPlan("group 16 x 64 x 128", grp.pk, parts, n, budget)
+				checkPlan("group 16 x 64 x 128", grp.pk, parts, n, 3, budget)
 			}
 		}
 	}
@@ -249,7 +249,9 @@ func TestPrefetchPlan(t *testing.T) {
 			m := matsOf(t, randMat(r, BF16, sh[0], sh[1]))["packed"]
 			for _, parts := range []int{1, 2, 3} {
 				for _, n := range []int{1, 7, 8} {
-					checkPlan(fmt.Sprint(sh), m.pk, parts, n, budget)
+					for _, streams := range []int{2, 3, 4} {
+						checkPlan(fmt.Sprint(sh), m.pk, parts, n, streams, budget)
+					}
 				}
 			}
 		}

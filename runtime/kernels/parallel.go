@@ -304,7 +304,7 @@ func (m *Mat) run(c *geo, n, units int) {
 		if prev := lastCall.Swap(m.pk); prev != nil && prev != m.pk && prev.next.Load() != m.pk {
 			prev.next.Store(m.pk)
 		}
-		j.ahead.plan(m.pk.next.Load(), all, n)
+		j.ahead.plan(m.pk.next.Load(), all, n, batchStreams(m.Precision(), n))
 	}
 	j.chunks = min(units, parts*chunksPerPart)
 	if n == 1 && m.pk != nil {
@@ -522,10 +522,11 @@ type prefetchPlan struct {
 
 // plan sets the plan for a call of n batch rows of nx on up to parts goroutines (none if nx
 // is nil, or the call would run on one goroutine, or it is a one-row call of a Group, whose
-// chunks are whole groups that rowGroups streams several at once). A batch's chunk 1 is two
-// streams, as the widest batch kernels read it (one for a Group's: its groups' panels follow
-// one another).
-func (pf *prefetchPlan) plan(nx *packed, parts, n int) {
+// chunks are whole groups that rowGroups streams several at once). A batch's chunk 1 is
+// streams streams, as the widest batch kernel of the call's family reads it (batchStreams:
+// the BF16 dot product's panel count, four for 3-5 rows and three for 6-8, else two; one
+// for a Group's: its groups' panels follow one another).
+func (pf *prefetchPlan) plan(nx *packed, parts, n, streams int) {
 	pf.lanes = 0
 	if nx == nil || nx.groups > 1 && n == 1 {
 		return
@@ -545,7 +546,7 @@ func (pf *prefetchPlan) plan(nx *packed, parts, n int) {
 	} else {
 		chunks := min(units, parts*chunksPerPart)
 		p0, p1 = units/chunks, units*2/chunks
-		np = min(2, p1-p0)
+		np = min(streams, p1-p0)
 		if nx.groups > 1 {
 			np = 1
 		}

@@ -820,7 +820,7 @@ func (g *gen) siluMul() {
 	g.f("\tVMOVMSKPS X15, R9")
 	g.f("\tORL R9, AX")
 	g.f("\tJNZ siluone")
-	g.interleave(siluLanes4(avx2Chains[0], 0), siluLanes4(avx2Chains[1], 16), siluLanes4(avx2Chains[2], 32))
+	g.interleave(siluLanes(ymmExp, avx2Chains[0], 0), siluLanes(ymmExp, avx2Chains[1], 16), siluLanes(ymmExp, avx2Chains[2], 32))
 	g.f("\tADDQ $12, DX")
 	g.f("\tJMP siluloop3")
 	g.f("siluone:")
@@ -832,7 +832,7 @@ func (g *gen) siluMul() {
 	g.f("\tVMOVMSKPS X15, AX")
 	g.f("\tTESTL AX, AX")
 	g.f("\tJNZ siludone")
-	g.interleave(siluLanes4(avx2Chains[0], 0))
+	g.interleave(siluLanes(ymmExp, avx2Chains[0], 0))
 	g.f("\tADDQ $4, DX")
 	g.f("\tJMP siluloop3")
 	g.f("siludone:")
@@ -853,14 +853,20 @@ type expStyle struct {
 	two, one string // the operands 2.0 and 1.0
 	magic    string // 1.5 x 2^52
 	bias     string // 1023 minus its bits
+	half     string // the prefix of the float32 registers of as many lanes: "X" or "Y"
+	negate   string // the instruction that flips the sign bits of the doubles
+	narrow   string // the conversion of the doubles to float32
+	one32    string // the operand float32 1.0
 }
 
 // ymmExp: every constant a 32-byte memory operand (siluData, siluVec), so that three
 // exponentials fit in 16 YMM registers. zmmExp: constants broadcast from siluData's and
 // siluMagic's first copies, 2.0 and 1.0 in Z11 and Z10 (siluRegs512).
 var (
-	ymmExp = expStyle{reg: "Y", load: "VMOVUPD", two: "siluVec<>+32(SB)", one: "siluVec<>+64(SB)", magic: "siluVec<>+96(SB)", bias: "siluVec<>+128(SB)"}
-	zmmExp = expStyle{reg: "Z", bcst: ".BCST", load: "VBROADCASTSD", two: "Z11", one: "Z10", magic: "siluMagic<>+0(SB)", bias: "siluMagic<>+8(SB)"}
+	ymmExp = expStyle{reg: "Y", load: "VMOVUPD", two: "siluVec<>+32(SB)", one: "siluVec<>+64(SB)", magic: "siluVec<>+96(SB)", bias: "siluVec<>+128(SB)",
+		half: "X", negate: "VXORPD siluVec<>+0(SB)", narrow: "VCVTPD2PSY", one32: "siluVec<>+160(SB)"}
+	zmmExp = expStyle{reg: "Z", bcst: ".BCST", load: "VBROADCASTSD", two: "Z11", one: "Z10", magic: "siluMagic<>+0(SB)", bias: "siluMagic<>+8(SB)",
+		half: "Y", negate: "VPXORQ Z15", narrow: "VCVTPD2PS", one32: "Y9"}
 )
 
 // expPD returns the instructions of the exponential of siluMulAsm, siluMulAsm512 and their
@@ -898,22 +904,24 @@ func expPD(st expStyle, r expRegs) []string {
 	return out
 }
 
-// siluLanes4 returns the instructions of siluMulAsm for the four values at byte offset off
-// of gate, up and dst, on registers r: load and negate gate as doubles, the exponential,
-// then the float32 part.
-func siluLanes4(r expRegs, off int) []string {
+// siluLanes returns the instructions of siluMulAsm (st ymmExp: four values) or
+// siluMulAsm512 (zmmExp: eight) for the values at byte offset off of gate, up and dst, whose
+// exponential runs on registers r: load and negate gate as doubles, the exponential, then
+// the float32 part, 1 + e, g / that, times up.
+func siluLanes(st expStyle, r expRegs, off int) []string {
+	w, h := st.reg, st.half
 	out := []string{
-		fmt.Sprintf("\tVCVTPS2PD %d(SI)(DX*4), Y%d", off, r[0]),
-		fmt.Sprintf("\tVXORPD siluVec<>+0(SB), Y%d, Y%d", r[0], r[0]),
+		fmt.Sprintf("\tVCVTPS2PD %d(SI)(DX*4), %s%d", off, w, r[0]),
+		fmt.Sprintf("\t%s, %s%d, %s%d", st.negate, w, r[0], w, r[0]),
 	}
-	out = append(out, expPD(ymmExp, r)...)
+	out = append(out, expPD(st, r)...)
 	return append(out,
-		fmt.Sprintf("\tVCVTPD2PSY Y%d, X%d", r[0], r[0]),
-		fmt.Sprintf("\tVADDPS siluVec<>+160(SB), X%d, X%d", r[0], r[0]),
-		fmt.Sprintf("\tVMOVUPS %d(SI)(DX*4), X%d", off, r[1]),
-		fmt.Sprintf("\tVDIVPS X%d, X%d, X%d", r[0], r[1], r[1]),
-		fmt.Sprintf("\tVMULPS %d(BX)(DX*4), X%d, X%d", off, r[1], r[1]),
-		fmt.Sprintf("\tVMOVUPS X%d, %d(DI)(DX*4)", r[1], off))
+		fmt.Sprintf("\t%s %s%d, %s%d", st.narrow, w, r[0], h, r[0]),
+		fmt.Sprintf("\tVADDPS %s, %s%d, %s%d", st.one32, h, r[0], h, r[0]),
+		fmt.Sprintf("\tVMOVUPS %d(SI)(DX*4), %s%d", off, h, r[1]),
+		fmt.Sprintf("\tVDIVPS %s%d, %s%d, %s%d", h, r[0], h, r[1], h, r[1]),
+		fmt.Sprintf("\tVMULPS %d(BX)(DX*4), %s%d, %s%d", off, h, r[1], h, r[1]),
+		fmt.Sprintf("\tVMOVUPS %s%d, %d(DI)(DX*4)", h, r[1], off))
 }
 
 // siluRegs512 loads the register constants of siluMulAsm512 and expPDAsm512: Z15 the sign
@@ -984,24 +992,6 @@ func (g *gen) interleave(chains ...[]string) {
 	}
 }
 
-// siluLanes returns the instructions of siluMulAsm512 for the eight values at byte offset
-// off of gate, up and dst, whose exponential runs on registers r: load and negate gate as
-// doubles, the exponential, then the float32 part of siluMulAsm.
-func siluLanes(r expRegs, off int) []string {
-	out := []string{
-		fmt.Sprintf("\tVCVTPS2PD %d(SI)(DX*4), Z%d", off, r[0]),
-		fmt.Sprintf("\tVPXORQ Z15, Z%d, Z%d", r[0], r[0]),
-	}
-	out = append(out, expPD(zmmExp, r)...)
-	return append(out,
-		fmt.Sprintf("\tVCVTPD2PS Z%d, Y%d", r[0], r[0]),
-		fmt.Sprintf("\tVADDPS Y9, Y%d, Y%d", r[0], r[0]),
-		fmt.Sprintf("\tVMOVUPS %d(SI)(DX*4), Y%d", off, r[1]),
-		fmt.Sprintf("\tVDIVPS Y%d, Y%d, Y%d", r[0], r[1], r[1]),
-		fmt.Sprintf("\tVMULPS %d(BX)(DX*4), Y%d, Y%d", off, r[1], r[1]),
-		fmt.Sprintf("\tVMOVUPS Y%d, %d(DI)(DX*4)", r[1], off))
-}
-
 // siluMul512 emits siluMulAsm512: siluMulAsm on ZMM registers (AVX-512F) for len(g) a
 // multiple of 16, which stops before the first 16 values of which one has |g| >= 708 or is
 // a NaN (siluFastLimit, here in two compares per 32 values) and returns how
@@ -1038,7 +1028,7 @@ func (g *gen) siluMul512() {
 	g.f("\tJNZ silu512two")
 	var four [][]string
 	for h, r := range expChains {
-		four = append(four, siluLanes(r, 32*h))
+		four = append(four, siluLanes(zmmExp, r, 32*h))
 	}
 	g.interleave(four...)
 	g.f("\tADDQ $32, DX")
@@ -1050,7 +1040,7 @@ func (g *gen) siluMul512() {
 	g.f("\tVCMPPS $5, Z7, Z31, K1")
 	g.f("\tKORTESTW K1, K1")
 	g.f("\tJNZ silu512done")
-	g.interleave(siluLanes(expChains[0], 0), siluLanes(expChains[1], 32))
+	g.interleave(siluLanes(zmmExp, expChains[0], 0), siluLanes(zmmExp, expChains[1], 32))
 	g.f("\tADDQ $16, DX")
 	g.f("\tJMP silu512loop4")
 	g.f("silu512done:")

@@ -8,6 +8,12 @@
 # busy host hit it on two targets); real failures are not.
 set -uo pipefail
 fuzztime=${FUZZTIME:-3s}
+# The coordinator stops its workers by killing them when the time is up, so a target that
+# writes files under t.TempDir leaves that directory behind (the test's cleanup never runs).
+# Give the runs a temporary directory of their own and remove it whatever happens.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/dspark-fuzz.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 n=0
 for pkg in $(go list ./...); do
   targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)

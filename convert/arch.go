@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/dspark-dev/dspark/gguf/schema"
 )
@@ -14,6 +15,8 @@ import (
 type Arch struct {
 	// HF lists the config.json architectures[0] values this entry converts.
 	HF []string
+	// About says in a few words what the checkpoints are (the CLI's help lists it).
+	About string
 	// Schema is the GGUF declaration written: general.architecture, the key types and
 	// order, the tensor names and the blocks they exist in.
 	Schema *schema.Schema
@@ -129,6 +132,18 @@ func SupportedArchitectures() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ArchitectureHelp returns the registry as aligned lines for a help text, one per entry:
+// its architectures[0] values, the GGUF architecture written and what the checkpoints are.
+func ArchitectureHelp() string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, a := range registry {
+		fmt.Fprintf(w, "  %s\t-> %s\t%s\n", strings.Join(a.HF, " / "), a.GGUF(), a.About)
+	}
+	w.Flush()
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // readSpecials reads bos/eos/pad token ids (optional).

@@ -12,6 +12,7 @@ import (
 // untied output, FP8 block-scaled weights dequantized.
 var deepseek2Arch = &Arch{
 	HF:     []string{"DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"},
+	About:  "MLA target, dense or MoE",
 	Schema: schema.Deepseek2,
 	Rules: []Rule{
 		{Src: "embed_tokens.weight", Tensor: schema.TokenEmbd, Shape: []string{"vocab", "hidden"}},

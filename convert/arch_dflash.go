@@ -11,6 +11,7 @@ import (
 // (dspark-k3.md section 3). Src alternatives: DSpark family | DFlash family.
 var dflashArch = &Arch{
 	HF:     []string{"K3DSparkModel"},
+	About:  "MLA draft (K3; DSpark or DFlash tensor names)",
 	Schema: schema.DFlashMLA,
 	Draft:  true,
 	Rules: []Rule{

@@ -15,6 +15,7 @@ import (
 // once they are checked byte for byte against --target, or kept with --keep-embeddings.
 var dflashGQAArch = &Arch{
 	HF:       []string{"Qwen3DSparkModel", "DFlashDraftModel"},
+	About:    "Qwen3-style GQA draft (DSpark, DFlash)",
 	Schema:   schema.DFlashGQA,
 	Draft:    true,
 	families: []string{"DFlash (fc/hidden_norm/norm)", "DSpark (context_proj/context_norm/final_norm)"},

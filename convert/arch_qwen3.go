@@ -10,6 +10,7 @@ import (
 // tokenizer.json (byte-level BPE, pre-tokenizer qwen2).
 var qwen3Arch = &Arch{
 	HF:     []string{"Qwen3ForCausalLM"},
+	About:  "dense Qwen3 target",
 	Schema: schema.Qwen3,
 	Rules: []Rule{
 		{Src: "embed_tokens.weight", Tensor: schema.TokenEmbd, Shape: []string{"vocab", "hidden"}},

@@ -37,11 +37,10 @@ func newConvertCmd() *cobra.Command {
 	var fl convertFlags
 	cmd := &cobra.Command{
 		Use:   "convert DIR",
-		Short: "Convert a Hugging Face checkpoint (DSpark draft or Kimi-K2/DeepSeek-V3 target) to GGUF",
+		Short: "Convert a Hugging Face checkpoint (a DSpark/DFlash draft or its target) to GGUF",
 		Long: `convert reads a safetensors checkpoint directory (config.json + model.safetensors or shards
-with model.safetensors.index.json) and writes GGUF:
-  K3DSparkModel (DSpark or DFlash tensor names)      -> dflash (MLA backbone)
-  DeepseekV3ForCausalLM / DeepseekV2ForCausalLM      -> deepseek2
+with model.safetensors.index.json) and writes GGUF, by config.json's architectures[0]:
+` + convert.ArchitectureHelp() + `
 A draft has no tokenizer of its own: --target DIR supplies it and is checked against the
 draft (hidden size, layer count, vocabulary, embedding table).
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dspark-dev/dspark/convert"
 	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/synth"
 )
@@ -241,6 +242,35 @@ func TestConvertQ8_0Report(t *testing.T) {
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestConvertHelpListsRegistry checks that convert's help names every architecture the
+// converter accepts, with the GGUF architecture it becomes (the list is generated from the
+// registry; a hand-written one had fallen behind two of the four entries).
+func TestConvertHelpListsRegistry(t *testing.T) {
+	out, err := runConvertArgs(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := convert.SupportedArchitectures()
+	if len(sup) < 5 {
+		t.Fatalf("registry lists %d architectures: %v", len(sup), sup)
+	}
+	for _, s := range sup {
+		hf, gguf, ok := strings.Cut(s, " -> ")
+		if !ok {
+			t.Fatalf("SupportedArchitectures entry %q", s)
+		}
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, hf) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "-> "+gguf+" ") {
+			t.Errorf("convert --help: no line maps %s to %s:\n%s", hf, gguf, out)
 		}
 	}
 }

@@ -59,9 +59,10 @@ func maxArgs(n int) cobra.PositionalArgs {
 var rootCmd = &cobra.Command{
 	Use:   "dspark",
 	Short: "Convert, inspect and run DSpark/DFlash speculative-decoding draft models in GGUF",
-	Long: `dspark converts Hugging Face checkpoints of DSpark/DFlash draft models and their
-Kimi-K2/DeepSeek-V3-style targets into GGUF, inspects and lints GGUF files, and runs a
-pure-Go reference runtime that proves a draft drafts and the target verifies it losslessly.`,
+	Long: `dspark converts Hugging Face checkpoints of DSpark/DFlash draft models (MLA and Qwen3-style
+GQA) and their targets (Kimi-K2/DeepSeek-V3-style and Qwen3) into GGUF, inspects and lints
+GGUF files, and runs a pure-Go reference runtime that proves a draft drafts and the target
+verifies it losslessly.`,
 	Version:       version,
 	SilenceUsage:  true,
 	SilenceErrors: true,

@@ -215,9 +215,6 @@ func zf32M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *
 func zf32M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zf32M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
-
-//go:noescape
 func zf32M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
@@ -285,9 +282,6 @@ func zf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *
 
 //go:noescape
 func zf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
-
-//go:noescape
-func zf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func zf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
@@ -359,9 +353,6 @@ func zbf16M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out 
 func zbf16M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
-func zbf16M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
-
-//go:noescape
 func zbf16M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
@@ -429,9 +420,6 @@ func zq8M2P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *f
 
 //go:noescape
 func zq8M2P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
-
-//go:noescape
-func zq8M2P4(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func zq8M3P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
@@ -884,7 +872,7 @@ func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int
 // keeps the same tables.
 var (
 	maxPanelsAVX2 = []int{0, 6, 3, 2, 1, 1, 1}
-	maxPanels512  = []int{0, 6, 4, 3, 3, 2, 2, 2, 2}
+	maxPanels512  = []int{0, 6, 3, 3, 3, 2, 2, 2, 2}
 	maxPanelsDot  = []int{0, 6, 4, 4, 4, 4, 3, 3, 3}
 )
 
@@ -1159,9 +1147,6 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 		case 50:
 			zf32M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
-		case 66:
-			zf32M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
-			return
 		case 19:
 			zf32M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
@@ -1233,9 +1218,6 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 			return
 		case 50:
 			zf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
-			return
-		case 66:
-			zf16M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
 			zf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
@@ -1309,9 +1291,6 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 		case 50:
 			zbf16M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
-		case 66:
-			zbf16M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
-			return
 		case 19:
 			zbf16M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
@@ -1383,9 +1362,6 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 			return
 		case 50:
 			zq8M2P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
-			return
-		case 66:
-			zq8M2P4(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 19:
 			zq8M3P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)

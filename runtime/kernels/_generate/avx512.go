@@ -7,7 +7,11 @@ import "fmt"
 // M*P accumulators, P weight registers (2P for BF16, whose pairs give two columns), M
 // broadcast registers and the BF16 mask: at most 32. Eight rows in one pass is the point of
 // this path (a verify batch of 8 reads each weight once, where AVX2 needs two 4-row passes).
-var maxPanels512 = []int{0, 6, 4, 3, 3, 2, 2, 2, 2}
+// Two rows would fit four panels, but three with the stream prefetch (multiPrefetch) read
+// faster: on a Zen 5, two threads, cold, the demo target's shapes cost 1.05-1.33x a one-row
+// product over three prefetched panels against 1.11-1.46x over four (docs/benchmarks.md,
+// "Zen 5, 12-05 c").
+var maxPanels512 = []int{0, 6, 3, 3, 3, 2, 2, 2, 2}
 
 // avx512 holds the register allocation of one AVX-512F kernel.
 type avx512 struct {

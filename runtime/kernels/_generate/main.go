@@ -150,12 +150,16 @@ func (g *gen) prefetch(bytes int, s shape, pfMulti bool) {
 func panelX(s shape) bool { return s.M == 1 && s.P > 1 }
 
 // multiPrefetch reports whether a multi-panel AVX-512 or dot kernel of shape s prefetches
-// its panels ahead (the compute-heavy shapes: with few streams and many rows per weight, the
-// hardware prefetcher alone leaves the core waiting).
+// its panels ahead: every batch kernel of at most three panels (with few streams and several
+// rows per weight, the hardware prefetcher alone leaves the core waiting). Four panels do
+// not: the 4-5-row dot kernels read slower with it (0.75-0.79 of a read against 0.83-0.92).
 func multiPrefetch(s shape) bool { return s.P > 1 && s.P <= 3 && s.M >= pfMinRows }
 
-// pfMinRows is the least batch-row count of a prefetching multi-panel kernel.
-const pfMinRows = 4
+// pfMinRows is the least batch-row count of a prefetching multi-panel kernel. It was 4 until
+// the 2- and 3-row AVX-512F kernels were measured on a Zen 5: with the prefetch the demo
+// target's 3-row f32 forward went from 1.24-1.34x a one-row forward to 1.09-1.19x (alternated
+// test binaries, one and two threads; docs/benchmarks.md, "Zen 5, 12-05 c").
+const pfMinRows = 2
 
 // advance emits the pointer increments after a group: wb bytes of weights per panel, xb
 // bytes of each x row (of each panel's x when px: see panelX).

@@ -358,8 +358,8 @@ func TestRunScheduleFlags(t *testing.T) {
 }
 
 // TestCostCache: the scheduler's cost model pools this run's passes with the cached ones of
-// the same pair and machine (at most costCacheMax); a damaged cache file is ignored and
-// replaced; another pair gets a file of its own.
+// the same pair, machine and build (at most costCacheMax); a damaged cache file is ignored
+// and replaced; another pair, or another build of dspark, gets a file of its own.
 func TestCostCache(t *testing.T) {
 	target, draft := englishTestPair(t)
 	defer func(d func() string) { costCacheDir = d }(costCacheDir)
@@ -403,5 +403,17 @@ func TestCostCache(t *testing.T) {
 	src.Close()
 	if c := run(cp); c.Cache == c1.Cache || c.Passes != 3 {
 		t.Errorf("another draft file shares the cache entry %q (%d passes)", c.Cache, c.Passes)
+	}
+	// Another build of dspark (its kernels may run at other speeds): another entry.
+	if id := buildID(); len(id) != 24 {
+		t.Fatalf("build id %q of the test binary, want 24 hex digits", id)
+	}
+	if b, err := os.ReadFile(c1.Cache); err != nil || !strings.Contains(string(b), buildID()) {
+		t.Errorf("cache file %s does not record the build %s (%v)", c1.Cache, buildID(), err)
+	}
+	defer func(b func() string) { buildID = b }(buildID)
+	buildID = func() string { return "another-build" }
+	if c := run(draft); c.Cache == c1.Cache || c.Passes != 3 {
+		t.Errorf("another build shares the cache entry %q (%d passes)", c.Cache, c.Passes)
 	}
 }

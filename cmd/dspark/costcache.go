@@ -5,11 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync"
 
 	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/internal/demo"
@@ -38,18 +40,40 @@ var costCacheDir = func() string {
 
 // costKey identifies a pair and a machine: the two files (by path, size and modification
 // time, so that a rebuilt file is a new pair without hashing hundreds of megabytes), the
-// CPU, the threads, the kernel path, dspark's version, and whether rows are sampled (the
-// post-processing of a verify row differs), and the verify sizes timed (a context shorter
-// than a block times fewer).
+// CPU, the threads, the kernel path, dspark's version and build (the kernels of another
+// build run at other speeds: its passes must not steady this one's), whether rows are
+// sampled (the post-processing of a verify row differs), and the verify sizes timed (a
+// context shorter than a block times fewer).
 type costKey struct {
 	Target, Draft fileID
 	CPU           string
 	Threads       int
 	Kernels       string
 	Version       string
+	Build         string
 	Sampled       bool
 	Sizes         int
 }
+
+// buildID identifies the running executable by its contents: a hash of the file, since
+// the version string stays the same across development builds and `go build` rewrites the
+// file (a new modification time) even when nothing changed. "" if it cannot be read.
+var buildID = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+})
 
 type fileID struct {
 	Path    string
@@ -130,7 +154,7 @@ func pairKey(m *models, params speculative.Params, sizes int) (costKey, error) {
 		return costKey{}, err
 	}
 	return costKey{Target: t, Draft: d, CPU: cpuModel(), Threads: goruntime.GOMAXPROCS(0), Kernels: kernels.Implementation(),
-		Version: version, Sampled: !params.Greedy(), Sizes: sizes}, nil
+		Version: version, Build: buildID(), Sampled: !params.Greedy(), Sizes: sizes}, nil
 }
 
 func (k costKey) file() string {

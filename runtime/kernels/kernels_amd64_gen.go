@@ -239,6 +239,9 @@ func zf32M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *
 func zf32M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
+func zf32M5P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
 func zf32M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
@@ -306,6 +309,9 @@ func zf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *
 
 //go:noescape
 func zf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func zf16M5P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func zf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
@@ -377,6 +383,9 @@ func zbf16M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out 
 func zbf16M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
+func zbf16M5P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
 func zbf16M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
@@ -444,6 +453,9 @@ func zq8M5P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *f
 
 //go:noescape
 func zq8M5P2(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
+
+//go:noescape
+func zq8M5P3(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
 
 //go:noescape
 func zq8M6P1(w *byte, panelStride int, x *float32, xStride int, cols int, out *float32, pf uintptr, pfStep, outStride, outRow, runs int)
@@ -872,7 +884,7 @@ func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int
 // keeps the same tables.
 var (
 	maxPanelsAVX2 = []int{0, 6, 3, 2, 1, 1, 1}
-	maxPanels512  = []int{0, 6, 3, 3, 3, 2, 2, 2, 2}
+	maxPanels512  = []int{0, 6, 3, 3, 3, 3, 2, 2, 2}
 	maxPanelsDot  = []int{0, 6, 4, 4, 4, 4, 3, 3, 3}
 )
 
@@ -1171,6 +1183,9 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 		case 37:
 			zf32M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
+		case 53:
+			zf32M5P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
 		case 22:
 			zf32M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
@@ -1242,6 +1257,9 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 			return
 		case 37:
 			zf16M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 53:
+			zf16M5P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
 			zf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
@@ -1315,6 +1333,9 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 		case 37:
 			zbf16M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
+		case 53:
+			zbf16M5P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
 		case 22:
 			zbf16M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
@@ -1386,6 +1407,9 @@ func callAVX512(t DType, mr, np int, w *byte, panelStride int, x *float32, xStri
 			return
 		case 37:
 			zq8M5P2(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
+			return
+		case 53:
+			zq8M5P3(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)
 			return
 		case 22:
 			zq8M6P1(w, panelStride, x, xStride, cols, out, pf, pfStep, outStride, outRow, runs)

@@ -9,9 +9,11 @@ import "fmt"
 // this path (a verify batch of 8 reads each weight once, where AVX2 needs two 4-row passes).
 // Two rows would fit four panels, but three with the stream prefetch (multiPrefetch) read
 // faster: on a Zen 5, two threads, cold, the demo target's shapes cost 1.05-1.33x a one-row
-// product over three prefetched panels against 1.11-1.46x over four (docs/benchmarks.md,
-// "Zen 5, 12-05 c").
-var maxPanels512 = []int{0, 6, 3, 3, 3, 2, 2, 2, 2}
+// product over three prefetched panels against 1.11-1.46x over four. Five rows go over three
+// panels (27 registers): the demo target's 5-row f32 forward cost 1.26-1.32x a one-row
+// forward against 1.35-1.36x over two at two threads (docs/benchmarks.md, "Zen 5, 12-05 c");
+// six rows would fit three as well (31) but measured the same as over two.
+var maxPanels512 = []int{0, 6, 3, 3, 3, 3, 2, 2, 2}
 
 // avx512 holds the register allocation of one AVX-512F kernel.
 type avx512 struct {

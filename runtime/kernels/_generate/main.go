@@ -149,8 +149,8 @@ func (g *gen) prefetch(bytes int, s shape, pfMulti bool) {
 // (avx512, dot, amxRow) and the AVX2 family avx2x do; the others ignore xStride when M is 1.
 func panelX(s shape) bool { return s.M == 1 && s.P > 1 }
 
-// multiPrefetch reports whether a multi-panel AVX-512 or dot kernel of shape s prefetches
-// its panels ahead: every batch kernel of at most three panels (with few streams and several
+// multiPrefetch reports whether a multi-panel AVX2, AVX-512 or dot kernel of shape s
+// prefetches its panels ahead: every batch kernel of at most three panels (with few streams and several
 // rows per weight, the hardware prefetcher alone leaves the core waiting). Four panels do
 // not: the 4-5-row dot kernels read slower with it (0.75-0.79 of a read against 0.83-0.92).
 func multiPrefetch(s shape) bool { return s.P > 1 && s.P <= 3 && s.M >= pfMinRows }

@@ -106,7 +106,7 @@ func MeasureCostPasses(t Target, d Draft, params speculative.Params, passes int)
 				}
 			}
 			c.Verify[m-1] = time.Since(t0).Seconds()
-			if err := t.Truncate(warm); err != nil {
+			if err := t.Rewind(warm); err != nil {
 				return nil, err
 			}
 		}

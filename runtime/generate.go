@@ -354,7 +354,7 @@ func (g *Generator) commit(r *round, res *Result) error {
 	if g.keepRejected {
 		keep = g.Target.Len()
 	}
-	if err := g.Target.Truncate(keep); err != nil {
+	if err := g.Target.Rewind(keep); err != nil {
 		return err
 	}
 	if err := g.Draft.AddContext(g.step.Hidden, 0, a+1); err != nil {

@@ -257,6 +257,7 @@ type fakeTarget struct {
 	emb, head *kernels.Mat
 	hist      []int
 	capacity  int
+	rewind    runtime.RewindWindow
 }
 
 func newFakeTarget(t *testing.T, d runtime.Dims, seed uint64) *fakeTarget {
@@ -279,15 +280,17 @@ func (f *fakeTarget) Dims() runtime.Dims          { return f.dims }
 func (f *fakeTarget) MaxBatch() int               { return 16 }
 func (f *fakeTarget) Len() int                    { return len(f.hist) }
 func (f *fakeTarget) Cap() int                    { return f.capacity }
-func (f *fakeTarget) Reset()                      { f.hist = f.hist[:0] }
+func (f *fakeTarget) Reset()                      { f.hist = f.hist[:0]; f.rewind.Reset() }
 func (f *fakeTarget) Embed(id int, dst []float32) { f.emb.Row(id, dst) }
 func (f *fakeTarget) Head() runtime.Head          { return f.head }
 func (f *fakeTarget) Tokens() []string            { return nil }
 func (f *fakeTarget) Name() string                { return "fake target" }
 
-func (f *fakeTarget) Truncate(n int) error {
-	if n < 0 || n > len(f.hist) {
-		return fmt.Errorf("truncate to %d of %d", n, len(f.hist))
+// Rewind holds the generator to the contract a recurrent target can keep: only positions
+// of the last forward.
+func (f *fakeTarget) Rewind(n int) error {
+	if err := f.rewind.Check(f.Name(), n); err != nil {
+		return err
 	}
 	f.hist = f.hist[:n]
 	return nil
@@ -333,6 +336,7 @@ func (f *fakeTarget) Forward(tokens []int, logitsFrom int, taps []int, out *runt
 		m := n - max(logitsFrom, 0)
 		f.head.MatMul(out.Logits[(n-m)*V:], last[(n-m)*E:], m)
 	}
+	f.rewind.Forwarded(len(f.hist), len(f.hist)+len(tokens))
 	f.hist = append(f.hist, tokens...)
 	return nil
 }

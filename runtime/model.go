@@ -52,7 +52,7 @@ type Step struct {
 
 // Target is what the decode loop and a draft need from a target model: a forward over new
 // positions with the logit rows and hidden-state taps asked for, its KV cache (length,
-// capacity, truncation), its embedding rows and output head, and its sizes. deepseek2.Target
+// capacity, rewinding rejected rows), its embedding rows and output head, and its sizes. deepseek2.Target
 // implements it; another target architecture is another package implementing it, with no
 // change to the drafts or the generator.
 type Target interface {
@@ -63,8 +63,15 @@ type Target interface {
 	// Len is the number of tokens in the KV cache; Cap its capacity.
 	Len() int
 	Cap() int
-	// Truncate drops cached tokens beyond n (rejected drafts); Reset empties the cache.
-	Truncate(n int) error
+	// Rewind returns the target to its state after the first n positions, dropping the
+	// rejected rows of a verify forward. Only the positions of the last Forward can be
+	// returned to: after a Forward of rows [s, s+k), any n with s <= n <= s+k (and after a
+	// Rewind to n, any n' with s <= n' <= n); an earlier n is an error wrapping ErrRewind for
+	// every target, since a recurrent state (Gated DeltaNet, KDA) keeps no history beyond
+	// what its last forward recorded. KV-cache targets drop cache rows; recurrent targets
+	// select the state their last forward recorded after row n-s-1. Reset empties the
+	// target (the state before position 0).
+	Rewind(n int) error
 	Reset()
 	// Forward runs tokens at positions Len()..Len()+len(tokens)-1, appends them to the
 	// cache and fills out (its buffers are reused when large enough): logits of the rows

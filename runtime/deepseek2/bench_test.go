@@ -187,7 +187,7 @@ func selectedExperts(b testing.TB, t *Target, rows []int) [][]int {
 		if err := t.Forward(rows, len(rows), nil, &st); err != nil {
 			b.Fatal(err)
 		}
-		if err := t.Truncate(L); err != nil {
+		if err := t.Rewind(L); err != nil {
 			b.Fatal(err)
 		}
 		var sel []int
@@ -270,7 +270,7 @@ func BenchmarkTargetDecode(b *testing.B) {
 			plan.Reference(b, par)
 			defer plan.Release()
 			step := func() {
-				if err := t.Truncate(L); err != nil {
+				if err := t.Rewind(L); err != nil {
 					b.Fatal(err)
 				}
 				if err := t.Forward(row, 0, nil, &st); err != nil {
@@ -304,7 +304,7 @@ func BenchmarkThreads(b *testing.B) {
 				return func() {
 					goruntime.GOMAXPROCS(threads)
 					kernels.SetParallelism(threads)
-					if err := t.Truncate(L); err != nil {
+					if err := t.Rewind(L); err != nil {
 						b.Fatal(err)
 					}
 					if err := t.Forward(rows, 0, nil, &st); err != nil {
@@ -343,7 +343,7 @@ func BenchmarkVerify8(b *testing.B) {
 			bytes8 := stepPlan(b, t, rows, selectedExperts(b, t, rows)).Total
 			forward := func(toks []int) func() {
 				return func() {
-					if err := t.Truncate(L); err != nil {
+					if err := t.Rewind(L); err != nil {
 						b.Fatal(err)
 					}
 					if err := t.Forward(toks, 0, nil, &st); err != nil {

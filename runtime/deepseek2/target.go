@@ -22,6 +22,7 @@ type Target struct {
 	output  *kernels.Mat
 	layers  []layer
 	cache   *mla.LatentCache
+	rewind  runtime.RewindWindow
 	tokens  []string
 
 	maxBatch int
@@ -163,11 +164,17 @@ func (t *Target) Len() int { return t.cache.Len() }
 // Cap returns the KV cache capacity in tokens.
 func (t *Target) Cap() int { return t.cache.Cap() }
 
-// Truncate drops cached tokens beyond n (rejected drafts).
-func (t *Target) Truncate(n int) error { return t.cache.Truncate(n) }
+// Rewind drops the cached rows beyond n, which must lie within the last Forward
+// (runtime.Target's contract).
+func (t *Target) Rewind(n int) error {
+	if err := t.rewind.Check(t.Name(), n); err != nil {
+		return err
+	}
+	return t.cache.Truncate(n)
+}
 
 // Reset empties the KV cache.
-func (t *Target) Reset() { t.cache.Reset() }
+func (t *Target) Reset() { t.cache.Reset(); t.rewind.Reset() }
 
 // Embed writes the embedding of token id into dst (NEmbd values).
 func (t *Target) Embed(id int, dst []float32) { t.tokEmbd.Row(id, dst) }
@@ -235,6 +242,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	if err := t.cache.Advance(n); err != nil {
 		return err
 	}
+	t.rewind.Forwarded(t.cache.Len()-n, t.cache.Len())
 	V := c.NVocab
 	out.Logits = model.Grow(out.Logits, n*V)
 	if logitsFrom < 0 {

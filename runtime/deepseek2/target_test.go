@@ -1,6 +1,7 @@
 package deepseek2
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	goruntime "runtime"
@@ -169,8 +170,9 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 	}
 }
 
-// TestTargetTruncate checks that rejected rows dropped from the cache leave no trace.
-func TestTargetTruncate(t *testing.T) {
+// TestTargetRewind checks that rejected rows dropped from the cache leave no trace, and that
+// only the positions of the last forward can be returned to.
+func TestTargetRewind(t *testing.T) {
 	spec := testmodel.DefaultTarget()
 	m := testmodel.BuildTarget(spec, 9)
 	a := openTarget(t, m, runtime.Options{Context: 32})
@@ -182,8 +184,19 @@ func TestTargetTruncate(t *testing.T) {
 	if err := a.Forward([]int{9, 9, 9, 9}, 0, nil, &sa); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Truncate(3); err != nil {
+	for _, n := range []int{2, 8} {
+		if err := a.Rewind(n); !errors.Is(err, runtime.ErrRewind) {
+			t.Errorf("Rewind(%d) after a forward of [3, 7): %v, want ErrRewind", n, err)
+		}
+	}
+	if err := a.Rewind(5); err != nil {
 		t.Fatal(err)
+	}
+	if err := a.Rewind(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Rewind(4); !errors.Is(err, runtime.ErrRewind) {
+		t.Errorf("Rewind(4) after Rewind(3): %v, want ErrRewind", err)
 	}
 	if err := a.Forward([]int{4, 5}, 0, nil, &sa); err != nil {
 		t.Fatal(err)
@@ -194,7 +207,7 @@ func TestTargetTruncate(t *testing.T) {
 	V := spec.Vocab
 	for j := 0; j < 2*V; j++ {
 		if sa.Logits[j] != sb.Logits[3*V+j] {
-			t.Fatalf("logit %d differs after truncate: %v vs %v", j, sa.Logits[j], sb.Logits[3*V+j])
+			t.Fatalf("logit %d differs after rewind: %v vs %v", j, sa.Logits[j], sb.Logits[3*V+j])
 		}
 	}
 }

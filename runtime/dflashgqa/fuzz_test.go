@@ -23,7 +23,7 @@ func (s *stubTarget) Dims() runtime.Dims                             { return s.
 func (s *stubTarget) MaxBatch() int                                  { return 4 }
 func (s *stubTarget) Len() int                                       { return 0 }
 func (s *stubTarget) Cap() int                                       { return 8 }
-func (s *stubTarget) Truncate(int) error                             { return nil }
+func (s *stubTarget) Rewind(int) error                               { return nil }
 func (s *stubTarget) Reset()                                         {}
 func (s *stubTarget) Forward([]int, int, []int, *runtime.Step) error { return nil }
 func (s *stubTarget) Embed(id int, dst []float32)                    { s.head.Row(id, dst) }

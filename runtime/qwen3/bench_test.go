@@ -135,7 +135,7 @@ func BenchmarkTargetDecode(b *testing.B) {
 			plan.Reference(b, par)
 			defer plan.Release()
 			step := func() {
-				if err := t.Truncate(L); err != nil {
+				if err := t.Rewind(L); err != nil {
 					b.Fatal(err)
 				}
 				if err := t.Forward(row, 0, nil, &st); err != nil {
@@ -164,7 +164,7 @@ func BenchmarkVerify8(b *testing.B) {
 			rows := append([]int{tok}, benchTokens(benchVerifyLen-1, t.Config.NVocab, 2)...)
 			forward := func(toks []int) func() {
 				return func() {
-					if err := t.Truncate(L); err != nil {
+					if err := t.Rewind(L); err != nil {
 						b.Fatal(err)
 					}
 					if err := t.Forward(toks, 0, nil, &st); err != nil {

@@ -22,6 +22,7 @@ type Target struct {
 	output  *kernels.Mat // token_embd when tied
 	layers  []layer
 	cache   *kvCache
+	rewind  runtime.RewindWindow
 	rope    *mla.RoPE
 	attn    *attention
 	tokens  []string
@@ -139,11 +140,17 @@ func (t *Target) Len() int { return t.cache.n }
 // Cap returns the KV cache capacity in tokens.
 func (t *Target) Cap() int { return t.cache.capacity }
 
-// Truncate drops cached tokens beyond n (rejected drafts).
-func (t *Target) Truncate(n int) error { return t.cache.truncate(n) }
+// Rewind drops the cached rows beyond n, which must lie within the last Forward
+// (runtime.Target's contract).
+func (t *Target) Rewind(n int) error {
+	if err := t.rewind.Check(t.Name(), n); err != nil {
+		return err
+	}
+	return t.cache.truncate(n)
+}
 
 // Reset empties the KV cache.
-func (t *Target) Reset() { t.cache.n = 0 }
+func (t *Target) Reset() { t.cache.n = 0; t.rewind.Reset() }
 
 // Embed writes the embedding of token id into dst (NEmbd values).
 func (t *Target) Embed(id int, dst []float32) { t.tokEmbd.Row(id, dst) }
@@ -220,6 +227,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		}
 	}
 	t.cache.n = L + n
+	t.rewind.Forwarded(L, L+n)
 	V := c.NVocab
 	out.Logits = model.Grow(out.Logits, n*V)
 	if logitsFrom < 0 {

@@ -1,6 +1,7 @@
 package qwen3
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -261,8 +262,9 @@ func TestParallelAttention(t *testing.T) {
 	}
 }
 
-// TestTruncate checks that rejected rows dropped from the cache leave no trace.
-func TestTruncate(t *testing.T) {
+// TestRewind checks that rejected rows dropped from the cache leave no trace, and that
+// only the positions of the last forward can be returned to.
+func TestRewind(t *testing.T) {
 	spec := testmodel.DefaultQwen3()
 	m := testmodel.BuildQwen3(spec, 9)
 	a := openTarget(t, m, runtime.Options{Context: 32})
@@ -273,8 +275,19 @@ func TestTruncate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := a.Truncate(3); err != nil {
+	for _, n := range []int{2, 8} {
+		if err := a.Rewind(n); !errors.Is(err, runtime.ErrRewind) {
+			t.Errorf("Rewind(%d) after a forward of [3, 7): %v, want ErrRewind", n, err)
+		}
+	}
+	if err := a.Rewind(5); err != nil {
 		t.Fatal(err)
+	}
+	if err := a.Rewind(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Rewind(4); !errors.Is(err, runtime.ErrRewind) {
+		t.Errorf("Rewind(4) after Rewind(3): %v, want ErrRewind", err)
 	}
 	if err := a.Forward([]int{4, 5}, 0, nil, &sa); err != nil {
 		t.Fatal(err)
@@ -285,11 +298,8 @@ func TestTruncate(t *testing.T) {
 	V := spec.Vocab
 	for j := 0; j < 2*V; j++ {
 		if math.Float32bits(sa.Logits[j]) != math.Float32bits(sb.Logits[3*V+j]) {
-			t.Fatalf("logit %d differs after truncate: %v vs %v", j, sa.Logits[j], sb.Logits[3*V+j])
+			t.Fatalf("logit %d differs after rewind: %v vs %v", j, sa.Logits[j], sb.Logits[3*V+j])
 		}
-	}
-	if err := a.Truncate(6); err == nil {
-		t.Error("truncating past the cached length was accepted")
 	}
 }
 

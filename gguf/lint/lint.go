@@ -152,12 +152,18 @@ func (c *checker) normTypes() {
 	}
 }
 
+// matches compares a tensor's dims with the expected ones as llama.cpp's loader does: dims
+// beyond either list count as 1 (a {H, 1} tensor is a {H} tensor).
 func matches(got []uint64, want []int64) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for i, w := range want {
-		if w >= 0 && uint64(w) != got[i] {
+	for i := range max(len(got), len(want)) {
+		g, w := uint64(1), int64(1)
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if w >= 0 && uint64(w) != g {
 			return false
 		}
 	}

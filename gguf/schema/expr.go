@@ -21,9 +21,11 @@ import (
 //	primary = INT | STRING | "true" | "false" | NAME | FUNC "(" NAME ["," INT] ")" | "(" expr ")"
 //
 // NAME is a key (its short name for an architecture key, its full name for general.* and
-// tokenizer.*) or a derived value. Functions: has(key) (the key is in the file), len(key) (an
-// array key's length), dim(tensor, i) (dimension i of a tensor, ggml order), present(tensor)
-// and any(tensor) (a tensor, or any layer's instance of a per-layer template, is in the file).
+// tokenizer.*), a derived value, or layer (the index of the block being checked; unknown
+// outside blocks). Functions: has(key) (the key is in the file), len(key) (an array key's
+// length), elem(key) (the block's entry of an integer or boolean array key, as an integer),
+// dim(tensor, i) (dimension i of a tensor, ggml order), present(tensor) and any(tensor) (a
+// tensor, or any layer's instance of a per-layer template, is in the file).
 // Tensor names may hold "{i}", the layer of the tensor being checked.
 //
 // Values are unknown when what they depend on is missing or unusable; arithmetic and
@@ -110,6 +112,18 @@ type (
 		name string
 	}
 )
+
+// layerNode is the name layer: the block being checked.
+type layerNode struct{}
+
+func (layerNode) eval(e *env) val {
+	if e.layer < 0 {
+		return unknownVal(kInt)
+	}
+	return intVal(int64(e.layer))
+}
+func (layerNode) kind() kind   { return kInt }
+func (layerNode) text() string { return "layer" }
 
 func (n litNode) eval(*env) val { return n.v }
 func (n litNode) kind() kind    { return n.v.k }
@@ -209,6 +223,8 @@ func (n funcNode) eval(e *env) val {
 		return boolVal(ok)
 	case "len":
 		return e.v.length(n.ref)
+	case "elem":
+		return e.v.elem(n.ref, e.layer)
 	case "dim":
 		dims, ok := e.v.src.TensorDims(layerName(n.arg, e.layer))
 		if !ok || n.idx >= len(dims) {
@@ -450,10 +466,12 @@ func (p *parser) primary() node {
 		switch t.s {
 		case "true", "false":
 			return litNode{boolVal(t.s == "true")}
-		case "has", "len", "dim", "present", "any":
+		case "has", "len", "elem", "dim", "present", "any":
 			if p.accept("(") {
 				return p.call(t.s)
 			}
+		case "layer":
+			return layerNode{}
 		}
 		r := p.s.refOf(t.s)
 		if r == nil {
@@ -478,14 +496,14 @@ func (p *parser) call(fn string) node {
 	}
 	n := funcNode{fn: fn, arg: a.s, k: kBool}
 	switch fn {
-	case "has", "len":
+	case "has", "len", "elem":
 		n.ref = p.s.refOf(a.s)
 		if n.ref == nil || n.ref.key == nil {
 			p.fail("%s(%s): not a key", fn, a.s)
-		} else if fn == "len" {
+		} else if fn != "has" {
 			n.k = kInt
 			if n.ref.key.Type != gguf.ValueArray {
-				p.fail("len(%s): not an array key", a.s)
+				p.fail("%s(%s): not an array key", fn, a.s)
 			}
 		}
 	case "dim":

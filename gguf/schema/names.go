@@ -71,6 +71,18 @@ const (
 	ExpertWeightsNorm       = "expert_weights_norm"
 	ExpertGatingFunc        = "expert_gating_func"
 
+	ExpertSharedFeedForwardLength = "expert_shared_feed_forward_length"
+
+	SSMConvKernel         = "ssm.conv_kernel"
+	SSMStateSize          = "ssm.state_size"
+	SSMGroupCount         = "ssm.group_count"
+	SSMTimeStepRank       = "ssm.time_step_rank"
+	SSMInnerSize          = "ssm.inner_size"
+	FullAttentionInterval = "full_attention_interval"
+	RecurrentLayers       = "attention.recurrent_layers"
+	RopeDimensionSections = "rope.dimension_sections"
+	NextNPredictLayers    = "nextn_predict_layers"
+
 	BlockSize        = "block_size"
 	SampleFromAnchor = "sample_from_anchor"
 	TargetLayers     = "target_layers"
@@ -117,10 +129,31 @@ const (
 
 	FC            = "fc.weight"
 	EncOutputNorm = "enc.output_norm.weight"
-	MarkovW1      = "markov_w1.weight"
-	MarkovW2      = "markov_w2.weight"
-	ConfProj      = "conf_proj.weight"
-	ConfProjBias  = "conf_proj.bias"
+	PostAttnNorm  = "blk.{i}.post_attention_norm.weight"
+	AttnQKV       = "blk.{i}.attn_qkv.weight"
+	AttnGate      = "blk.{i}.attn_gate.weight"
+	SSMConv1D     = "blk.{i}.ssm_conv1d.weight"
+	SSMDtBias     = "blk.{i}.ssm_dt.bias"
+	SSMA          = "blk.{i}.ssm_a"
+	SSMBeta       = "blk.{i}.ssm_beta.weight"
+	SSMAlpha      = "blk.{i}.ssm_alpha.weight"
+	SSMNorm       = "blk.{i}.ssm_norm.weight"
+	SSMOut        = "blk.{i}.ssm_out.weight"
+
+	FFNGateUpExps   = "blk.{i}.ffn_gate_up_exps.weight"
+	FFNGateInpShexp = "blk.{i}.ffn_gate_inp_shexp.weight"
+
+	NextNEHProj         = "blk.{i}.nextn.eh_proj.weight"
+	NextNENorm          = "blk.{i}.nextn.enorm.weight"
+	NextNHNorm          = "blk.{i}.nextn.hnorm.weight"
+	NextNEmbedTokens    = "blk.{i}.nextn.embed_tokens.weight"
+	NextNSharedHeadHead = "blk.{i}.nextn.shared_head_head.weight"
+	NextNSharedHeadNorm = "blk.{i}.nextn.shared_head_norm.weight"
+
+	MarkovW1     = "markov_w1.weight"
+	MarkovW2     = "markov_w2.weight"
+	ConfProj     = "conf_proj.weight"
+	ConfProjBias = "conf_proj.bias"
 )
 
 // Name returns a tensor's name in block layer (a global name is returned as it is).

@@ -189,7 +189,8 @@ func (v *Values) resolve(i int) *keyState {
 	raw, ok := v.src.Lookup(kc.full)
 	if ok {
 		st.present, st.raw = true, raw
-		st.typed = raw.Type() == kc.Type && (kc.Type != gguf.ValueArray || raw.ElemType() == kc.Elem)
+		st.typed = raw.Type() == kc.Type && (kc.Type != gguf.ValueArray || raw.ElemType() == kc.Elem ||
+			slices.Contains(kc.AlsoElem, raw.ElemType()))
 		if !st.typed {
 			v.problem(kc.full, "has type %s, llama.cpp reads %s", raw.TypeName(), typeName(kc.Key))
 			if kk == kInt && usable {
@@ -466,6 +467,56 @@ func (v *Values) Dense(i int) bool {
 	return !x.known || int64(i) < x.i
 }
 
+// Kind returns the kind of block i (Schema.Kinds): the first whose condition holds, or ""
+// when the declaration has no kinds or none holds.
+func (v *Values) Kind(i int) string {
+	e := v.env(i)
+	for _, kc := range v.s.c.kinds {
+		if kc.when == nil || kc.when.eval(e).truth() {
+			return kc.Name
+		}
+	}
+	return ""
+}
+
+// Kinds returns the kind of every block (nil when the declaration has no kinds).
+func (v *Values) Kinds() []string {
+	if len(v.s.c.kinds) == 0 {
+		return nil
+	}
+	out := make([]string, v.layers)
+	for i := range out {
+		out[i] = v.Kind(i)
+	}
+	return out
+}
+
+// elem is the entry of an integer or boolean array key for a block (elem(key)): unknown
+// outside a block, when the key is absent or mistyped, or when the array is too short.
+func (v *Values) elem(r *ref, layer int) val {
+	st := v.resolve(r.key.index)
+	if layer < 0 || !st.present || !st.typed || layer >= st.raw.Len() {
+		return unknownVal(kInt)
+	}
+	x, err := st.raw.Load()
+	if err != nil {
+		return unknownVal(kInt)
+	}
+	switch a := x.(type) {
+	case []bool:
+		b := int64(0)
+		if a[layer] {
+			b = 1
+		}
+		return intVal(b)
+	}
+	xs, err := st.raw.Ints()
+	if err != nil {
+		return unknownVal(kInt)
+	}
+	return intVal(xs[layer])
+}
+
 // Violations evaluates the declaration's rules and returns every one that fails. Rules
 // whose operands are unknown are skipped (the missing or mistyped key was reported).
 func (v *Values) Violations() []Problem { return v.violations(true) }
@@ -573,10 +624,12 @@ func (v *Values) Instances() []Instance {
 	}
 	for i := 0; i < v.layers; i++ {
 		dense := v.Dense(i)
+		kind := v.Kind(i)
 		for _, tc := range v.s.c.tensors {
 			switch {
 			case tc.Scope == Global:
 			case tc.Scope == DenseLayers && !dense, tc.Scope == MoELayers && dense:
+			case len(tc.Kinds) > 0 && !slices.Contains(tc.Kinds, kind):
 			default:
 				one(tc, i)
 			}

@@ -29,8 +29,11 @@ type Key struct {
 	// general.* / tokenizer.* key (Global).
 	Name   string
 	Global bool
-	// Type is the exact GGUF type loaders read; Elem is the element type of an array.
+	// Type is the exact GGUF type loaders read; Elem is the element type of an array, and
+	// AlsoElem lists other element types the loaders accept for it (llama.cpp reads a
+	// bool, i32 or u32 array into the same per-layer table).
 	Type, Elem gguf.ValueType
+	AlsoElem   []gguf.ValueType
 	// Required: a file must hold the key, unless Infer finds its value in a tensor's shape.
 	// When (an expression) limits the requirement to files where it holds.
 	Required bool
@@ -78,6 +81,9 @@ type Tensor struct {
 	// Unless names an alternative form (a tensor of the same layer): when that one is present
 	// this tensor is not required, and the two must not both be present.
 	Unless string
+	// Kinds lists the kinds of block (Schema.Kinds) the tensor exists in; empty: every
+	// kind. A per-layer tensor only.
+	Kinds []string
 	// F32 says the tensor is stored as F32 whatever the weights' type (llama.cpp's convention
 	// for the MoE router; 1-D tensors are F32 anyway).
 	F32 bool
@@ -103,6 +109,14 @@ type Rule struct {
 	Suppress []string
 }
 
+// Kind is one kind of block of a hybrid architecture (qwen35's Gated DeltaNet and
+// full-attention blocks). Block i is of the first kind of Schema.Kinds whose When holds for
+// it; When is an expression that may use layer (the block's index) and elem(key) (the
+// block's entry of a per-layer array key).
+type Kind struct {
+	Name, When, Doc string
+}
+
 // Schema is one GGUF architecture's declaration.
 type Schema struct {
 	// Name identifies the declaration ("dflash-mla"); Arch is general.architecture.
@@ -114,10 +128,18 @@ type Schema struct {
 	// Layers is the block count; Dense the leading dense block count ("" = every block is
 	// dense).
 	Layers, Dense string
-	Keys          []Key
-	Derived       []Derived
-	Tensors       []Tensor
-	Rules         []Rule
+	// Kinds declares the kinds of block of a hybrid architecture, in the order they are
+	// tried (nil: every block is of one kind). The last kind should hold for any block; a
+	// block of no kind (When unknown or false for all) has only the tensors of every kind.
+	Kinds   []Kind
+	Keys    []Key
+	Derived []Derived
+	Tensors []Tensor
+	Rules   []Rule
+	// NotProduced and NotRun, when set, say why convert writes no file of this architecture
+	// / the runtime loads none (yet): lint alone reads the declaration, and the conformance
+	// test expects nothing of it from the others.
+	NotProduced, NotRun string
 
 	c *compiled
 }
@@ -167,7 +189,13 @@ type ruleC struct {
 	common      bool // one of commonRules (tokenizer relations)
 }
 
+type kindC struct {
+	*Kind
+	when node
+}
+
 type compiled struct {
+	kinds         []*kindC
 	keys          []*keyC
 	names         map[string]*ref
 	derived       []*derivedC
@@ -413,6 +441,26 @@ func (s *Schema) compile() error {
 			rc.args = append(rc.args, parse(a, kAny, "common rule on "+r.Subject))
 		}
 		c.rules = append(c.rules, rc)
+	}
+	for i := range s.Kinds {
+		k := &s.Kinds[i]
+		kc := &kindC{Kind: k, when: parse(k.When, kBool, "kind "+k.Name)}
+		for _, o := range c.kinds {
+			if o.Name == k.Name {
+				return fmt.Errorf("schema %s: kind %s declared twice", s.Name, k.Name)
+			}
+		}
+		c.kinds = append(c.kinds, kc)
+	}
+	for _, tc := range c.tensors {
+		if len(tc.Kinds) > 0 && tc.Scope == Global {
+			return fmt.Errorf("schema %s: tensor %s: a global tensor has no block kind", s.Name, tc.Name)
+		}
+		for _, k := range tc.Kinds {
+			if !slices.ContainsFunc(c.kinds, func(kc *kindC) bool { return kc.Name == k }) {
+				return fmt.Errorf("schema %s: tensor %s: no kind %q", s.Name, tc.Name, k)
+			}
+		}
 	}
 	c.layers = parse(s.Layers, kInt, "layers")
 	c.dense = parse(s.Dense, kInt, "dense layers")

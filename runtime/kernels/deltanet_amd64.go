@@ -8,11 +8,19 @@ func deltaNetAsm(sOut, sIn, o, q, k, v []float32, beta float32, decay []float32,
 	if len(decay) > 1 {
 		per = 1
 	}
-	f := deltaNetAsm2
-	if curPath == pathAVX512 {
-		f = deltaNetAsm512
+	dk, dv := len(k), len(v)
+	if curPath != pathAVX512 {
+		deltaNetAsm2(&sOut[0], &sIn[0], dk, dv, &q[0], &k[0], &v[0], beta, &decay[0], per, scale, &o[0])
+		return
 	}
-	f(&sOut[0], &sIn[0], len(k), len(v), &q[0], &k[0], &v[0], beta, &decay[0], per, scale, &o[0])
+	j := 0
+	if dk == 128 && dv >= 4 && deltaWide {
+		j = dv &^ 3
+		deltaNet4x128Asm512(&sOut[0], &sIn[0], dk, j, &q[0], &k[0], &v[0], beta, &decay[0], per, scale, &o[0])
+	}
+	if j < dv {
+		deltaNetAsm512(&sOut[j*dk], &sIn[j*dk], dk, dv-j, &q[0], &k[0], &v[j], beta, &decay[0], per, scale, &o[j])
+	}
 }
 
 // convAsm runs channels [0, n) of Conv on the path's assembly and returns n, a multiple of
@@ -32,3 +40,6 @@ func convAsm(y, sOut, sIn, x, w []float32, c int) int {
 	}
 	return n
 }
+
+// deltaWide selects the four-row kernel for dk = 128 on the avx512 path (a benchmark knob).
+var deltaWide = true

@@ -14,6 +14,12 @@ func deltaNetAsm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float
 //go:noescape
 func deltaNetAsm2(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
 
+// deltaNet4x128Asm512 runs deltaNetGeneric's arithmetic on dv (a multiple of 4) rows of
+// dk = 128 values, four rows at a time.
+//
+//go:noescape
+func deltaNet4x128Asm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
+
 // convAsm512 runs convGeneric's arithmetic on channels [0, n) (n a multiple of 16) of rows
 // stride values apart; c >= 2.
 //

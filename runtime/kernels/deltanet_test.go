@@ -66,7 +66,7 @@ func withSpecials(rng *rand.Rand, v []float32) {
 // decay kinds, shapes with and without assembly, in place and not, with guard bands, on
 // ordinary and special values.
 func TestDeltaNetPaths(t *testing.T) {
-	shapes := [][2]int{{128, 128}, {64, 64}, {128, 64}, {192, 128}, {64, 1}, {48, 32}, {130, 3}}
+	shapes := [][2]int{{128, 128}, {128, 7}, {128, 4}, {64, 64}, {128, 64}, {192, 128}, {64, 1}, {48, 32}, {130, 3}}
 	for _, special := range []bool{false, true} {
 		for _, per := range []bool{false, true} {
 			for _, sh := range shapes {

@@ -169,6 +169,7 @@ func writeRecurrent(dir string) {
 	a.f("\n#include \"textflag.h\"\n")
 	a.deltaNet512()
 	a.deltaNet2()
+	a.deltaNet512x4()
 	a.convKernels()
 
 	var g gen
@@ -180,6 +181,11 @@ func writeRecurrent(dir string) {
 		g.f("//go:noescape")
 		g.f("func %s%s\n", n, deltaNetArgs)
 	}
+	g.f("// deltaNet4x128Asm512 runs deltaNetGeneric's arithmetic on dv (a multiple of 4) rows of")
+	g.f("// dk = 128 values, four rows at a time.")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func deltaNet4x128Asm512%s\n", deltaNetArgs)
 	g.convDecls()
 	if err := os.WriteFile(filepath.Join(dir, "deltanet_amd64.s"), a.s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
@@ -209,6 +215,9 @@ func (g *gen) decaySweep(sfx, r string, width, nacc int, scalar string) {
 				row = 4
 			}
 			g.f("\tVMOVUPS %d(SI)(AX*1), %s%d", width*c, r, row)
+			if width*c%64 == 0 {
+				g.f("\tPREFETCHT0 %d(SI)(AX*1)", width*c+deltaAhead)
+			}
 			if mode == "channel" {
 				g.f("\tVMULPS %d(R10)(AX*1), %s%d, %s%d", width*c, r, row, r, row)
 			} else {
@@ -225,4 +234,119 @@ func (g *gen) decaySweep(sfx, r string, width, nacc int, scalar string) {
 		}
 	}
 	g.f("deltadecayed%s:", sfx)
+}
+
+// deltaAhead is how far ahead (bytes) the four-row kernel prefetches the state it reads.
+const deltaAhead = 4096
+
+// deltaNet512x4 emits the AVX-512F recurrence for dk = 128, four rows at a time, fully
+// unrolled: the four rows' dependency chains (two reductions each) interleaved instruction
+// by instruction, which one row at a time leaves to the out-of-order window (too small for
+// it). Accumulators: row r's four in Z(16+4r)..Z(19+4r); row values in Z4, Z5, Z7, Z8
+// (rowReg); reductions into Z0-Z3 with the row registers as scratch; deltas in Z9-Z12; the
+// scalar decay in Z6, beta in X14, scale in X15. dv must be a multiple of 4.
+func (g *gen) deltaNet512x4() {
+	const rowBytes, rows, chunks = 512, 4, 8
+	rowReg := []int{4, 5, 7, 8}
+	acc := func(r, a int) int { return 16 + 4*r + a }
+	g.deltaPrologue("deltaNet4x128Asm512")
+	g.f("\tVBROADCASTSS (R10), Z6")
+	g.f("\tSHRQ $2, DX")
+	g.f("delta4row:")
+	zero := func() {
+		for r := 0; r < rows; r++ {
+			for a := 0; a < 4; a++ {
+				g.f("\tVPXORD Z%d, Z%d, Z%d", acc(r, a), acc(r, a), acc(r, a))
+			}
+		}
+	}
+	reduce := func() {
+		for r := 0; r < rows; r++ {
+			g.f("\tVADDPS Z%d, Z%d, Z%d", acc(r, 2), acc(r, 0), acc(r, 0))
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVADDPS Z%d, Z%d, Z%d", acc(r, 3), acc(r, 1), acc(r, 1))
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVADDPS Z%d, Z%d, Z%d", acc(r, 1), acc(r, 0), r)
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVEXTRACTF64X4 $1, Z%d, Y%d", r, rowReg[r])
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVADDPS Y%d, Y%d, Y%d", rowReg[r], r, r)
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVEXTRACTF128 $1, Y%d, X%d", r, rowReg[r])
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVADDPS X%d, X%d, X%d", rowReg[r], r, r)
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVPERMILPS $0x4e, X%d, X%d", r, rowReg[r])
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVADDPS X%d, X%d, X%d", rowReg[r], r, r)
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVMOVSHDUP X%d, X%d", r, rowReg[r])
+		}
+		for r := 0; r < rows; r++ {
+			g.f("\tVADDSS X%d, X%d, X%d", rowReg[r], r, r)
+		}
+	}
+	zero()
+	g.f("\tTESTQ R13, R13")
+	g.f("\tJZ delta4scalar")
+	for _, mode := range []string{"channel", "scalar"} {
+		g.f("delta4%s:", mode)
+		for c := 0; c < chunks; c++ {
+			for r := 0; r < rows; r++ {
+				off := rowBytes*r + 64*c
+				g.f("\tVMOVUPS %d(SI), Z%d", off, rowReg[r])
+				g.f("\tPREFETCHT0 %d(SI)", off+deltaAhead)
+				if mode == "channel" {
+					g.f("\tVMULPS %d(R10), Z%d, Z%d", 64*c, rowReg[r], rowReg[r])
+				} else {
+					g.f("\tVMULPS Z6, Z%d, Z%d", rowReg[r], rowReg[r])
+				}
+				g.f("\tVMOVUPS Z%d, %d(DI)", rowReg[r], off)
+				g.f("\tVFMADD231PS %d(R8), Z%d, Z%d", 64*c, rowReg[r], acc(r, c%4))
+			}
+		}
+		if mode == "channel" {
+			g.f("\tJMP delta4decayed")
+		}
+	}
+	g.f("delta4decayed:")
+	reduce()
+	for r := 0; r < rows; r++ {
+		g.f("\tVMOVSS %d(BX), X%d", 4*r, rowReg[r])
+		g.f("\tVSUBSS X%d, X%d, X%d", r, rowReg[r], rowReg[r])
+		g.f("\tVMULSS X14, X%d, X%d", rowReg[r], rowReg[r])
+		g.f("\tVBROADCASTSS X%d, Z%d", rowReg[r], 9+r)
+	}
+	zero()
+	for c := 0; c < chunks; c++ {
+		for r := 0; r < rows; r++ {
+			off := rowBytes*r + 64*c
+			g.f("\tVMOVUPS %d(DI), Z%d", off, rowReg[r])
+			g.f("\tVFMADD231PS %d(R8), Z%d, Z%d", 64*c, 9+r, rowReg[r])
+			g.f("\tVMOVUPS Z%d, %d(DI)", rowReg[r], off)
+			g.f("\tVFMADD231PS %d(R9), Z%d, Z%d", 64*c, rowReg[r], acc(r, c%4))
+		}
+	}
+	reduce()
+	for r := 0; r < rows; r++ {
+		g.f("\tVMULSS X15, X%d, X%d", r, r)
+		g.f("\tVMOVSS X%d, %d(R11)", r, 4*r)
+	}
+	g.f("\tADDQ $%d, SI", rows*rowBytes)
+	g.f("\tADDQ $%d, DI", rows*rowBytes)
+	g.f("\tADDQ $%d, BX", 4*rows)
+	g.f("\tADDQ $%d, R11", 4*rows)
+	g.f("\tDECQ DX")
+	g.f("\tJNZ delta4row")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
 }

@@ -76,8 +76,9 @@ func DeltaNetScale(d int) float32 {
 // output to o. dk = len(k) = len(q), dv = len(v) = len(o); len(sIn) and len(sOut) must be
 // at least dk*dv. decay holds the decay factors exp(g): one value (Gated DeltaNet: a scalar
 // per head) or dk values (KDA: one per key channel). scale multiplies the output (see
-// DeltaNetScale). sOut may be sIn itself (in place) but must not otherwise overlap it; o
-// must not overlap the state or the inputs.
+// DeltaNetScale). When dOut is not nil it receives the dv values delta[j] (what
+// DeltaNetReplay needs to recompute the state). sOut may be sIn itself (in place) but must
+// not otherwise overlap it; o and dOut must not overlap the state or the inputs.
 //
 // The reference loop (every path computes exactly its operations; ggmlDot is the dot
 // product's order):
@@ -85,30 +86,31 @@ func DeltaNetScale(d int) float32 {
 //	for j := 0; j < dv; j++ {
 //		in, out := sIn[j*dk:(j+1)*dk], sOut[j*dk:(j+1)*dk]
 //		for i := range out { out[i] = in[i] * decay[0 or i] }
-//		d := (v[j] - ggmlDot(out, k)) * beta
+//		d := (v[j] - ggmlDot(out, k)) * beta       // dOut[j] = d
 //		for i := range out { out[i] = fma32(k[i], d, out[i]) }
 //		o[j] = ggmlDot(out, q) * scale
 //	}
 //
 // The avx2 and avx512 paths run it in assembly when dk is a multiple of 64 (every released
 // model: 128), the portable code otherwise.
-func DeltaNet(sOut, sIn, o, q, k, v []float32, beta float32, decay []float32, scale float32) {
+func DeltaNet(sOut, sIn, o, dOut, q, k, v []float32, beta float32, decay []float32, scale float32) {
 	dk, dv := len(k), len(v)
-	if len(q) != dk || len(o) != dv || len(sIn) < dk*dv || len(sOut) < dk*dv || (len(decay) != 1 && len(decay) != dk) {
+	if len(q) != dk || len(o) != dv || len(sIn) < dk*dv || len(sOut) < dk*dv || (len(decay) != 1 && len(decay) != dk) ||
+		(dOut != nil && len(dOut) < dv) {
 		panic("kernels: DeltaNet: bad slice lengths")
 	}
 	if dk == 0 || dv == 0 {
 		return
 	}
 	if vecAsm() && dk%deltaBlock == 0 {
-		deltaNetAsm(sOut, sIn, o, q, k, v, beta, decay, scale)
+		deltaNetAsm(sOut, sIn, o, dOut, q, k, v, beta, decay, scale)
 		return
 	}
-	deltaNetGeneric(sOut, sIn, o, q, k, v, beta, decay, scale)
+	deltaNetGeneric(sOut, sIn, o, dOut, q, k, v, beta, decay, scale)
 }
 
 // deltaNetGeneric is the portable DeltaNet (the definition of its bits).
-func deltaNetGeneric(sOut, sIn, o, q, k, v []float32, beta float32, decay []float32, scale float32) {
+func deltaNetGeneric(sOut, sIn, o, dOut, q, k, v []float32, beta float32, decay []float32, scale float32) {
 	dk := len(k)
 	for j := range v {
 		in, out := sIn[j*dk:(j+1)*dk], sOut[j*dk:(j+1)*dk]
@@ -124,6 +126,9 @@ func deltaNetGeneric(sOut, sIn, o, q, k, v []float32, beta float32, decay []floa
 			}
 		}
 		d := (v[j] - ggmlDot(out, k)) * beta
+		if dOut != nil {
+			dOut[j] = d
+		}
 		for i, x := range k {
 			out[i] = fma32(x, d, out[i])
 		}
@@ -164,18 +169,21 @@ const deltaRowsMinWork = 1 << 16
 // not otherwise overlap it.
 //
 // Per token t (len n): q and k rows of QKHeads*DK values at q[t*QKHeads*DK:], v and o rows
-// of Heads*DV, beta of Heads, decay of Heads (or Heads*DK with PerChannel) values. Heads run
+// of Heads*DV, beta of Heads, decay of Heads (or Heads*DK with PerChannel) values; delta,
+// when not nil, receives rows of Heads*DV values: every head's deltas (DeltaNet's dOut), the
+// stash from which Replay recomputes the state after any row. Heads run
 // in parallel on up to Parallelism goroutines (the pool of Tasks) when the state is large
 // enough; each head's tokens run in order on one goroutine, so the bits do not depend on the
 // split. A head's state (64 KiB at 128 x 128) stays in L2 across a batch's tokens.
-func (l DeltaNetLayer) Rows(states [][]float32, s0, o, q, k, v, beta, decay []float32, n int) {
+func (l DeltaNetLayer) Rows(states [][]float32, s0, o, delta, q, k, v, beta, decay []float32, n int) {
 	if n <= 0 {
 		return
 	}
 	hs, dl := l.DK*l.DV, l.decayLen()
 	if l.Heads <= 0 || l.QKHeads <= 0 || l.DK <= 0 || l.DV <= 0 || len(states) < n || len(s0) < l.Heads*hs ||
 		len(q) < n*l.QKHeads*l.DK || len(k) < n*l.QKHeads*l.DK || len(v) < n*l.Heads*l.DV ||
-		len(o) < n*l.Heads*l.DV || len(beta) < n*l.Heads || len(decay) < n*l.Heads*dl {
+		len(o) < n*l.Heads*l.DV || len(beta) < n*l.Heads || len(decay) < n*l.Heads*dl ||
+		(delta != nil && len(delta) < n*l.Heads*l.DV) {
 		panic("kernels: DeltaNetLayer.Rows: bad shape or slice lengths")
 	}
 	for t := 0; t < n; t++ {
@@ -193,9 +201,99 @@ func (l DeltaNetLayer) Rows(states [][]float32, s0, o, q, k, v, beta, decay []fl
 			}
 			qt, kt := q[t*l.QKHeads*l.DK+qh:], k[t*l.QKHeads*l.DK+qh:]
 			vt, ot := v[(t*l.Heads+h)*l.DV:], o[(t*l.Heads+h)*l.DV:]
-			DeltaNet(states[t][lo:hi], in[lo:hi], ot[:l.DV], qt[:l.DK], kt[:l.DK], vt[:l.DV],
+			var dt []float32
+			if delta != nil {
+				dt = delta[(t*l.Heads+h)*l.DV:][:l.DV]
+			}
+			DeltaNet(states[t][lo:hi], in[lo:hi], ot[:l.DV], dt, qt[:l.DK], kt[:l.DK], vt[:l.DV],
 				beta[t*l.Heads+h], decay[(t*l.Heads+h)*dl:(t*l.Heads+h+1)*dl], l.Scale)
 		}
+	}
+	parts := 1
+	if l.Heads*hs >= deltaRowsMinWork {
+		parts = Parallelism()
+	}
+	Tasks(l.Heads, parts, head)
+}
+
+// DeltaNetReplay recomputes a head's state after n tokens from the state before them, sIn,
+// and what DeltaNet stashed of those tokens: per token t, the key k[t*kStride:][:dk], the
+// deltas delta[t*dStride:][:dv] (DeltaNet's dOut) and the decay decay[t*aStride:] (one
+// value, or dk with perChannel). It writes the state to sOut (dv rows of dk values) with the
+// operations DeltaNet does on the state, in the same order, so the result is bit for bit the
+// state DeltaNet computed after token n-1; it needs no dot product, so it costs about one
+// pass over the state however many tokens it replays: a recurrent target's rollback to row
+// a of a verify batch (n = a+1) from the state before the batch. sOut may be sIn (in place)
+// but must not otherwise overlap it. n = 0 copies sIn.
+//
+// The reference loop:
+//
+//	for j := 0; j < dv; j++ {
+//		row := sOut[j*dk:(j+1)*dk]; copy(row, sIn[j*dk:(j+1)*dk])
+//		for t := 0; t < n; t++ {
+//			for i := range row { row[i] = row[i] * decay_t[0 or i] }
+//			for i := range row { row[i] = fma32(k_t[i], delta_t[j], row[i]) }
+//		}
+//	}
+//
+// The avx2 and avx512 paths run it in assembly when dk is a multiple of 64.
+func DeltaNetReplay(sOut, sIn []float32, dk, dv int, k []float32, kStride int, delta []float32, dStride int, decay []float32, aStride int, perChannel bool, n int) {
+	dl := 1
+	if perChannel {
+		dl = dk
+	}
+	if dk <= 0 || dv <= 0 || n < 0 || len(sIn) < dk*dv || len(sOut) < dk*dv ||
+		n > 0 && (len(k) < (n-1)*kStride+dk || len(delta) < (n-1)*dStride+dv || len(decay) < (n-1)*aStride+dl) {
+		panic("kernels: DeltaNetReplay: bad shape or slice lengths")
+	}
+	if n == 0 {
+		copy(sOut[:dk*dv], sIn[:dk*dv])
+		return
+	}
+	if vecAsm() && dk%deltaBlock == 0 {
+		deltaReplayAsm(sOut, sIn, dk, dv, k, kStride, delta, dStride, decay, aStride, perChannel, n)
+		return
+	}
+	deltaReplayGeneric(sOut, sIn, dk, dv, k, kStride, delta, dStride, decay, aStride, dl, n)
+}
+
+// deltaReplayGeneric is the portable DeltaNetReplay (the definition of its bits).
+func deltaReplayGeneric(sOut, sIn []float32, dk, dv int, k []float32, kStride int, delta []float32, dStride int, decay []float32, aStride, dl, n int) {
+	for j := 0; j < dv; j++ {
+		row := sOut[j*dk : (j+1)*dk]
+		copy(row, sIn[j*dk:(j+1)*dk])
+		for t := 0; t < n; t++ {
+			kt, d, a := k[t*kStride:][:dk], delta[t*dStride+j], decay[t*aStride:][:dl]
+			if dl == 1 {
+				for i := range row {
+					row[i] *= a[0]
+				}
+			} else {
+				for i := range row {
+					row[i] *= a[i]
+				}
+			}
+			for i, x := range kt {
+				row[i] = fma32(x, d, row[i])
+			}
+		}
+	}
+}
+
+// Replay recomputes the layer's state after n tokens of a Rows call from the state before
+// them (s0) into sOut, from the inputs k and decay of that call and the deltas it wrote
+// (Rows' delta): the bits of states[n-1] of that call (DeltaNetReplay per head, heads split
+// over goroutines like Rows). sOut may be s0 (in place) but must not otherwise overlap it.
+func (l DeltaNetLayer) Replay(sOut, s0, k, delta, decay []float32, n int) {
+	hs, dl := l.DK*l.DV, l.decayLen()
+	if l.Heads <= 0 || l.QKHeads <= 0 || n < 0 || len(sOut) < l.Heads*hs || len(s0) < l.Heads*hs ||
+		len(k) < n*l.QKHeads*l.DK || len(delta) < n*l.Heads*l.DV || len(decay) < n*l.Heads*dl {
+		panic("kernels: DeltaNetLayer.Replay: bad shape or slice lengths")
+	}
+	head := func(_, h int) {
+		qh := (h % l.QKHeads) * l.DK
+		DeltaNetReplay(sOut[h*hs:(h+1)*hs], s0[h*hs:(h+1)*hs], l.DK, l.DV, k[qh:], l.QKHeads*l.DK,
+			delta[h*l.DV:], l.Heads*l.DV, decay[h*dl:], l.Heads*dl, l.PerChannel, n)
 	}
 	parts := 1
 	if l.Heads*hs >= deltaRowsMinWork {

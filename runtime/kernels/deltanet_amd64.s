@@ -4,8 +4,8 @@
 
 #include "textflag.h"
 
-// func deltaNetAsm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
-TEXT ·deltaNetAsm512(SB), NOSPLIT, $0-96
+// func deltaNetAsm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o, dOut *float32)
+TEXT ·deltaNetAsm512(SB), NOSPLIT, $0-104
 	MOVQ sOut+0(FP), DI
 	MOVQ sIn+8(FP), SI
 	MOVQ dk+16(FP), CX
@@ -19,6 +19,7 @@ TEXT ·deltaNetAsm512(SB), NOSPLIT, $0-96
 	MOVQ perChannel+72(FP), R13
 	VMOVSS scale+80(FP), X15
 	MOVQ o+88(FP), R11
+	MOVQ dOut+96(FP), R12
 	VBROADCASTSS (R10), Z6
 deltarow512:
 	VPXORD Z0, Z0, Z0
@@ -92,6 +93,10 @@ deltadecayed512:
 	VMOVSS (BX), X5
 	VSUBSS X0, X5, X5
 	VMULSS X14, X5, X5
+	TESTQ R12, R12
+	JZ deltanod512
+	VMOVSS X5, 0(R12)
+deltanod512:
 	VBROADCASTSS X5, Z5
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -135,13 +140,17 @@ deltaupdate512:
 	ADDQ CX, DI
 	ADDQ $4, BX
 	ADDQ $4, R11
+	TESTQ R12, R12
+	JZ deltanoadv512
+	ADDQ $4, R12
+deltanoadv512:
 	DECQ DX
 	JNZ deltarow512
 	VZEROUPPER
 	RET
 
-// func deltaNetAsm2(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
-TEXT ·deltaNetAsm2(SB), NOSPLIT, $0-96
+// func deltaNetAsm2(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o, dOut *float32)
+TEXT ·deltaNetAsm2(SB), NOSPLIT, $0-104
 	MOVQ sOut+0(FP), DI
 	MOVQ sIn+8(FP), SI
 	MOVQ dk+16(FP), CX
@@ -155,6 +164,7 @@ TEXT ·deltaNetAsm2(SB), NOSPLIT, $0-96
 	MOVQ perChannel+72(FP), R13
 	VMOVSS scale+80(FP), X15
 	MOVQ o+88(FP), R11
+	MOVQ dOut+96(FP), R12
 	VBROADCASTSS (R10), Y9
 deltarow2:
 	VXORPS Y0, Y0, Y0
@@ -266,6 +276,10 @@ deltadecayed2:
 	VMOVSS (BX), X10
 	VSUBSS X0, X10, X10
 	VMULSS X14, X10, X10
+	TESTQ R12, R12
+	JZ deltanod2
+	VMOVSS X10, 0(R12)
+deltanod2:
 	VBROADCASTSS X10, Y10
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -331,13 +345,17 @@ deltaupdate2:
 	ADDQ CX, DI
 	ADDQ $4, BX
 	ADDQ $4, R11
+	TESTQ R12, R12
+	JZ deltanoadv2
+	ADDQ $4, R12
+deltanoadv2:
 	DECQ DX
 	JNZ deltarow2
 	VZEROUPPER
 	RET
 
-// func deltaNet4x128Asm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
-TEXT ·deltaNet4x128Asm512(SB), NOSPLIT, $0-96
+// func deltaNet4x128Asm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o, dOut *float32)
+TEXT ·deltaNet4x128Asm512(SB), NOSPLIT, $0-104
 	MOVQ sOut+0(FP), DI
 	MOVQ sIn+8(FP), SI
 	MOVQ dk+16(FP), CX
@@ -351,6 +369,7 @@ TEXT ·deltaNet4x128Asm512(SB), NOSPLIT, $0-96
 	MOVQ perChannel+72(FP), R13
 	VMOVSS scale+80(FP), X15
 	MOVQ o+88(FP), R11
+	MOVQ dOut+96(FP), R12
 	VBROADCASTSS (R10), Z6
 	SHRQ $2, DX
 delta4row:
@@ -743,18 +762,34 @@ delta4decayed:
 	VMOVSS 0(BX), X4
 	VSUBSS X0, X4, X4
 	VMULSS X14, X4, X4
+	TESTQ R12, R12
+	JZ delta4nod0
+	VMOVSS X4, 0(R12)
+delta4nod0:
 	VBROADCASTSS X4, Z9
 	VMOVSS 4(BX), X5
 	VSUBSS X1, X5, X5
 	VMULSS X14, X5, X5
+	TESTQ R12, R12
+	JZ delta4nod1
+	VMOVSS X5, 4(R12)
+delta4nod1:
 	VBROADCASTSS X5, Z10
 	VMOVSS 8(BX), X7
 	VSUBSS X2, X7, X7
 	VMULSS X14, X7, X7
+	TESTQ R12, R12
+	JZ delta4nod2
+	VMOVSS X7, 8(R12)
+delta4nod2:
 	VBROADCASTSS X7, Z11
 	VMOVSS 12(BX), X8
 	VSUBSS X3, X8, X8
 	VMULSS X14, X8, X8
+	TESTQ R12, R12
+	JZ delta4nod3
+	VMOVSS X8, 12(R12)
+delta4nod3:
 	VBROADCASTSS X8, Z12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -956,8 +991,184 @@ delta4decayed:
 	ADDQ $2048, DI
 	ADDQ $16, BX
 	ADDQ $16, R11
+	TESTQ R12, R12
+	JZ delta4noadv
+	ADDQ $16, R12
+delta4noadv:
 	DECQ DX
 	JNZ delta4row
+	VZEROUPPER
+	RET
+
+// func deltaReplayAsm512(sOut, sIn *float32, dk, dv int, k *float32, kStride int, delta *float32, dStride int, decay *float32, aStride int, n int, pcMask int)
+TEXT ·deltaReplayAsm512(SB), NOSPLIT, $0-96
+	MOVQ sOut+0(FP), DI
+	MOVQ sIn+8(FP), SI
+	MOVQ dk+16(FP), CX
+	SHLQ $2, CX
+	MOVQ dv+24(FP), DX
+	MOVQ k+32(FP), R8
+	MOVQ delta+48(FP), R9
+	MOVQ decay+64(FP), R10
+	MOVQ n+80(FP), BX
+deltaReplayAsm512row:
+	XORQ AX, AX
+deltaReplayAsm512chunk:
+	VMOVUPS 0(SI)(AX*1), Z0
+	VMOVUPS 64(SI)(AX*1), Z1
+	VMOVUPS 128(SI)(AX*1), Z2
+	VMOVUPS 192(SI)(AX*1), Z3
+	LEAQ (R8)(AX*1), R11
+	MOVQ R9, R12
+	MOVQ AX, R14
+	ANDQ pcMask+88(FP), R14
+	LEAQ (R10)(R14*1), R13
+	MOVQ BX, R14
+	CMPQ pcMask+88(FP), $0
+	JEQ deltaReplayAsm512scalar
+deltaReplayAsm512channel:
+	VBROADCASTSS (R12), Z4
+	VMULPS 0(R13), Z0, Z0
+	VFMADD231PS 0(R11), Z4, Z0
+	VMULPS 64(R13), Z1, Z1
+	VFMADD231PS 64(R11), Z4, Z1
+	VMULPS 128(R13), Z2, Z2
+	VFMADD231PS 128(R11), Z4, Z2
+	VMULPS 192(R13), Z3, Z3
+	VFMADD231PS 192(R11), Z4, Z3
+	ADDQ kStride+40(FP), R11
+	ADDQ dStride+56(FP), R12
+	ADDQ aStride+72(FP), R13
+	DECQ R14
+	JNZ deltaReplayAsm512channel
+	JMP deltaReplayAsm512store
+deltaReplayAsm512scalar:
+	VBROADCASTSS (R12), Z4
+	VBROADCASTSS (R13), Z5
+	VMULPS Z5, Z0, Z0
+	VFMADD231PS 0(R11), Z4, Z0
+	VMULPS Z5, Z1, Z1
+	VFMADD231PS 64(R11), Z4, Z1
+	VMULPS Z5, Z2, Z2
+	VFMADD231PS 128(R11), Z4, Z2
+	VMULPS Z5, Z3, Z3
+	VFMADD231PS 192(R11), Z4, Z3
+	ADDQ kStride+40(FP), R11
+	ADDQ dStride+56(FP), R12
+	ADDQ aStride+72(FP), R13
+	DECQ R14
+	JNZ deltaReplayAsm512scalar
+deltaReplayAsm512store:
+	VMOVUPS Z0, 0(DI)(AX*1)
+	VMOVUPS Z1, 64(DI)(AX*1)
+	VMOVUPS Z2, 128(DI)(AX*1)
+	VMOVUPS Z3, 192(DI)(AX*1)
+	ADDQ $256, AX
+	CMPQ AX, CX
+	JLT deltaReplayAsm512chunk
+	ADDQ CX, SI
+	ADDQ CX, DI
+	ADDQ $4, R9
+	DECQ DX
+	JNZ deltaReplayAsm512row
+	VZEROUPPER
+	RET
+
+// func deltaReplayAsm2(sOut, sIn *float32, dk, dv int, k *float32, kStride int, delta *float32, dStride int, decay *float32, aStride int, n int, pcMask int)
+TEXT ·deltaReplayAsm2(SB), NOSPLIT, $0-96
+	MOVQ sOut+0(FP), DI
+	MOVQ sIn+8(FP), SI
+	MOVQ dk+16(FP), CX
+	SHLQ $2, CX
+	MOVQ dv+24(FP), DX
+	MOVQ k+32(FP), R8
+	MOVQ delta+48(FP), R9
+	MOVQ decay+64(FP), R10
+	MOVQ n+80(FP), BX
+deltaReplayAsm2row:
+	XORQ AX, AX
+deltaReplayAsm2chunk:
+	VMOVUPS 0(SI)(AX*1), Y0
+	VMOVUPS 32(SI)(AX*1), Y1
+	VMOVUPS 64(SI)(AX*1), Y2
+	VMOVUPS 96(SI)(AX*1), Y3
+	VMOVUPS 128(SI)(AX*1), Y4
+	VMOVUPS 160(SI)(AX*1), Y5
+	VMOVUPS 192(SI)(AX*1), Y6
+	VMOVUPS 224(SI)(AX*1), Y7
+	LEAQ (R8)(AX*1), R11
+	MOVQ R9, R12
+	MOVQ AX, R14
+	ANDQ pcMask+88(FP), R14
+	LEAQ (R10)(R14*1), R13
+	MOVQ BX, R14
+	CMPQ pcMask+88(FP), $0
+	JEQ deltaReplayAsm2scalar
+deltaReplayAsm2channel:
+	VBROADCASTSS (R12), Y8
+	VMULPS 0(R13), Y0, Y0
+	VFMADD231PS 0(R11), Y8, Y0
+	VMULPS 32(R13), Y1, Y1
+	VFMADD231PS 32(R11), Y8, Y1
+	VMULPS 64(R13), Y2, Y2
+	VFMADD231PS 64(R11), Y8, Y2
+	VMULPS 96(R13), Y3, Y3
+	VFMADD231PS 96(R11), Y8, Y3
+	VMULPS 128(R13), Y4, Y4
+	VFMADD231PS 128(R11), Y8, Y4
+	VMULPS 160(R13), Y5, Y5
+	VFMADD231PS 160(R11), Y8, Y5
+	VMULPS 192(R13), Y6, Y6
+	VFMADD231PS 192(R11), Y8, Y6
+	VMULPS 224(R13), Y7, Y7
+	VFMADD231PS 224(R11), Y8, Y7
+	ADDQ kStride+40(FP), R11
+	ADDQ dStride+56(FP), R12
+	ADDQ aStride+72(FP), R13
+	DECQ R14
+	JNZ deltaReplayAsm2channel
+	JMP deltaReplayAsm2store
+deltaReplayAsm2scalar:
+	VBROADCASTSS (R12), Y8
+	VBROADCASTSS (R13), Y9
+	VMULPS Y9, Y0, Y0
+	VFMADD231PS 0(R11), Y8, Y0
+	VMULPS Y9, Y1, Y1
+	VFMADD231PS 32(R11), Y8, Y1
+	VMULPS Y9, Y2, Y2
+	VFMADD231PS 64(R11), Y8, Y2
+	VMULPS Y9, Y3, Y3
+	VFMADD231PS 96(R11), Y8, Y3
+	VMULPS Y9, Y4, Y4
+	VFMADD231PS 128(R11), Y8, Y4
+	VMULPS Y9, Y5, Y5
+	VFMADD231PS 160(R11), Y8, Y5
+	VMULPS Y9, Y6, Y6
+	VFMADD231PS 192(R11), Y8, Y6
+	VMULPS Y9, Y7, Y7
+	VFMADD231PS 224(R11), Y8, Y7
+	ADDQ kStride+40(FP), R11
+	ADDQ dStride+56(FP), R12
+	ADDQ aStride+72(FP), R13
+	DECQ R14
+	JNZ deltaReplayAsm2scalar
+deltaReplayAsm2store:
+	VMOVUPS Y0, 0(DI)(AX*1)
+	VMOVUPS Y1, 32(DI)(AX*1)
+	VMOVUPS Y2, 64(DI)(AX*1)
+	VMOVUPS Y3, 96(DI)(AX*1)
+	VMOVUPS Y4, 128(DI)(AX*1)
+	VMOVUPS Y5, 160(DI)(AX*1)
+	VMOVUPS Y6, 192(DI)(AX*1)
+	VMOVUPS Y7, 224(DI)(AX*1)
+	ADDQ $256, AX
+	CMPQ AX, CX
+	JLT deltaReplayAsm2chunk
+	ADDQ CX, SI
+	ADDQ CX, DI
+	ADDQ $4, R9
+	DECQ DX
+	JNZ deltaReplayAsm2row
 	VZEROUPPER
 	RET
 

@@ -7,18 +7,32 @@ package kernels
 // deltaNetAsm512 runs deltaNetGeneric's arithmetic on dv rows of dk (a multiple of 64) values.
 //
 //go:noescape
-func deltaNetAsm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
+func deltaNetAsm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o, dOut *float32)
 
 // deltaNetAsm2 runs deltaNetGeneric's arithmetic on dv rows of dk (a multiple of 64) values.
 //
 //go:noescape
-func deltaNetAsm2(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
+func deltaNetAsm2(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o, dOut *float32)
 
 // deltaNet4x128Asm512 runs deltaNetGeneric's arithmetic on dv (a multiple of 4) rows of
 // dk = 128 values, four rows at a time.
 //
 //go:noescape
-func deltaNet4x128Asm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)
+func deltaNet4x128Asm512(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o, dOut *float32)
+
+// deltaReplayAsm512 runs deltaReplayGeneric's arithmetic on dv rows of dk (a multiple of 64)
+// values, n >= 1 tokens, the inputs of token t at k + t*kStride, delta + t*dStride and
+// decay + t*aStride bytes (pcMask -1: dk decays a token, 0: one).
+//
+//go:noescape
+func deltaReplayAsm512(sOut, sIn *float32, dk, dv int, k *float32, kStride int, delta *float32, dStride int, decay *float32, aStride int, n int, pcMask int)
+
+// deltaReplayAsm2 runs deltaReplayGeneric's arithmetic on dv rows of dk (a multiple of 64)
+// values, n >= 1 tokens, the inputs of token t at k + t*kStride, delta + t*dStride and
+// decay + t*aStride bytes (pcMask -1: dk decays a token, 0: one).
+//
+//go:noescape
+func deltaReplayAsm2(sOut, sIn *float32, dk, dv int, k *float32, kStride int, delta *float32, dStride int, decay *float32, aStride int, n int, pcMask int)
 
 // convAsm512 runs convGeneric's arithmetic on channels [0, n) (n a multiple of 16) of rows
 // stride values apart; c >= 2.

@@ -56,8 +56,12 @@ func newDeltaInputs(l DeltaNetLayer, n int) deltaInputs {
 //   - mode=batch8-inplace: an 8-row verify batch that keeps only the final state;
 //   - mode=batch8-slots: the same batch writing the state after every row to its own slot
 //     (per-row snapshots for rollback);
+//   - mode=batch8-stash: the same batch keeping the state before it (the final state goes to
+//     a scratch state) and writing every row's deltas (the stash of the replay rollback);
+//   - mode=replay4: the rollback of that design, Replay of 4 rows from the state before the
+//     batch;
 //
-// both batches reported as their time over a one-token step's in the same run (steps).
+// the last four reported as their time over a one-token step's in the same run (steps).
 func BenchmarkDeltaNet(b *testing.B) {
 	for _, sh := range deltaBenchLayers {
 		for _, bp := range benchPaths() {
@@ -65,7 +69,7 @@ func BenchmarkDeltaNet(b *testing.B) {
 				continue
 			}
 			for _, threads := range []int{1, 2} {
-				for _, mode := range []string{"step", "batch8-inplace", "batch8-slots"} {
+				for _, mode := range []string{"step", "batch8-inplace", "batch8-slots", "batch8-stash", "replay4"} {
 					name := fmt.Sprintf("%s/path=%s/threads=%d/mode=%s", sh.name, bp.name, threads, mode)
 					b.Run(name, func(b *testing.B) {
 						defer setPath(bp.path)()
@@ -91,16 +95,29 @@ func benchDeltaNet(b *testing.B, l DeltaNetLayer, bp benchPath, threads int, mod
 	for i := range self {
 		self[i] = [][]float32{states[i], states[i], states[i], states[i], states[i], states[i], states[i], states[i]}
 	}
-	var slots [][]float32 // one set of 8 slots per layer
-	if mode == "batch8-slots" {
+	var slots [][]float32 // one set of 8 slots per layer (batch8-slots), or one scratch state (batch8-stash)
+	switch mode {
+	case "batch8-slots":
 		slots = make([][]float32, 8*layers)
 		for i := range slots {
 			slots[i] = make([]float32, l.StateLen())
 		}
+	case "batch8-stash":
+		slots = make([][]float32, 8*layers)
+		for i := 0; i < layers; i++ {
+			scratch := make([]float32, l.StateLen())
+			for t := 0; t < 8; t++ {
+				slots[8*i+t] = scratch
+			}
+		}
+	}
+	var delta []float32
+	if mode == "batch8-stash" || mode == "replay4" {
+		delta = uvec(rng, 8*l.Heads*l.DV, 0.1)
 	}
 	step := func() {
 		for i, s := range states {
-			l.Rows(self[i][:1], s, one.o, one.q, one.k, one.v, one.beta, one.decay, 1)
+			l.Rows(self[i][:1], s, one.o, nil, one.q, one.k, one.v, one.beta, one.decay, 1)
 		}
 	}
 	clock, release := clockFor(threads)
@@ -133,14 +150,24 @@ func benchDeltaNet(b *testing.B, l DeltaNetLayer, bp benchPath, threads int, mod
 		b.ReportMetric(ratio, "ratio-to-rw")
 		b.ReportMetric(gflops, "GFLOP/s")
 		b.ReportMetric(gflops/(peak*float64(threads)), "ratio-to-peak")
-	case "batch8-inplace", "batch8-slots":
+	case "replay4":
+		replay := func() {
+			for _, s := range states {
+				l.Replay(s, s, eight.k, delta, eight.decay, 4)
+			}
+		}
+		kern, ref, ratio, _, _ := paired(b, clock, step, replay)
+		b.ReportMetric(1/ratio, "steps")
+		b.ReportMetric(float64(kern.Microseconds())/float64(layers), "us/layer")
+		b.ReportMetric(float64(ref.Microseconds())/float64(layers), "step-us/layer")
+	case "batch8-inplace", "batch8-slots", "batch8-stash":
 		batch := func() {
 			for i, s := range states {
 				st := self[i]
 				if slots != nil {
 					st = slots[8*i : 8*i+8]
 				}
-				l.Rows(st, s, eight.o, eight.q, eight.k, eight.v, eight.beta, eight.decay, 8)
+				l.Rows(st, s, eight.o, delta, eight.q, eight.k, eight.v, eight.beta, eight.decay, 8)
 			}
 		}
 		kern, ref, ratio, _, _ := paired(b, clock, step, batch)

@@ -80,14 +80,19 @@ func TestDeltaNetPaths(t *testing.T) {
 					withSpecials(rng, c.k)
 					withSpecials(rng, c.v)
 				}
-				wantS, wantO := make([]float32, dk*dv), make([]float32, dv)
-				deltaNetGeneric(wantS, s0, wantO, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
+				wantS, wantO, wantD := make([]float32, dk*dv), make([]float32, dv), make([]float32, dv)
+				deltaNetGeneric(wantS, s0, wantO, wantD, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
 				withPath(t, func(t *testing.T) {
 					sOut, checkS := guarded(t, dk*dv)
 					o, checkO := guarded(t, dv)
-					DeltaNet(sOut, s0, o, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
+					d, checkD := guarded(t, dv)
+					DeltaNet(sOut, s0, o, d, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
 					checkS()
 					checkO()
+					checkD()
+					if i := sameBits(d, wantD); i >= 0 {
+						t.Fatalf("dk %d dv %d per-channel %v: delta[%d] = %v, want %v", dk, dv, per, i, d[i], wantD[i])
+					}
 					if i := sameBits(sOut, wantS); i >= 0 {
 						t.Fatalf("dk %d dv %d per-channel %v: state[%d] = %v, want %v", dk, dv, per, i, sOut[i], wantS[i])
 					}
@@ -95,7 +100,7 @@ func TestDeltaNetPaths(t *testing.T) {
 						t.Fatalf("dk %d dv %d per-channel %v: o[%d] = %v, want %v", dk, dv, per, i, o[i], wantO[i])
 					}
 					inPlace := slices.Clone(s0)
-					DeltaNet(inPlace, inPlace, o, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
+					DeltaNet(inPlace, inPlace, o, nil, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
 					if i := sameBits(inPlace, wantS); i >= 0 {
 						t.Fatalf("in place: state[%d] = %v, want %v", i, inPlace[i], wantS[i])
 					}
@@ -145,7 +150,7 @@ func TestDeltaNetLlamaOrder(t *testing.T) {
 		o, refO := make([]float32, dv), make([]float32, dv)
 		for tok := 0; tok < 6; tok++ {
 			c := randDeltaCase(rng, dk, dv, per)
-			DeltaNet(s, s, o, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
+			DeltaNet(s, s, o, nil, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
 			llamaDeltaNet(ref, refO, c, DeltaNetScale(dk))
 			if i := sameBits(s, ref); i >= 0 {
 				t.Fatalf("token %d: state[%d] = %v, llama.cpp's order %v", tok, i, s[i], ref[i])
@@ -236,7 +241,7 @@ func TestDeltaNetFloat64(t *testing.T) {
 			var worst float64
 			for tok := 0; tok < 64; tok++ {
 				c := randDeltaCase(rng, dk, dv, per)
-				DeltaNet(s, s, o, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
+				DeltaNet(s, s, o, nil, c.q, c.k, c.v, c.beta, c.decay, DeltaNetScale(dk))
 				for j := 0; j < dv; j++ {
 					row := ref[j*dk : (j+1)*dk]
 					var kv float64
@@ -278,70 +283,89 @@ func TestDeltaNetFloat64(t *testing.T) {
 // every parallelism.
 func TestDeltaNetLayerRows(t *testing.T) {
 	for _, per := range []bool{false, true} {
-		l := DeltaNetLayer{Heads: 6, QKHeads: 2, DK: 64, DV: 32, PerChannel: per, Scale: DeltaNetScale(64)}
-		rng := rand.New(rand.NewPCG(21, 22))
-		n := 5
-		dl := 1
-		if per {
-			dl = l.DK
-		}
-		s0 := uvec(rng, l.StateLen(), 0.5)
-		q, k := make([]float32, 0), make([]float32, 0)
-		for i := 0; i < n*l.QKHeads; i++ {
-			q, k = append(q, unitVec(rng, l.DK)...), append(k, unitVec(rng, l.DK)...)
-		}
-		v, beta := uvec(rng, n*l.Heads*l.DV, 1), uvec(rng, n*l.Heads, 0.5)
-		decay := make([]float32, n*l.Heads*dl)
-		for i := range decay {
-			decay[i] = float32(math.Exp(-rng.Float64()))
-		}
-		// token by token, head by head, with the tiled head map written out
-		want := make([][]float32, n)
-		wantO := make([]float32, n*l.Heads*l.DV)
-		prev := s0
-		for tok := 0; tok < n; tok++ {
-			want[tok] = make([]float32, l.StateLen())
-			hs := l.DK * l.DV
-			for h := 0; h < l.Heads; h++ {
-				qk := tok*l.QKHeads*l.DK + (h%l.QKHeads)*l.DK
-				deltaNetGeneric(want[tok][h*hs:(h+1)*hs], prev[h*hs:(h+1)*hs], wantO[(tok*l.Heads+h)*l.DV:][:l.DV],
-					q[qk:qk+l.DK], k[qk:qk+l.DK], v[(tok*l.Heads+h)*l.DV:][:l.DV], beta[tok*l.Heads+h],
-					decay[(tok*l.Heads+h)*dl:][:dl], l.Scale)
+		for _, dk := range []int{64, 128, 48} {
+			l := DeltaNetLayer{Heads: 6, QKHeads: 2, DK: dk, DV: 32, PerChannel: per, Scale: DeltaNetScale(dk)}
+			rng := rand.New(rand.NewPCG(21, 22))
+			n := 5
+			dl := 1
+			if per {
+				dl = l.DK
 			}
-			prev = want[tok]
-		}
-		for _, par := range []int{1, 2, 3} {
-			withPath(t, func(t *testing.T) {
-				defer SetParallelism(Parallelism())
-				SetParallelism(par)
-				states := make([][]float32, n)
-				for i := range states {
-					states[i] = make([]float32, l.StateLen())
+			s0 := uvec(rng, l.StateLen(), 0.5)
+			q, k := make([]float32, 0), make([]float32, 0)
+			for i := 0; i < n*l.QKHeads; i++ {
+				q, k = append(q, unitVec(rng, l.DK)...), append(k, unitVec(rng, l.DK)...)
+			}
+			v, beta := uvec(rng, n*l.Heads*l.DV, 1), uvec(rng, n*l.Heads, 0.5)
+			decay := make([]float32, n*l.Heads*dl)
+			for i := range decay {
+				decay[i] = float32(math.Exp(-rng.Float64()))
+			}
+			// token by token, head by head, with the tiled head map written out
+			want := make([][]float32, n)
+			wantO := make([]float32, n*l.Heads*l.DV)
+			prev := s0
+			for tok := 0; tok < n; tok++ {
+				want[tok] = make([]float32, l.StateLen())
+				hs := l.DK * l.DV
+				for h := 0; h < l.Heads; h++ {
+					qk := tok*l.QKHeads*l.DK + (h%l.QKHeads)*l.DK
+					deltaNetGeneric(want[tok][h*hs:(h+1)*hs], prev[h*hs:(h+1)*hs], wantO[(tok*l.Heads+h)*l.DV:][:l.DV], nil,
+						q[qk:qk+l.DK], k[qk:qk+l.DK], v[(tok*l.Heads+h)*l.DV:][:l.DV], beta[tok*l.Heads+h],
+						decay[(tok*l.Heads+h)*dl:][:dl], l.Scale)
 				}
-				o := make([]float32, n*l.Heads*l.DV)
-				l.Rows(states, s0, o, q, k, v, beta, decay, n)
-				for tok := range states {
-					if i := sameBits(states[tok], want[tok]); i >= 0 {
-						t.Fatalf("per-channel %v parallelism %d: state after token %d [%d] = %v, want %v", per, par, tok, i, states[tok][i], want[tok][i])
+				prev = want[tok]
+			}
+			for _, par := range []int{1, 2, 3} {
+				withPath(t, func(t *testing.T) {
+					defer SetParallelism(Parallelism())
+					SetParallelism(par)
+					states := make([][]float32, n)
+					for i := range states {
+						states[i] = make([]float32, l.StateLen())
 					}
-				}
-				if i := sameBits(o, wantO); i >= 0 {
-					t.Fatalf("per-channel %v parallelism %d: o[%d] = %v, want %v", per, par, i, o[i], wantO[i])
-				}
-				inPlace := slices.Clone(s0)
-				same := make([][]float32, n)
-				for i := range same {
-					same[i] = inPlace
-				}
-				clear(o)
-				l.Rows(same, inPlace, o, q, k, v, beta, decay, n)
-				if i := sameBits(inPlace, want[n-1]); i >= 0 {
-					t.Fatalf("in place: state[%d] = %v, want %v", i, inPlace[i], want[n-1][i])
-				}
-				if i := sameBits(o, wantO); i >= 0 {
-					t.Fatalf("in place: o[%d] = %v, want %v", i, o[i], wantO[i])
-				}
-			})
+					o, delta := make([]float32, n*l.Heads*l.DV), make([]float32, n*l.Heads*l.DV)
+					l.Rows(states, s0, o, delta, q, k, v, beta, decay, n)
+					for tok := range states {
+						if i := sameBits(states[tok], want[tok]); i >= 0 {
+							t.Fatalf("per-channel %v parallelism %d: state after token %d [%d] = %v, want %v", per, par, tok, i, states[tok][i], want[tok][i])
+						}
+					}
+					if i := sameBits(o, wantO); i >= 0 {
+						t.Fatalf("per-channel %v parallelism %d: o[%d] = %v, want %v", per, par, i, o[i], wantO[i])
+					}
+					inPlace := slices.Clone(s0)
+					same := make([][]float32, n)
+					for i := range same {
+						same[i] = inPlace
+					}
+					clear(o)
+					l.Rows(same, inPlace, o, nil, q, k, v, beta, decay, n)
+					if i := sameBits(inPlace, want[n-1]); i >= 0 {
+						t.Fatalf("in place: state[%d] = %v, want %v", i, inPlace[i], want[n-1][i])
+					}
+					if i := sameBits(o, wantO); i >= 0 {
+						t.Fatalf("in place: o[%d] = %v, want %v", i, o[i], wantO[i])
+					}
+					// rollback: the state after every row, recomputed from s0 and the stash
+					for a := 0; a <= n; a++ {
+						r := make([]float32, l.StateLen())
+						l.Replay(r, s0, k, delta, decay, a)
+						w := s0
+						if a > 0 {
+							w = want[a-1]
+						}
+						if i := sameBits(r, w); i >= 0 {
+							t.Fatalf("replay of %d rows: state[%d] = %v, want %v", a, i, r[i], w[i])
+						}
+						inPlace := slices.Clone(s0)
+						l.Replay(inPlace, inPlace, k, delta, decay, a)
+						if i := sameBits(inPlace, w); i >= 0 {
+							t.Fatalf("replay of %d rows in place: state[%d] = %v, want %v", a, i, inPlace[i], w[i])
+						}
+					}
+				})
+			}
 		}
 	}
 }

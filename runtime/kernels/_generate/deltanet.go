@@ -20,14 +20,15 @@ import (
 // gives the same additions.
 
 // deltaNetArgs is the Go signature of both recurrence kernels.
-const deltaNetArgs = "(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o *float32)"
+const deltaNetArgs = "(sOut, sIn *float32, dk, dv int, q, k, v *float32, beta float32, decay *float32, perChannel int, scale float32, o, dOut *float32)"
 
 // deltaPrologue loads the recurrence kernels' arguments: DI sOut row, SI sIn row, CX row
-// bytes, DX rows left, R9 q, R8 k, BX v[j], R10 decay, R13 perChannel, R11 o[j]; beta in X14
+// bytes, DX rows left, R9 q, R8 k, BX v[j], R10 decay, R13 perChannel, R11 o[j], R12 dOut[j]
+// (or nil); beta in X14
 // and scale in X15.
 func (g *gen) deltaPrologue(name string) {
 	g.f("// func %s%s", name, deltaNetArgs)
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-96", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-104", name)
 	g.f("\tMOVQ sOut+0(FP), DI")
 	g.f("\tMOVQ sIn+8(FP), SI")
 	g.f("\tMOVQ dk+16(FP), CX")
@@ -41,6 +42,24 @@ func (g *gen) deltaPrologue(name string) {
 	g.f("\tMOVQ perChannel+72(FP), R13")
 	g.f("\tVMOVSS scale+80(FP), X15")
 	g.f("\tMOVQ o+88(FP), R11")
+	g.f("\tMOVQ dOut+96(FP), R12")
+}
+
+// storeDelta emits the store of delta (in X<x>) to dOut (R12) at byte offset off, unless dOut
+// is nil.
+func (g *gen) storeDelta(label string, x, off int) {
+	g.f("\tTESTQ R12, R12")
+	g.f("\tJZ %s", label)
+	g.f("\tVMOVSS X%d, %d(R12)", x, off)
+	g.f("%s:", label)
+}
+
+// advanceDelta emits dOut += n unless dOut is nil.
+func (g *gen) advanceDelta(label string, n int) {
+	g.f("\tTESTQ R12, R12")
+	g.f("\tJZ %s", label)
+	g.f("\tADDQ $%d, R12", n)
+	g.f("%s:", label)
 }
 
 // deltaNet512 emits the AVX-512F recurrence: per row j of the state, one sweep decays the
@@ -60,6 +79,7 @@ func (g *gen) deltaNet512() {
 	g.f("\tVMOVSS (BX), X5")
 	g.f("\tVSUBSS X0, X5, X5")
 	g.f("\tVMULSS X14, X5, X5")
+	g.storeDelta("deltanod512", 5, 0)
 	g.f("\tVBROADCASTSS X5, Z5")
 	for a := 0; a < 4; a++ {
 		g.f("\tVPXORD Z%d, Z%d, Z%d", a, a, a)
@@ -82,6 +102,7 @@ func (g *gen) deltaNet512() {
 	g.f("\tADDQ CX, DI")
 	g.f("\tADDQ $4, BX")
 	g.f("\tADDQ $4, R11")
+	g.advanceDelta("deltanoadv512", 4)
 	g.f("\tDECQ DX")
 	g.f("\tJNZ deltarow512")
 	g.f("\tVZEROUPPER")
@@ -117,6 +138,7 @@ func (g *gen) deltaNet2() {
 	g.f("\tVMOVSS (BX), X10")
 	g.f("\tVSUBSS X0, X10, X10")
 	g.f("\tVMULSS X14, X10, X10")
+	g.storeDelta("deltanod2", 10, 0)
 	g.f("\tVBROADCASTSS X10, Y10")
 	for a := 0; a < 8; a++ {
 		g.f("\tVXORPS Y%d, Y%d, Y%d", a, a, a)
@@ -139,6 +161,7 @@ func (g *gen) deltaNet2() {
 	g.f("\tADDQ CX, DI")
 	g.f("\tADDQ $4, BX")
 	g.f("\tADDQ $4, R11")
+	g.advanceDelta("deltanoadv2", 4)
 	g.f("\tDECQ DX")
 	g.f("\tJNZ deltarow2")
 	g.f("\tVZEROUPPER")
@@ -170,6 +193,8 @@ func writeRecurrent(dir string) {
 	a.deltaNet512()
 	a.deltaNet2()
 	a.deltaNet512x4()
+	a.deltaReplay("deltaReplayAsm512", "Z", 64)
+	a.deltaReplay("deltaReplayAsm2", "Y", 32)
 	a.convKernels()
 
 	var g gen
@@ -186,6 +211,14 @@ func writeRecurrent(dir string) {
 	g.f("//")
 	g.f("//go:noescape")
 	g.f("func deltaNet4x128Asm512%s\n", deltaNetArgs)
+	for _, n := range []string{"deltaReplayAsm512", "deltaReplayAsm2"} {
+		g.f("// %s runs deltaReplayGeneric's arithmetic on dv rows of dk (a multiple of 64)", n)
+		g.f("// values, n >= 1 tokens, the inputs of token t at k + t*kStride, delta + t*dStride and")
+		g.f("// decay + t*aStride bytes (pcMask -1: dk decays a token, 0: one).")
+		g.f("//")
+		g.f("//go:noescape")
+		g.f("func %s%s\n", n, deltaReplayArgs)
+	}
 	g.convDecls()
 	if err := os.WriteFile(filepath.Join(dir, "deltanet_amd64.s"), a.s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
@@ -324,6 +357,7 @@ func (g *gen) deltaNet512x4() {
 		g.f("\tVMOVSS %d(BX), X%d", 4*r, rowReg[r])
 		g.f("\tVSUBSS X%d, X%d, X%d", r, rowReg[r], rowReg[r])
 		g.f("\tVMULSS X14, X%d, X%d", rowReg[r], rowReg[r])
+		g.storeDelta(fmt.Sprintf("delta4nod%d", r), rowReg[r], 4*r)
 		g.f("\tVBROADCASTSS X%d, Z%d", rowReg[r], 9+r)
 	}
 	zero()
@@ -345,8 +379,84 @@ func (g *gen) deltaNet512x4() {
 	g.f("\tADDQ $%d, DI", rows*rowBytes)
 	g.f("\tADDQ $%d, BX", 4*rows)
 	g.f("\tADDQ $%d, R11", 4*rows)
+	g.advanceDelta("delta4noadv", 4*rows)
 	g.f("\tDECQ DX")
 	g.f("\tJNZ delta4row")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// deltaReplayArgs is the Go signature of the replay kernels.
+const deltaReplayArgs = "(sOut, sIn *float32, dk, dv int, k *float32, kStride int, delta *float32, dStride int, decay *float32, aStride int, n int, pcMask int)"
+
+// deltaReplay emits the replay of n tokens' decays and rank-one updates on a state (see
+// deltaReplayGeneric): each chunk of 64 values of a row is loaded once into registers (4
+// ZMM or 8 YMM: kind r, width bytes each), goes through the n tokens, and is stored once.
+// SI sIn, DI sOut, CX row bytes, DX rows left, BX n, AX chunk offset, R8 k, R9 delta[j],
+// R10 decay; per token R11 k_t, R12 delta_t[j], R13 decay_t, R14 tokens left; strides from
+// the frame. pcMask is -1 for per-channel decays (decay_t + chunk offset), 0 for one scalar.
+func (g *gen) deltaReplay(name, r string, width int) {
+	nreg := 256 / width
+	g.f("// func %s%s", name, deltaReplayArgs)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-96", name)
+	g.f("\tMOVQ sOut+0(FP), DI")
+	g.f("\tMOVQ sIn+8(FP), SI")
+	g.f("\tMOVQ dk+16(FP), CX")
+	g.f("\tSHLQ $2, CX")
+	g.f("\tMOVQ dv+24(FP), DX")
+	g.f("\tMOVQ k+32(FP), R8")
+	g.f("\tMOVQ delta+48(FP), R9")
+	g.f("\tMOVQ decay+64(FP), R10")
+	g.f("\tMOVQ n+80(FP), BX")
+	g.f("%srow:", name)
+	g.f("\tXORQ AX, AX")
+	g.f("%schunk:", name)
+	for c := 0; c < nreg; c++ {
+		g.f("\tVMOVUPS %d(SI)(AX*1), %s%d", width*c, r, c)
+	}
+	g.f("\tLEAQ (R8)(AX*1), R11")
+	g.f("\tMOVQ R9, R12")
+	g.f("\tMOVQ AX, R14")
+	g.f("\tANDQ pcMask+88(FP), R14")
+	g.f("\tLEAQ (R10)(R14*1), R13")
+	g.f("\tMOVQ BX, R14")
+	g.f("\tCMPQ pcMask+88(FP), $0")
+	g.f("\tJEQ %sscalar", name)
+	for _, mode := range []string{"channel", "scalar"} {
+		g.f("%s%s:", name, mode)
+		g.f("\tVBROADCASTSS (R12), %s%d", r, nreg)
+		if mode == "scalar" {
+			g.f("\tVBROADCASTSS (R13), %s%d", r, nreg+1)
+		}
+		for c := 0; c < nreg; c++ {
+			if mode == "channel" {
+				g.f("\tVMULPS %d(R13), %s%d, %s%d", width*c, r, c, r, c)
+			} else {
+				g.f("\tVMULPS %s%d, %s%d, %s%d", r, nreg+1, r, c, r, c)
+			}
+			g.f("\tVFMADD231PS %d(R11), %s%d, %s%d", width*c, r, nreg, r, c)
+		}
+		g.f("\tADDQ kStride+40(FP), R11")
+		g.f("\tADDQ dStride+56(FP), R12")
+		g.f("\tADDQ aStride+72(FP), R13")
+		g.f("\tDECQ R14")
+		g.f("\tJNZ %s%s", name, mode)
+		if mode == "channel" {
+			g.f("\tJMP %sstore", name)
+		}
+	}
+	g.f("%sstore:", name)
+	for c := 0; c < nreg; c++ {
+		g.f("\tVMOVUPS %s%d, %d(DI)(AX*1)", r, c, width*c)
+	}
+	g.f("\tADDQ $256, AX")
+	g.f("\tCMPQ AX, CX")
+	g.f("\tJLT %schunk", name)
+	g.f("\tADDQ CX, SI")
+	g.f("\tADDQ CX, DI")
+	g.f("\tADDQ $4, R9")
+	g.f("\tDECQ DX")
+	g.f("\tJNZ %srow", name)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }

@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // The delta-rule recurrence of linear-attention layers: Qwen3.5's Gated DeltaNet (one decay
 // per head) and Kimi's KDA (one decay per key channel), as llama.cpp's fused CPU op
@@ -191,29 +194,71 @@ func (l DeltaNetLayer) Rows(states [][]float32, s0, o, delta, q, k, v, beta, dec
 			panic("kernels: DeltaNetLayer.Rows: state slot too short")
 		}
 	}
-	head := func(_, h int) {
-		qh := (h % l.QKHeads) * l.DK
-		lo, hi := h*hs, (h+1)*hs
-		for t := 0; t < n; t++ {
-			in := s0
-			if t > 0 {
-				in = states[t-1]
-			}
-			qt, kt := q[t*l.QKHeads*l.DK+qh:], k[t*l.QKHeads*l.DK+qh:]
-			vt, ot := v[(t*l.Heads+h)*l.DV:], o[(t*l.Heads+h)*l.DV:]
-			var dt []float32
-			if delta != nil {
-				dt = delta[(t*l.Heads+h)*l.DV:][:l.DV]
-			}
-			DeltaNet(states[t][lo:hi], in[lo:hi], ot[:l.DV], dt, qt[:l.DK], kt[:l.DK], vt[:l.DV],
-				beta[t*l.Heads+h], decay[(t*l.Heads+h)*dl:(t*l.Heads+h+1)*dl], l.Scale)
+	j := deltaJobs.Get().(*deltaJob)
+	j.l, j.states, j.s0, j.o, j.delta, j.q, j.k, j.v, j.beta, j.decay, j.n = l, states, s0, o, delta, q, k, v, beta, decay, n
+	Tasks(l.Heads, l.parts(), j.rows)
+	j.release()
+}
+
+// parts returns the goroutines a call on the layer's state uses: one below
+// deltaRowsMinWork state values, Parallelism from there.
+func (l DeltaNetLayer) parts() int {
+	if l.Heads*l.DK*l.DV >= deltaRowsMinWork {
+		return Parallelism()
+	}
+	return 1
+}
+
+// deltaJob holds the arguments of a Rows or Replay call for its tasks (one per head), so
+// that a call allocates nothing: the jobs and their task functions are made once and pooled.
+type deltaJob struct {
+	l                                        DeltaNetLayer
+	states                                   [][]float32
+	s0, sOut, o, delta, q, k, v, beta, decay []float32
+	n                                        int
+	rows, replay                             func(part, h int)
+}
+
+var deltaJobs = sync.Pool{New: func() any {
+	j := new(deltaJob)
+	j.rows, j.replay = j.rowsHead, j.replayHead
+	return j
+}}
+
+// release drops the job's references to the caller's slices and returns it to the pool.
+func (j *deltaJob) release() {
+	rows, replay := j.rows, j.replay
+	*j = deltaJob{rows: rows, replay: replay}
+	deltaJobs.Put(j)
+}
+
+// rowsHead runs head h of a Rows call through its tokens.
+func (j *deltaJob) rowsHead(_, h int) {
+	l, n, hs, dl := j.l, j.n, j.l.DK*j.l.DV, j.l.decayLen()
+	qh := (h % l.QKHeads) * l.DK
+	lo, hi := h*hs, (h+1)*hs
+	for t := 0; t < n; t++ {
+		in := j.s0
+		if t > 0 {
+			in = j.states[t-1]
 		}
+		qt, kt := j.q[t*l.QKHeads*l.DK+qh:], j.k[t*l.QKHeads*l.DK+qh:]
+		vt, ot := j.v[(t*l.Heads+h)*l.DV:], j.o[(t*l.Heads+h)*l.DV:]
+		var dt []float32
+		if j.delta != nil {
+			dt = j.delta[(t*l.Heads+h)*l.DV:][:l.DV]
+		}
+		DeltaNet(j.states[t][lo:hi], in[lo:hi], ot[:l.DV], dt, qt[:l.DK], kt[:l.DK], vt[:l.DV],
+			j.beta[t*l.Heads+h], j.decay[(t*l.Heads+h)*dl:(t*l.Heads+h+1)*dl], l.Scale)
 	}
-	parts := 1
-	if l.Heads*hs >= deltaRowsMinWork {
-		parts = Parallelism()
-	}
-	Tasks(l.Heads, parts, head)
+}
+
+// replayHead runs head h of a Replay call.
+func (j *deltaJob) replayHead(_, h int) {
+	l, hs, dl := j.l, j.l.DK*j.l.DV, j.l.decayLen()
+	qh := (h % l.QKHeads) * l.DK
+	DeltaNetReplay(j.sOut[h*hs:(h+1)*hs], j.s0[h*hs:(h+1)*hs], l.DK, l.DV, j.k[qh:], l.QKHeads*l.DK,
+		j.delta[h*l.DV:], l.Heads*l.DV, j.decay[h*dl:], l.Heads*dl, l.PerChannel, j.n)
 }
 
 // DeltaNetReplay recomputes a head's state after n tokens from the state before them, sIn,
@@ -290,14 +335,8 @@ func (l DeltaNetLayer) Replay(sOut, s0, k, delta, decay []float32, n int) {
 		len(k) < n*l.QKHeads*l.DK || len(delta) < n*l.Heads*l.DV || len(decay) < n*l.Heads*dl {
 		panic("kernels: DeltaNetLayer.Replay: bad shape or slice lengths")
 	}
-	head := func(_, h int) {
-		qh := (h % l.QKHeads) * l.DK
-		DeltaNetReplay(sOut[h*hs:(h+1)*hs], s0[h*hs:(h+1)*hs], l.DK, l.DV, k[qh:], l.QKHeads*l.DK,
-			delta[h*l.DV:], l.Heads*l.DV, decay[h*dl:], l.Heads*dl, l.PerChannel, n)
-	}
-	parts := 1
-	if l.Heads*hs >= deltaRowsMinWork {
-		parts = Parallelism()
-	}
-	Tasks(l.Heads, parts, head)
+	j := deltaJobs.Get().(*deltaJob)
+	j.l, j.sOut, j.s0, j.k, j.delta, j.decay, j.n = l, sOut, s0, k, delta, decay, n
+	Tasks(l.Heads, l.parts(), j.replay)
+	j.release()
 }

@@ -382,3 +382,20 @@ func TestDeltaNetScale(t *testing.T) {
 		}
 	}
 }
+
+// TestDeltaNetNoAlloc checks that Rows and Replay allocate nothing per call (their task
+// arguments live in pooled jobs).
+func TestDeltaNetNoAlloc(t *testing.T) {
+	defer SetParallelism(Parallelism())
+	SetParallelism(1)
+	l := DeltaNetLayer{Heads: 4, QKHeads: 2, DK: 64, DV: 64, Scale: DeltaNetScale(64)}
+	in := newDeltaInputs(l, 2)
+	s0, s1 := make([]float32, l.StateLen()), make([]float32, l.StateLen())
+	states, delta := [][]float32{s1, s1}, make([]float32, 2*l.Heads*l.DV)
+	if a := testing.AllocsPerRun(20, func() {
+		l.Rows(states, s0, in.o, delta, in.q, in.k, in.v, in.beta, in.decay, 2)
+		l.Replay(s1, s0, in.k, delta, in.decay, 2)
+	}); a != 0 {
+		t.Fatalf("%v allocations per Rows and Replay", a)
+	}
+}

@@ -38,7 +38,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go run ./_generate: %v\n%s", err, out)
 	}
-	for _, f := range []string{"kernels_amd64.s", "kernels_amd64_gen.go"} {
+	for _, f := range []string{"kernels_amd64.s", "kernels_amd64_gen.go", "deltanet_amd64.s", "deltanet_amd64_gen.go"} {
 		want, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)

@@ -460,6 +460,7 @@ func main() {
 	if err := os.WriteFile(filepath.Join(*dir, "kernels_amd64_gen.go"), src, 0o644); err != nil {
 		log.Fatal(err)
 	}
+	writeRecurrent(*dir) // deltanet.go, conv.go
 }
 
 func title(s string) string {

@@ -5,7 +5,7 @@ FUZZTIME  ?= 3s
 LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
-.PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
+.PHONY: all build demo test test-short bench-report vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
 	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets clean
 
 all: build
@@ -21,6 +21,12 @@ demo: build
 ## test: vet, the race-enabled test suite, the portable kernel path, which kernel paths this
 ## machine tested, the demo-asset rebuild, and a short run of every fuzz target.
 test: vet race test-purego test-paths test-demo fuzz-short
+
+## test-short: the inner loop (about 35 s here): every package with -short, which skips the
+## demo pair builds, the kernel generator rerun, the 4-token enumeration worlds and the full
+## kernel path matrix (each skip says so); `make test` runs everything.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -68,6 +68,13 @@ lint: vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x -count 1 $(PKGS)
 
+## bench-report: the table of docs/benchmarks.md measured on this machine in one run, with the
+## commit and the CPU (paste it into the doc). Builds the demo pair on first use (about a
+## minute); the llama.cpp row needs node/npm; DSPARK_BENCH_FULL=1 adds convert vs cp and the
+## k3-full block (17 GB of disk, minutes).
+bench-report: build
+	$(GO) run ./scripts/benchreport -bin $(BIN)
+
 ## bench-convert: convert of the full-size synthetic K3 draft vs cp of the same bytes, peak RSS.
 bench-convert: build
 	./scripts/bench-convert.sh $(BIN)

@@ -72,7 +72,11 @@ func main() {
 	fmt.Println("| figure | one / two threads | goal | met | command |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.what, r.figure, r.goal, r.met, r.command)
+		c := []string{r.what, r.figure, r.goal, r.met, r.command}
+		for i := range c {
+			c[i] = strings.ReplaceAll(c[i], "|", `\|`) // a bar inside a cell ends it in markdown
+		}
+		fmt.Printf("| %s |\n", strings.Join(c, " | "))
 	}
 }
 

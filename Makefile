@@ -22,7 +22,7 @@ demo: build
 ## machine tested, the demo-asset rebuild, and a short run of every fuzz target.
 test: vet race test-purego test-paths test-demo fuzz-short
 
-## test-short: the inner loop (about 35 s here): every package with -short, which skips the
+## test-short: the inner loop (35-60 s here): every package with -short, which skips the
 ## demo pair builds, the kernel generator rerun, the 4-token enumeration worlds and the full
 ## kernel path matrix (each skip says so); `make test` runs everything.
 test-short:

@@ -5,7 +5,7 @@ FUZZTIME  ?= 3s
 LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
-.PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
+.PHONY: all build demo test test-short bench-report vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
 	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets clean
 
 all: build
@@ -21,6 +21,12 @@ demo: build
 ## test: vet, the race-enabled test suite, the portable kernel path, which kernel paths this
 ## machine tested, the demo-asset rebuild, and a short run of every fuzz target.
 test: vet race test-purego test-paths test-demo fuzz-short
+
+## test-short: the inner loop (35-60 s here): every package with -short, which skips the
+## demo pair builds, the kernel generator rerun, the 4-token enumeration worlds and the full
+## kernel path matrix (each skip says so); `make test` runs everything.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
@@ -61,6 +67,13 @@ lint: vet
 ## bench: every Go benchmark once (headline figures with their same-run limits; see docs/benchmarks.md).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x -count 1 $(PKGS)
+
+## bench-report: the table of docs/benchmarks.md measured on this machine in one run, with the
+## commit and the CPU (paste it into the doc). Builds the demo pair on first use (about a
+## minute); the llama.cpp row needs node/npm; DSPARK_BENCH_FULL=1 adds convert vs cp and the
+## k3-full block (17 GB of disk, minutes).
+bench-report: build
+	$(GO) run ./scripts/benchreport -bin $(BIN)
 
 ## bench-convert: convert of the full-size synthetic K3 draft vs cp of the same bytes, peak RSS.
 bench-convert: build

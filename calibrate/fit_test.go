@@ -32,6 +32,9 @@ func synthetic(seed uint64, rounds int, trueT []float64, mu, sd float64) *Sample
 }
 
 func TestFitRecoversTemperatures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: fits 30000 synthetic rounds (about ten seconds); `go test` without -short (make test) runs it")
+	}
 	if raceEnabled {
 		t.Skip("single-goroutine arithmetic on 50000 rounds takes minutes under -race; `make test` runs this test without -race (test-demo)")
 	}

@@ -234,6 +234,9 @@ func TestGQALosslessExact(t *testing.T) {
 			if raceEnabled && w.vocab > 3 && w.params.TopK == 0 {
 				t.Skip("a 4-token world takes tens of seconds under -race; make test-purego runs it without")
 			}
+			if testing.Short() && w.vocab > 3 && w.params.TopK == 0 {
+				t.Skip("-short: the 4-token worlds; `go test` without -short (make test) runs them")
+			}
 			ts := testmodel.DefaultTarget()
 			ts.Embd, ts.Vocab, ts.Layers = 40, w.vocab, 4
 			tg := newFakeTarget(t, runtime.Dims{NEmbd: ts.Embd, NVocab: ts.Vocab, NLayer: ts.Layers}, 41)

@@ -27,6 +27,9 @@ var englishOnce struct {
 // build, calibration keys.
 func englishTestPair(t *testing.T) (target, draft string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: builds the English test pair; `go test` without -short (make test) runs it")
+	}
 	p := &englishOnce
 	p.Do(func() {
 		f, err := demo.Open(demo.OpenOptions{CacheDir: filepath.Join(testDir, "english"), Recipe: &demo.TestEnglish})

@@ -744,6 +744,9 @@ func TestRunParityFailureExitStatus(t *testing.T) {
 // (here the small test recipe), reports it as built, reuses it on the next run, and a cache
 // directory that cannot be written is an error naming it and the flags that help.
 func TestRunDemoEnglish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the English test pair; `go test` without -short (make test) runs it")
+	}
 	defer func(n int, r *demo.EnglishRecipe) { demoReps, demoRecipe = n, r }(demoReps, demoRecipe)
 	demoReps, demoRecipe = 1, &demo.TestEnglish
 	cache := t.TempDir()

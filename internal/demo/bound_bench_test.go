@@ -33,7 +33,7 @@ type boundRound struct {
 }
 
 // BenchmarkScheduleBound bounds what any verify schedule can gain over full blocks on the
-// English demo pair with this machine's measured cost model (docs/benchmarks.md, "Verify
+// English demo pair with this machine's measured cost model (git show 373a0dc:docs/benchmarks.md, "Verify
 // scheduler and calibration"). For the held-out quarter of testdata/calibration-prompts.txt
 // (50 prompts), the target decodes 96 greedy tokens; every position of that continuation
 // anchors a draft block, teacher-forced (for the positions that matter, those after accepted

@@ -17,6 +17,9 @@ import (
 // convert) and checks that the embedded, compressed files hold exactly those bytes.
 // It is skipped under the race detector (a minute there); make test runs it separately.
 func TestAssetsReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: rebuilding the demo pair takes over a minute; `go test` without -short (make test) runs it")
+	}
 	if raceEnabled {
 		t.Skip("rebuilding the demo pair under -race is too slow; `make test` runs this test without -race")
 	}

@@ -230,6 +230,9 @@ func TestEnglishPairTiny(t *testing.T) {
 // another kernel path than the first where the machine has one (avx2 after avx512, portable
 // after avx2): the builder's fits run with f32 activations, whose bits every path shares.
 func TestEnglishDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the English test pair (seconds); `go test` without -short (make test) runs it")
+	}
 	if raceEnabled {
 		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
 	}
@@ -266,6 +269,9 @@ func TestEnglishDeterministic(t *testing.T) {
 // check, rebuilt (with a note) when a file is damaged or the manifest is of another recipe,
 // and a directory left by an interrupted build is never trusted.
 func TestOpenCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the English test pair (seconds); `go test` without -short (make test) runs it")
+	}
 	if raceEnabled {
 		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
 	}
@@ -340,6 +346,9 @@ func TestOpenCacheUnwritable(t *testing.T) {
 // TestOpenCacheInterrupted: a build cancelled midway (Ctrl-C) returns the context's error and
 // leaves nothing in the cache, and the next Open builds the pair.
 func TestOpenCacheInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the English test pair (seconds); `go test` without -short (make test) runs it")
+	}
 	if raceEnabled {
 		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
 	}

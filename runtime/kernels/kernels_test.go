@@ -293,6 +293,9 @@ func TestDTypeString(t *testing.T) {
 // end in a narrower call of every width from 2 to 5) and every kind of batch (single pass,
 // chunked, remainders).
 func TestPathsAgree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the full matrix of types, batch sizes and precisions on every path; `go test` without -short (make test) runs it")
+	}
 	r := rand.New(rand.NewPCG(9, 10))
 	for i, dt := range []DType{F32, F16, BF16, Q8_0, BF16, BF16, BF16, BF16} {
 		rows := 16*(7+i%4) + 3

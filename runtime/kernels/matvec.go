@@ -10,12 +10,10 @@ const MaxBatch = 64
 // a call of fewer than 6 x 128 KiB streams its panels in fewer than the kernel's six streams.
 // Every stream starts cold (the hardware prefetcher has to see it first), and for the small
 // matrices of a step (a MoE expert's 307 KB down projection in six streams of 51 KB) those
-// starts cost more than the parallel streams gain. On a Zen 5, three alternated runs per
-// case, decode / read of the `small` MoE target went 0.72 -> 0.77 (one thread) and 0.78 ->
-// 0.82 (two) with f32 activations, 0.72 -> 0.77 and 0.74 -> 0.82 on the avx2 path, 0.79 ->
-// 0.85 and 0.79 -> 0.80 with bf16; the dense `small` target 0.79 -> 0.83 and 0.86 -> 0.88
-// (medians; docs/benchmarks.md). Matrices of 768 KB and more are unchanged at one thread. A
-// variable so that tests can run the widest kernels on small matrices too.
+// starts cost more than the parallel streams gain; matrices of 768 KB and more are not
+// affected. Chosen by decode against the same-run read on the `small` targets
+// (docs/benchmarks.md; measurements: `git show 373a0dc:docs/benchmarks.md`). A variable so
+// that tests can run the widest kernels on small matrices too.
 var minStreamBytes = 128 << 10
 
 // MatVec computes dst[i] = sum_k M[i,k] * x[k] for every row i, accumulating in float32 in

@@ -9,20 +9,11 @@ import (
 
 // minPartWork is the least number of multiply-adds worth handing to another goroutine: 64 Ki
 // (128 KB of BF16 weights for one row, ~4 µs of streaming at one core's rate) against the
-// microsecond a polling worker takes to join. At 1 Mi the attention projections of a
-// hidden-1024 model (0.6-0.8 Mi each) ran on one goroutine, and two-thread decode read the
-// weights at 0.72-0.78 of a two-thread read on the dense `small` target and 0.82-0.83 on the
-// demo target; at 256 Ki 0.83-0.88 and 0.87-0.91 (three alternated runs on a Zen 5). At 128
-// Ki MLA's per-head k_b of those models splits too, and so does each routed expert's
-// gate-up product inside its task, which lets a goroutine that has run out of tasks help the
-// one still in its last: on an Intel Xeon (Emerald Rapids) the `small` MoE target's two-thread
-// decode went from 0.65-0.69 to 0.69-0.77 of the read and the dense one's from 0.77-0.80 to
-// 0.80-0.83, the demo target's unchanged (0.81-0.85; three alternated runs each, 64 Ki and
-// 32 Ki no better there). At 64 Ki the dense target's per-head v_b (192 Ki) splits too, and the
-// MoE target's expert products: on a Zen 5, 128 Ki and 64 Ki switched step by step in one
-// process, 64 Ki read more of the read in 10 of 10 runs on the dense target (+1-3 %; with a
-// 70-78 GB/s read 0.78-0.82 -> 0.80-0.85) and 8 of 10 on the MoE one (up to +10 %), the demo
-// target (nothing of it changes) within +-1.7 % either way (docs/benchmarks.md).
+// microsecond a polling worker takes to join. It is low enough that the attention projections,
+// MLA's per-head k_b and v_b and each routed expert's products of hidden-1024 models split
+// across threads. It was chosen by two-thread decode against the same-run read
+// (docs/benchmarks.md, "Current figures"; the measurements behind it are in git history,
+// `git show 373a0dc:docs/benchmarks.md`, sections "Zen 5 with AVX512_BF16" and "Zen 5, 12-04 late night").
 var minPartWork = 1 << 16 // a variable so that tests can force splitting
 
 // parallelism is the number of goroutines a call may use (0: GOMAXPROCS).
@@ -204,10 +195,9 @@ func leave() bool {
 // chunksPerPart is how many equal chunks each participant of a batch call (and of a MatVecs
 // or unpacked one-row call) gets on average: enough that a late worker leaves work the caller
 // can take and that the last chunk, which one goroutine may wait for alone, is short; few
-// enough that chunks stay long streams. When one-row calls were cut so too, the demo target's
-// two-thread decode/read went 0.73-0.74 (2), 0.75-0.76 (4), 0.77-0.79 (8), 0.75-0.78 (16),
-// 0.72-0.79 (32) in alternated runs (docs/benchmarks.md); packed one-row calls now shrink
-// their chunks as they go (nextCut).
+// enough that chunks stay long streams. 8 read best of 2-32 in two-thread decode against the
+// same-run read (measurements: `git show 373a0dc:docs/benchmarks.md`); packed one-row calls
+// shrink their chunks as they go instead (nextCut).
 const chunksPerPart = 8
 
 // testChunks, when positive, is the number of chunks run cuts a call into, of any units

@@ -113,7 +113,7 @@ func (g *gen) avx2Kernel(d dtype, s shape, px bool) kernelDecl {
 	// The batch kernels over two or three panels prefetch their streams as the AVX-512 ones
 	// do: on the Zen 5 running this path, the demo target's 2-row f32 forward went from
 	// 1.16-1.34x a one-row forward to 1.01-1.08x and 3 rows from 1.36-1.60x to 1.16-1.25x
-	// (docs/benchmarks.md, "Zen 5, 12-05 c"; not measured on an AVX2-only CPU).
+	// (git show 373a0dc:docs/benchmarks.md, "Zen 5, 12-05 c"; not measured on an AVX2-only CPU).
 	pf := multiPrefetch(s)
 	g.prologue(name, s, pf, px)
 	for m := 0; m < s.M; m++ {

@@ -11,7 +11,7 @@ import "fmt"
 // faster: on a Zen 5, two threads, cold, the demo target's shapes cost 1.05-1.33x a one-row
 // product over three prefetched panels against 1.11-1.46x over four. Five rows go over three
 // panels (27 registers): the demo target's 5-row f32 forward cost 1.26-1.32x a one-row
-// forward against 1.35-1.36x over two at two threads (docs/benchmarks.md, "Zen 5, 12-05 c");
+// forward against 1.35-1.36x over two at two threads (git show 373a0dc:docs/benchmarks.md, "Zen 5, 12-05 c");
 // six rows would fit three as well (31) but measured the same as over two.
 var maxPanels512 = []int{0, 6, 3, 3, 3, 3, 2, 2, 2}
 

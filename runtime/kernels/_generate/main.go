@@ -158,7 +158,7 @@ func multiPrefetch(s shape) bool { return s.P > 1 && s.P <= 3 && s.M >= pfMinRow
 // pfMinRows is the least batch-row count of a prefetching multi-panel kernel. It was 4 until
 // the 2- and 3-row AVX-512F kernels were measured on a Zen 5: with the prefetch the demo
 // target's 3-row f32 forward went from 1.24-1.34x a one-row forward to 1.09-1.19x (alternated
-// test binaries, one and two threads; docs/benchmarks.md, "Zen 5, 12-05 c").
+// test binaries, one and two threads; git show 373a0dc:docs/benchmarks.md, "Zen 5, 12-05 c").
 const pfMinRows = 2
 
 // advance emits the pointer increments after a group: wb bytes of weights per panel, xb
@@ -240,7 +240,7 @@ const streamAhead = 512
 // shapes of the dense `small` target in sequence against a read of the same bytes, 768 bytes
 // took them from 0.92-0.93 to 0.94-0.97 of the read at one thread and from 0.85-0.87 to
 // 0.89-0.90 at two (avx2: 0.82-0.86 -> 0.92 and 0.80-0.83 -> 0.84-0.86); 1024 did as well,
-// and the dot family (one VDPBF16PS a line) did not gain (docs/benchmarks.md, "Zen 5, 12-04
+// and the dot family (one VDPBF16PS a line) did not gain (git show 373a0dc:docs/benchmarks.md, "Zen 5, 12-04
 // night").
 const bf16FMAAhead = 768
 

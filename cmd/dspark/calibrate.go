@@ -21,6 +21,7 @@ import (
 
 	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/internal/atomicfile"
+	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/speculative"
@@ -156,10 +157,8 @@ func newCalibrateConfig(f *calibrateFlags, fs *pflag.FlagSet) (*calibrateConfig,
 		if p == "" {
 			continue
 		}
-		for _, in := range []string{c.target, c.draft} {
-			if same(p, in) {
-				return nil, usagef("%s %s is an input file", name, p)
-			}
+		if err := outpath.Check(name, p, c.target, c.draft, c.prompts); err != nil {
+			return nil, usageError{err}
 		}
 		for other, q := range outs {
 			if other < name && q != "" && same(p, q) {

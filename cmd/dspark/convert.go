@@ -12,6 +12,7 @@ import (
 	"github.com/dspark-dev/dspark/convert"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/lint"
+	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -139,6 +140,15 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 		out = filepath.Join(out, plan.DefaultOutName())
 	}
 	wopt := convert.WriteOptions{Overwrite: fl.force, SplitMaxBytes: splitBytes, SplitMaxTensors: fl.splitMaxTensors, Workers: fl.threads}
+	outPaths, err := plan.OutputPaths(out, wopt)
+	if err != nil {
+		return err
+	}
+	for _, p := range outPaths {
+		if err := outpath.Check("-o", p, dir, fl.target); err != nil {
+			return usageError{err}
+		}
+	}
 	if fl.dryRun {
 		paths, err := plan.OutputPaths(out, wopt)
 		if err != nil {

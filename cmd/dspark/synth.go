@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/dspark-dev/dspark/synth"
 )
 
@@ -196,6 +197,9 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	shard, err := parseSize(f.shardSize)
 	if err != nil {
 		return usagef("--shard-size: %v", err)
+	}
+	if err := outpath.Check("--out", f.out, f.target); err != nil {
+		return usageError{err}
 	}
 	wo := synth.WriteOptions{ShardSize: shard, Break: f.brk, Overwrite: f.force}
 	topts := synth.TargetOptions{Preset: f.preset, Seed: f.seed, NoQLoRA: f.noQLoRA, Tied: f.tied,

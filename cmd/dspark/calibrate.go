@@ -21,8 +21,8 @@ import (
 
 	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/internal/atomicfile"
-	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )

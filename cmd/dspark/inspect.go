@@ -19,7 +19,7 @@ import (
 
 type inspectFlags struct {
 	json, fullArrays, noTensors, dataOffset, group, check, data bool
-	keys, tensors, target                                 string
+	keys, tensors, target                                       string
 }
 
 func newInspectCmd() *cobra.Command {

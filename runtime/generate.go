@@ -45,6 +45,10 @@ type Generator struct {
 	// which equal the plain single-row logits bit for bit, so for the same tokens both modes
 	// record the same values.
 	TopLogProbs int
+	// Interrupted, when set, is asked before every token of Plain, every round of
+	// Speculative and every chunk of the prompt; once it returns true the generation stops
+	// and returns the tokens decoded so far with an error matching ErrInterrupted.
+	Interrupted func() bool
 
 	keepRejected bool // test hook: skip dropping rejected rows (a negative control)
 
@@ -83,6 +87,13 @@ func (r *Result) TokensPerSecond() float64 {
 	}
 	return float64(len(r.Tokens)) / r.Elapsed.Seconds()
 }
+
+// ErrInterrupted is returned (with the partial Result) when Generator.Interrupted stopped a
+// generation.
+var ErrInterrupted = errors.New("decoding interrupted")
+
+// stopped reports whether the caller asked the generation to stop.
+func (g *Generator) stopped() bool { return g.Interrupted != nil && g.Interrupted() }
 
 // ErrEmptyPrompt is returned for a prompt with no tokens.
 var ErrEmptyPrompt = errors.New("the prompt has no tokens")
@@ -149,6 +160,9 @@ func (g *Generator) prefill(prompt []int) (int, []float32, error) {
 	}
 	V := t.Dims().NVocab
 	for done := 0; done < len(prompt); {
+		if g.stopped() {
+			return 0, nil, ErrInterrupted
+		}
 		n := min(len(prompt)-done, t.MaxBatch())
 		l0 := t.Len()
 		if err := t.Forward(prompt[done:done+n], n-1, taps, &g.step); err != nil {
@@ -172,7 +186,8 @@ func (g *Generator) prefill(prompt []int) (int, []float32, error) {
 	panic("unreachable")
 }
 
-// Plain decodes n tokens (n >= 1) with the target alone.
+// Plain decodes n tokens (n >= 1) with the target alone. Interrupted, it returns the tokens
+// decoded so far and ErrInterrupted.
 func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 	if err := g.check(n); err != nil {
 		return nil, err
@@ -184,6 +199,9 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 	t0 := time.Now()
 	tok, row, err := g.prefill(prompt)
 	if err != nil {
+		if errors.Is(err, ErrInterrupted) {
+			return res, err
+		}
 		return nil, err
 	}
 	res.Prefill = time.Since(t0)
@@ -193,6 +211,10 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 		g.record(res, tok, row)
 		if len(res.Tokens) >= n || slices.Contains(g.EOS, tok) {
 			break
+		}
+		if g.stopped() {
+			res.Elapsed = time.Since(t0)
+			return res, ErrInterrupted
 		}
 		l0 := g.Target.Len()
 		if err := g.Target.Forward([]int{tok}, 0, nil, &g.step); err != nil {
@@ -224,7 +246,8 @@ type round struct {
 // Speculative decodes n tokens: each round the draft proposes a block from the anchor, the
 // target verifies [anchor, x_1..x_k] in one batched forward, and speculative sampling keeps
 // the output distribution exactly the target's. A round is three steps: draft, verify and
-// commit. n must be >= 1.
+// commit. n must be >= 1. Interrupted, it returns the tokens decoded so far and
+// ErrInterrupted.
 func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	if g.Draft == nil {
 		return nil, errors.New("speculative decoding needs a draft")
@@ -248,6 +271,9 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	t0 := time.Now()
 	anchor, row, err := g.prefill(prompt)
 	if err != nil {
+		if errors.Is(err, ErrInterrupted) {
+			return res, err
+		}
 		return nil, err
 	}
 	res.Prefill = time.Since(t0)
@@ -258,6 +284,10 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	}
 	g.record(res, anchor, row)
 	for len(res.Tokens) < n && !slices.Contains(g.EOS, anchor) {
+		if g.stopped() {
+			res.Elapsed = time.Since(t0)
+			return res, ErrInterrupted
+		}
 		t := g.Target
 		r := round{anchor: anchor, s: t.Len()}
 		k := min(maxDraft, n-len(res.Tokens)-1, t.Cap()-r.s-1, t.MaxBatch()-1)

@@ -278,17 +278,25 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 	}
 	f := &calibrate.File{Format: calibrate.Format, Version: calibrate.Version, DraftSHA256: sha,
 		BlockSize: d.Info().BlockSize, Positions: d.Info().MaxDrafts(), Prompts: source, Tokens: c.n, Seed: c.seed}
-	g := &runtime.Generator{Target: m.target, Draft: d, EOS: runtime.EOS(m.tf)}
+	stop, release := watchInterrupt()
+	defer release()
+	g := &runtime.Generator{Target: m.target, Draft: d, EOS: runtime.EOS(m.tf), Interrupted: stop}
 	var sections []calibrate.Section
 	for _, p := range c.settings {
 		s := calibrate.SamplingOf(p)
 		g.Params = p
 		fmt.Fprintf(stderr, "dspark: calibrating for %s: %d calibration and %d held-out prompts, %d tokens each\n", s, len(fitIDs), len(heldIDs), c.n)
 		fitS, err := calibrate.Collect(ctx, g, fitIDs, c.n, c.seed, nil)
+		if isInterrupt(err) {
+			return interruptedError("nothing was written (the calibration is fitted on every prompt or not at all)")
+		}
 		if err != nil {
 			return err
 		}
 		heldS, err := calibrate.Collect(ctx, g, heldIDs, c.n, c.seed+1, nil)
+		if isInterrupt(err) {
+			return interruptedError("nothing was written (the calibration is fitted on every prompt or not at all)")
+		}
 		if err != nil {
 			return err
 		}

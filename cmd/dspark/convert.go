@@ -12,6 +12,7 @@ import (
 	"github.com/dspark-dev/dspark/convert"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/lint"
+	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -172,7 +173,7 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	}
 	var rep *convert.VerifyReport
 	if fl.verify {
-		if rep, err = plan.Verify(paths[0], lintProblems); err != nil {
+		if rep, err = verifyOutput(plan, paths); err != nil {
 			return err
 		}
 	}
@@ -198,6 +199,31 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 		return exitCodeError{exitFailure, fmt.Errorf("verification of %s failed", paths[0])}
 	}
 	return nil
+}
+
+// verifyOutput runs --verify on the written paths. Interrupted (SIGINT/SIGTERM), the output
+// is not known good: its files are removed, and the error says so (exit 130/143).
+func verifyOutput(plan *convert.Plan, paths []string) (*convert.VerifyReport, error) {
+	interrupt, release := atomicfile.Watch()
+	defer release()
+	type result struct {
+		rep *convert.VerifyReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := plan.Verify(paths[0], lintProblems)
+		done <- result{rep, err}
+	}()
+	select {
+	case r := <-done:
+		return r.rep, r.err
+	case <-interrupt:
+		for _, p := range paths {
+			os.Remove(p)
+		}
+		return nil, interruptedError(fmt.Sprintf("--verify had not finished, so the unverified output %s was removed", strings.Join(paths, ", ")))
+	}
 }
 
 // convertJSON is `convert --json`'s report (docs/convert.md).

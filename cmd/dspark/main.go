@@ -1,7 +1,7 @@
 // Command dspark converts, inspects and runs speculative-decoding draft models in GGUF.
 //
 // Exit codes: 0 success, 1 failure (bad input, failed check, I/O error), 2 usage error
-// (unknown command or flag, wrong number of arguments), 130/143 a write interrupted by
+// (unknown command or flag, wrong number of arguments), 130/143 interrupted by
 // SIGINT/SIGTERM (nothing left behind). See docs/cli.md.
 package main
 

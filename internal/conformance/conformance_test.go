@@ -15,6 +15,7 @@ import (
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
 	"github.com/dspark-dev/dspark/synth"
 )
@@ -313,6 +314,18 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 				t.Errorf("%s: %s is marked not run (%s) but the runtime bound it", s.Name, d.Name, d.NotRun)
 			case !u.read && d.NotRun == "":
 				t.Errorf("%s: %s is neither bound by the runtime nor marked NotRun", s.Name, d.Name)
+			}
+		}
+	}
+}
+
+// TestBlockSizeBound: the declared largest draft block is the kernels' batch, which the
+// runtime enforces (lint and runtime give one answer).
+func TestBlockSizeBound(t *testing.T) {
+	for _, s := range []*schema.Schema{schema.DFlashMLA, schema.DFlashGQA} {
+		for _, k := range s.Keys {
+			if k.Name == schema.BlockSize && k.Max != fmt.Sprint(kernels.MaxBatch) {
+				t.Errorf("%s: block_size max %q, the kernels batch %d rows", s.Name, k.Max, kernels.MaxBatch)
 			}
 		}
 	}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dspark-dev/dspark/gguf"
+)
+
+// TestLintAndRuntimeAgree: a draft or target whose metadata the runtime refuses also fails
+// inspect --check (the dspark loader verdict says no), and run refuses it as a file error
+// (exit 1 naming the key), not a usage error.
+func TestLintAndRuntimeAgree(t *testing.T) {
+	target, draft := convertedPair(t)
+	dir := t.TempDir()
+	cases := []struct {
+		name     string
+		onTarget bool
+		key      string
+		v        gguf.Value
+	}{
+		{"block size 2^32-1", false, "dflash.block_size", gguf.U32(math.MaxUint32)},
+		{"block size 65", false, "dflash.block_size", gguf.U32(65)},
+		{"NaN epsilon", false, "dflash.attention.layer_norm_rms_epsilon", gguf.F32(float32(math.NaN()))},
+		{"negative epsilon", true, "deepseek2.attention.layer_norm_rms_epsilon", gguf.F32(-1)},
+		{"bos outside the vocabulary", true, "tokenizer.ggml.bos_token_id", gguf.U32(5000)},
+		{"eos 2^32-1", true, "tokenizer.ggml.eos_token_id", gguf.U32(math.MaxUint32)},
+	}
+	for _, c := range cases {
+		src := draft
+		if c.onTarget {
+			src = target
+		}
+		bad := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".gguf")
+		rewriteGGUF(t, src, bad, func(kvs *[]gguf.KV) { setKV(kvs, c.key, c.v) })
+		out, code := runCLI(t, "inspect", "--check", bad)
+		if code != 1 || !strings.Contains(out, c.key) {
+			t.Errorf("%s: inspect --check: exit %d\n%s", c.name, code, out)
+		}
+		if !c.onTarget && !strings.Contains(out, "dspark") {
+			t.Errorf("%s: no dspark verdict\n%s", c.name, out)
+		}
+		tg, dr := target, draft
+		if c.onTarget {
+			tg = bad
+		} else {
+			dr = bad
+		}
+		out, code = runCLI(t, "run", "--target", tg, "--draft", dr, "--tokens", "5,6", "-n", "4")
+		if code != 1 || !strings.Contains(out, c.key) || strings.Contains(out, "-n") {
+			t.Errorf("%s: run: exit %d\n%s", c.name, code, out)
+		}
+	}
+}

@@ -181,12 +181,21 @@ func ReadFile(path string) (*File, error) {
 	return Parse(data, "calibration "+path)
 }
 
-// WriteFile writes f as indented JSON, atomically (nothing is left under path on failure).
-func WriteFile(path string, f *File, overwrite bool) error {
+// Encode returns f as the indented JSON WriteFile writes, after validating it.
+func Encode(f *File) ([]byte, error) {
 	if err := f.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteFile writes f as indented JSON, atomically (nothing is left under path on failure).
+func WriteFile(path string, f *File, overwrite bool) error {
+	b, err := Encode(f)
 	if err != nil {
 		return err
 	}
@@ -195,7 +204,7 @@ func WriteFile(path string, f *File, overwrite bool) error {
 		return err
 	}
 	defer af.Abort()
-	if _, err := af.Write(append(b, '\n')); err != nil {
+	if _, err := af.Write(b); err != nil {
 		return fmt.Errorf("%s: %w", path, atomicfile.Explain(err))
 	}
 	return af.Commit()

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"io"
 	"os"
 	"slices"
@@ -79,7 +81,7 @@ See docs/synth.md.`,
 	fl.IntVar(&f.taps, "taps", 0, "dspark: tapped target layers (default: the preset's)")
 	fl.IntVar(&f.block, "block", 0, "dspark: block size (default: the preset's)")
 	fl.IntVar(&f.markovRank, "markov-rank", 0, "dspark: Markov head rank (default: the preset's)")
-	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar and no summary")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar and no summary")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing checkpoint in --out")
 	return cmd
 }
@@ -241,6 +243,10 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 			progressbar.OptionClearOnFinish())
 		wo.Progress = func(n int64) { _ = bar.Add64(n) }
 	}
+	// A directory this run creates is removed again if the run fails (a full disk included):
+	// nothing is left behind, not even an empty directory.
+	_, statErr := os.Stat(f.out)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	start := time.Now()
 	var res *synth.Result
 	switch {
@@ -255,6 +261,9 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		_ = bar.Finish()
 	}
 	if err != nil {
+		if created {
+			os.RemoveAll(f.out)
+		}
 		return err
 	}
 	if !f.quiet {

@@ -235,14 +235,24 @@ func Explain(err error) error { return explain(err) }
 func explain(err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
-		return fmt.Errorf("no space left on device (the output needs more free disk space): %w", err)
+		return &explained{"no space left on device (the output needs more free disk space)", err}
 	case errors.Is(err, syscall.EFBIG):
-		return fmt.Errorf("file too large for this file system or ulimit -f: %w", err)
+		return &explained{"file too large for this file system or ulimit -f", err}
 	case errors.Is(err, syscall.EDQUOT):
-		return fmt.Errorf("disk quota exceeded: %w", err)
+		return &explained{"disk quota exceeded", err}
 	}
 	return err
 }
+
+// explained is an I/O error said in plain words: its message replaces the system's (which
+// would repeat it and name the temporary file, not the output); errors.Is still sees it.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
 
 // The set of pending files, removed on SIGINT/SIGTERM.
 var (

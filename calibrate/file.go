@@ -72,6 +72,26 @@ type Entry struct {
 	Positions     []Position `json:"positions,omitempty"`
 }
 
+// UnmarshalJSON decodes an entry strictly (unknown fields are errors) and refuses a null
+// temperature, which encoding/json would otherwise read as 0.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Temperatures []*float64 `json:"temperatures"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for i, t := range raw.Temperatures {
+		if t == nil {
+			return fmt.Errorf("temperatures[%d] is null, want a number", i)
+		}
+	}
+	type plain Entry
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode((*plain)(e))
+}
+
 // File is a calibration of one draft: a JSON side file, or the dspark.calibration.* keys of a
 // GGUF copy of the draft.
 type File struct {

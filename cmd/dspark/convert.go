@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,9 @@ partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.
   dspark convert ./kimi-k2-small --outtype q8_0 --dry-run`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := goruntime.NumCPU(); cmd.Flags().Changed("threads") && (fl.threads < 1 || fl.threads > n) {
+				return usagef("--threads %d: must be in [1, %d] (this machine's CPUs; default: all)", fl.threads, n)
+			}
 			return runConvert(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], fl)
 		},
 	}
@@ -66,7 +70,7 @@ partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.
 	f.StringVar(&fl.splitMaxSize, "split-max-size", "", "split the output into gguf-split shards of at most N bytes (suffixes K, M, G = 1000^n)")
 	f.IntVar(&fl.splitMaxTensors, "split-max-tensors", 0, "split the output into shards of at most N tensors")
 	f.BoolVarP(&fl.quiet, "quiet", "q", false, "no progress output")
-	f.IntVar(&fl.threads, "threads", 0, "parallel converters (default: number of CPUs)")
+	f.IntVar(&fl.threads, "threads", 0, "parallel converters, 1..the machine's CPUs (default: all)")
 	f.StringVar(&fl.quantizeHeads, "quantize-heads", "none", "draft heads a quantized --outtype also applies to: markov, confidence (comma-separated), all or none; the others keep the checkpoint's dtype")
 	f.BoolVar(&fl.json, "json", false, "print the result (outputs, round-trip errors, verification) as JSON on stdout (schema: docs/convert.md)")
 	return cmd
@@ -124,6 +128,9 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	heads, err := convert.ParseHeads(fl.quantizeHeads)
 	if err != nil {
 		return usagef("--quantize-heads: %v", err)
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return usagef("%s is a file: convert takes the checkpoint directory (the one holding config.json), e.g. %s", dir, filepath.Dir(dir))
 	}
 	if fl.json && fl.dryRun {
 		return usagef("--json reports a written file; --dry-run writes nothing (it prints the plan as text)")

@@ -42,6 +42,10 @@ type runReport struct {
 	// Interrupted names the signal that stopped the run ("SIGINT", "SIGTERM"); the report
 	// then covers the tokens decoded until then.
 	Interrupted string `json:"interrupted,omitempty"`
+	// StoppedAtEOS is the end-of-sequence token the output ends with, when decoding stopped
+	// there before -n tokens.
+	StoppedAtEOS *int `json:"stopped_at_eos,omitempty"`
+	N            int  `json:"n"` // the tokens asked for (-n)
 }
 
 // speculate runs speculative decoding; a variable so that a test can break the greedy parity
@@ -70,7 +74,7 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	defer release()
 	g.Interrupted = stop
 	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
-		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics()}
+		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics(), N: c.n}
 	if c.mode == modeSpeculative {
 		sched, err := c.setupSchedule(m, stderr)
 		if err != nil {
@@ -112,6 +116,9 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 				rep.MatchesPlain = &same
 			}
 		}
+	}
+	if k := len(rep.Tokens); k > 0 && k < c.n && slices.Contains(g.EOS, rep.Tokens[k-1]) {
+		rep.StoppedAtEOS = &rep.Tokens[k-1]
 	}
 	if m.tok != nil {
 		text := m.tok.Decode(rep.Tokens)
@@ -182,6 +189,9 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
 	if r.Text != nil {
 		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
+	}
+	if r.StoppedAtEOS != nil {
+		fmt.Fprintf(w, "stopped at the end-of-sequence token %d after %d of the %d tokens asked for (-n)\n", *r.StoppedAtEOS, len(r.Tokens), r.N)
 	}
 	if r.PlainTPS > 0 {
 		fmt.Fprintf(w, "plain target decoding: %.1f tokens/s\n", r.PlainTPS)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dspark-dev/dspark/gguf"
+)
+
+// TestSmallInputErrors: the smaller cases of issue 40, each driven through the root command.
+func TestSmallInputErrors(t *testing.T) {
+	target, draft := convertedPair(t)
+	dir := t.TempDir()
+	tgt := filepath.Join(dir, "tgt")
+	if err := synthTiny(tgt, filepath.Join(dir, "drf")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+		not  string
+	}{
+		{[]string{"convert", tgt, "--threads", "0", "--dry-run"}, 2, "--threads 0: must be in [1, ", ""},
+		{[]string{"convert", filepath.Join(tgt, "config.json"), "--dry-run"}, 2, "is a file: convert takes the checkpoint directory", "not a directory"},
+		{[]string{"run", "--draft-only", "--draft", draft, "--target", target}, 2, "--target does not apply to a draft-only run", "--n"},
+		{[]string{"run", "--target", target, "--tokens", "5", "--seed", "abc"}, 2, `--seed "abc": not an unsigned integer`, "strconv"},
+		{[]string{"run", "--target", target, "--tokens", "5", "--temp", "x"}, 2, `--temp "x": not a number`, "strconv"},
+	} {
+		out, code := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(out, c.want) || (c.not != "" && strings.Contains(out, c.not)) {
+			t.Errorf("%v: exit %d, want %d saying %q\n%s", c.args, code, c.code, c.want, out)
+		}
+	}
+
+	// run says when it stopped at the end-of-sequence token: make the first greedy token the
+	// target's eos.
+	stdout, _, code := runRoot(t, "run", "--target", target, "--tokens", "5,6", "-n", "3", "--json")
+	var rep runReport
+	decodeJSON(t, stdout, &rep)
+	if code != 0 || len(rep.Tokens) != 3 || rep.StoppedAtEOS != nil {
+		t.Fatalf("plain run: exit %d %+v", code, rep)
+	}
+	eosT := filepath.Join(dir, "eos.gguf")
+	rewriteGGUF(t, target, eosT, func(kvs *[]gguf.KV) { setKV(kvs, "tokenizer.ggml.eos_token_id", gguf.U32(uint32(rep.Tokens[1]))) })
+	out, code := runCLI(t, "run", "--target", eosT, "--tokens", "5,6", "-n", "10")
+	if code != 0 || !strings.Contains(out, "stopped at the end-of-sequence token "+strconv.Itoa(rep.Tokens[1])+" after 2 of the 10 tokens") {
+		t.Errorf("eos: exit %d\n%s", code, out)
+	}
+
+	// A calibration with a null temperature is an error naming it, not a 0.
+	cal := filepath.Join(dir, "c.json")
+	if out, code := runCLI(t, "calibrate", "--target", target, "--draft", draft, "-n", "4", "-o", cal); code != 0 {
+		t.Fatalf("calibrate: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`"temperatures": \[\s*[0-9.e+-]+`)
+	if !re.Match(b) {
+		t.Fatalf("no temperatures in\n%s", b)
+	}
+	nul := filepath.Join(dir, "null.json")
+	if err := os.WriteFile(nul, re.ReplaceAll(b, []byte(`"temperatures": [ null`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runCLI(t, "run", "--target", target, "--draft", draft, "--tokens", "5", "--calibration", nul)
+	if code != 1 || !strings.Contains(out, "temperatures[0] is null") {
+		t.Errorf("null temperature: exit %d\n%s", code, out)
+	}
+}

@@ -311,6 +311,9 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 		for _, p := range ev {
 			e.ECEBefore, e.ECEAfter = append(e.ECEBefore, p.ECEBefore), append(e.ECEAfter, p.ECEAfter)
 		}
+		if note := degenerateFitNote(s.String(), temps, fitS); note != "" {
+			fmt.Fprintln(stderr, "dspark: note: "+note)
+		}
 		f.Calibrations = append(f.Calibrations, e)
 		sections = append(sections, calibrate.Section{Title: s.String(), Positions: ev})
 	}
@@ -391,6 +394,31 @@ func (c *calibrateConfig) writeOutputs(src *gguf.File, f *calibrate.File, d *cal
 		}
 	}
 	return nil
+}
+
+// degenerateFitNote explains, in one line, a fit whose temperatures sit at an edge of the
+// grid (the ECE kept falling past it: the confidence head carries no usable signal on these
+// prompts), "" otherwise.
+func degenerateFitNote(sampling string, temps []float64, s *calibrate.Samples) string {
+	g := calibrate.Grid()
+	lo, hi := g[0], g[len(g)-1]
+	var edge []string
+	for k, t := range temps {
+		if t == lo || t == hi {
+			edge = append(edge, fmt.Sprintf("%d (%g)", k+1, t))
+		}
+	}
+	if len(edge) == 0 {
+		return ""
+	}
+	accepted, drafted := 0, 0
+	for _, r := range s.Rounds {
+		accepted += r.Accepted
+		drafted += len(r.Conf)
+	}
+	return fmt.Sprintf("the %s fit is degenerate: the temperature of draft position(s) %s sits at the edge of the grid [%g, %g], "+
+		"so the confidence head carries no usable signal on these prompts (%d of %d drafts accepted; a draft the target never or always accepts cannot be calibrated)",
+		sampling, strings.Join(edge, ", "), lo, hi, accepted, drafted)
 }
 
 // checkOutput checks, before any work, that the output path of flag can be written: its

@@ -106,6 +106,9 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 		v := newVerifyReport(&spec.Stats)
 		rep.Verify = &v
 		rep.Tau, rep.Acceptance, rep.PerPosition = spec.Stats.Tau(), spec.Stats.AcceptanceRate(), spec.Stats.PerPositionRates()
+		if note := zeroAcceptanceNote(&spec.Stats); note != "" {
+			fmt.Fprintln(stderr, "dspark: note: "+note)
+		}
 		if interrupted { // a partial run is no comparison: no speedup, no parity check
 			return finishInterrupted(w, rep, m, c)
 		}
@@ -153,6 +156,16 @@ func finishInterrupted(w io.Writer, rep *runReport, m *models, c *runConfig) err
 		printReport(w, rep, m.tok)
 	}
 	return interruptedError(fmt.Sprintf("the report covers the %d token(s) decoded until then", len(rep.Tokens)))
+}
+
+// zeroAcceptanceNote explains, in one line, a run whose target accepted none of the drafts
+// ("" otherwise).
+func zeroAcceptanceNote(s *speculative.Stats) string {
+	if s.Drafted == 0 || s.Accepted > 0 {
+		return ""
+	}
+	return fmt.Sprintf("acceptance 0: the target accepted none of the %d drafts, so every round cost a draft block and a verify for one token "+
+		"(the speedup below 1 follows); the draft does not predict this target: random synthetic weights, a draft made for another target, or a broken conversion", s.Drafted)
 }
 
 // sameOutput reports whether two greedy runs agree: the tokens, and the log-probabilities

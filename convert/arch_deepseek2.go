@@ -149,8 +149,13 @@ func readDeepseek2(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 	kv.set(schema.ExpertUsedCount, used)
 	kv.set(schema.ExpertSharedCount, shared)
 	kv.set(schema.ExpertFeedForwardLength, ffnExp)
-	kv.set(schema.ExpertGroupCount, groups)
-	kv.set(schema.ExpertGroupUsedCount, groupsUsed)
+	if groups > 1 {
+		// Without group-limited routing the keys are left out: llama.cpp reads their absence as
+		// no groups, and aborts on expert_group_count 1 with one expert (n_expert_groups <
+		// n_expert) or with no MoE experts at all (n_expert_groups == 0).
+		kv.set(schema.ExpertGroupCount, groups)
+		kv.set(schema.ExpertGroupUsedCount, groupsUsed)
+	}
 	kv.set(schema.ExpertWeightsScale, scale)
 	kv.set(schema.ExpertWeightsNorm, normTopK)
 	kv.set(schema.ExpertGatingFunc, gating)

@@ -54,3 +54,42 @@ func TestLintAndRuntimeAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestLlamaCppExpertAsserts: inspect --check lints the expert assertions llama.cpp's loader
+// aborts on (the English demo target once declared one expert in one group), and a target
+// convert writes without group-limited routing carries no group keys.
+func TestLlamaCppExpertAsserts(t *testing.T) {
+	target, _ := convertedPair(t)
+	f, err := gguf.Open(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hasGroups := f.Lookup("deepseek2.expert_group_count")
+	count, _ := f.Lookup("deepseek2.expert_count")
+	f.Close()
+	if hasGroups {
+		t.Error("convert wrote expert_group_count for a model without group-limited routing")
+	}
+	n, _ := count.Any().(uint32)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		kvs  map[string]gguf.Value
+		want string
+	}{
+		{"one group of all experts", map[string]gguf.Value{"deepseek2.expert_group_count": gguf.U32(n), "deepseek2.expert_group_used_count": gguf.U32(1)}, "GGML_ASSERT(n_expert_groups < n_expert)"},
+		{"every group used", map[string]gguf.Value{"deepseek2.expert_group_count": gguf.U32(2), "deepseek2.expert_group_used_count": gguf.U32(2)}, "0 < n_group_used < n_expert_groups"},
+		{"too many experts", map[string]gguf.Value{"deepseek2.expert_count": gguf.U32(2048)}, "LLAMA_MAX_EXPERTS"},
+	} {
+		bad := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".gguf")
+		rewriteGGUF(t, target, bad, func(kvs *[]gguf.KV) {
+			for k, v := range c.kvs {
+				setKV(kvs, k, v)
+			}
+		})
+		out, code := runCLI(t, "inspect", "--check", bad)
+		if code != 1 || !strings.Contains(out, c.want) {
+			t.Errorf("%s: exit %d\n%s", c.name, code, out)
+		}
+	}
+}

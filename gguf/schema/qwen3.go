@@ -14,7 +14,7 @@ var Qwen3 = register(&Schema{
 	Doc:    "Qwen3 dense targets (llama.cpp's qwen3)",
 	Layers: "block_count",
 	Keys: []Key{
-		{Name: BlockCount, Type: u32, Required: true, Min: "1", Max: "4096", Why: "implausibly many layers", Doc: "decoder blocks"},
+		{Name: BlockCount, Type: u32, Required: true, Min: "1", Max: "512", Why: "implausibly many layers", Doc: "decoder blocks"},
 		{Name: ContextLength, Type: u32, Required: true, Min: "1", Doc: "trained context length (max_position_embeddings)"},
 		{Name: EmbeddingLength, Type: u32, Required: true, Min: "1", Doc: "hidden size"},
 		{Name: FeedForwardLength, Type: u32, Required: true, Min: "1", Doc: "FFN width (intermediate_size)"},

@@ -93,3 +93,23 @@ func TestLlamaCppExpertAsserts(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreasonableSizesAreFileErrors: a latent width whose cache could not fit one position,
+// consistent with every key rule, is a file error (exit 1) naming the file and the tensor it
+// contradicts, never a usage error blaming -n. (Sizes that no tensor bounds are capped by the
+// declaration, block_size by TestLintAndRuntimeAgree; run's memory check also calls a cache
+// that cannot hold one position a file error, as a last line.)
+func TestUnreasonableSizesAreFileErrors(t *testing.T) {
+	target, _ := convertedPair(t)
+	bad := filepath.Join(t.TempDir(), "huge.gguf")
+	const r = 1 << 28 // latent width: every rule holds (key/value lengths follow it), the cache does not fit
+	rewriteGGUF(t, target, bad, func(kvs *[]gguf.KV) {
+		setKV(kvs, "deepseek2.attention.kv_lora_rank", gguf.U32(r))
+		setKV(kvs, "deepseek2.attention.key_length", gguf.U32(r+8))
+		setKV(kvs, "deepseek2.attention.value_length", gguf.U32(r))
+	})
+	out, code := runCLI(t, "run", "--target", bad, "--tokens", "5", "-n", "2")
+	if code != 1 || !strings.Contains(out, "huge.gguf: tensor blk.0.attn_kv_a_mqa.weight") || strings.Contains(out, "-n") || strings.Contains(out, "Run 'dspark --help'") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

@@ -74,3 +74,29 @@ func TestSmallInputErrors(t *testing.T) {
 		t.Errorf("null temperature: exit %d\n%s", code, out)
 	}
 }
+
+// TestInspectTargetIsADraft: inspect --check --target D with D a draft says D is not a target.
+func TestInspectTargetIsADraft(t *testing.T) {
+	_, draft := convertedPair(t)
+	out, code := runCLI(t, "inspect", "--check", "--target", draft, draft)
+	if code != 1 || !strings.Contains(out, "a draft (") || !strings.Contains(out, "not a target") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+// TestInspectHugeCounts: a header whose counts cannot fit says how many bytes are left after
+// the counts, not "bytes of the file".
+func TestInspectHugeCounts(t *testing.T) {
+	b := []byte("GGUF")
+	b = append(b, 3, 0, 0, 0)         // version 3
+	b = append(b, make([]byte, 8)...) // 0 tensors
+	b = append(b, 45, 0, 0, 0, 0, 0, 0, 0)
+	path := filepath.Join(t.TempDir(), "x.gguf")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "inspect", path)
+	if code != 1 || !strings.Contains(out, "45 key/value pairs (at least 14 bytes each) cannot fit in the 0 bytes left after the header counts") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

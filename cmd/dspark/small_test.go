@@ -100,3 +100,38 @@ func TestInspectHugeCounts(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }
+
+// TestConvertBadDataOffsets: safetensors data_offsets past the end of the file or reversed
+// are reported as what they are, not as a hole.
+func TestConvertBadDataOffsets(t *testing.T) {
+	dir := t.TempDir()
+	tgt := filepath.Join(dir, "tgt")
+	if err := synthTiny(tgt, filepath.Join(dir, "drf")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(tgt, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ offsets, want string }{
+		{"[100,104]", "[100, 104] runs past the end of the data section"},
+		{"[4,0]", "[4, 0] ends before it begins"},
+	} {
+		ck := filepath.Join(dir, "ck"+strings.Trim(c.offsets, "[]"))
+		if err := os.MkdirAll(ck, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ck, "config.json"), cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hdr := `{"w":{"dtype":"U8","shape":[4],"data_offsets":` + c.offsets + `}}`
+		b := append([]byte{byte(len(hdr)), 0, 0, 0, 0, 0, 0, 0}, hdr...)
+		if err := os.WriteFile(filepath.Join(ck, "model.safetensors"), append(b, 1, 2, 3, 4), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runCLI(t, "convert", ck, "--dry-run")
+		if code != 1 || !strings.Contains(out, c.want) || strings.Contains(out, "hole") {
+			t.Errorf("%s: exit %d\n%s", c.offsets, code, out)
+		}
+	}
+}

@@ -135,3 +135,32 @@ func TestConvertBadDataOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrationErrorsLocated: a calibration side file cut in half names the byte where it
+// ends, and a bad dspark.calibration.* key of a GGUF copy is named.
+func TestCalibrationErrorsLocated(t *testing.T) {
+	target, draft := convertedPair(t)
+	dir := t.TempDir()
+	cal, cg := filepath.Join(dir, "c.json"), filepath.Join(dir, "c.gguf")
+	if out, code := runCLI(t, "calibrate", "--target", target, "--draft", draft, "-n", "4", "-o", cal, "--write-gguf", cg); code != 0 {
+		t.Fatalf("calibrate: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := filepath.Join(dir, "half.json")
+	if err := os.WriteFile(half, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "run", "--target", target, "--draft", draft, "--tokens", "5", "--calibration", half)
+	if want := "byte " + strconv.Itoa(len(b)/2) + ": the file ends in the middle"; code != 1 || !strings.Contains(out, want) {
+		t.Errorf("half a side file: exit %d, want %q\n%s", code, want, out)
+	}
+	bad := filepath.Join(dir, "bad.gguf")
+	rewriteGGUF(t, cg, bad, func(kvs *[]gguf.KV) { setKV(kvs, "dspark.calibration.0.temperatures", gguf.F64s([]float64{1})) })
+	out, code = runCLI(t, "run", "--target", target, "--draft", bad, "--tokens", "5")
+	if code != 1 || !strings.Contains(out, "key dspark.calibration.0.temperatures: 1 temperatures") {
+		t.Errorf("bad calibration key: exit %d\n%s", code, out)
+	}
+}

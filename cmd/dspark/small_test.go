@@ -164,3 +164,55 @@ func TestCalibrationErrorsLocated(t *testing.T) {
 		t.Errorf("bad calibration key: exit %d\n%s", code, out)
 	}
 }
+
+// TestConvertConfigBlockSize: an unreasonable block_size in a draft's config.json names the
+// config field, not the GGUF key it would become.
+func TestConvertConfigBlockSize(t *testing.T) {
+	dir := t.TempDir()
+	tgt, drf := filepath.Join(dir, "tgt"), filepath.Join(dir, "drf")
+	if err := synthTiny(tgt, drf); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(drf, "config.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`"block_size":\s*[0-9]+`)
+	if !re.Match(b) {
+		t.Fatalf("no block_size in\n%s", b)
+	}
+	if err := os.WriteFile(p, re.ReplaceAll(b, []byte(`"block_size": 1000000000000`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "convert", drf, "--target", tgt, "--dry-run")
+	if code != 1 || !strings.Contains(out, "block_size 1000000000000 is outside 1..64") || strings.Contains(out, "dflash.block_size") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+// TestConvertNoRoutedExperts: n_routed_experts 0 in a MoE checkpoint's config is one line
+// about the field, not a line per expert tensor.
+func TestConvertNoRoutedExperts(t *testing.T) {
+	dir := t.TempDir()
+	tgt := filepath.Join(dir, "tgt")
+	if err := synthTiny(tgt, filepath.Join(dir, "drf")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(tgt, "config.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`"n_routed_experts":\s*[0-9]+`)
+	if !re.Match(b) {
+		t.Fatalf("no n_routed_experts in\n%s", b)
+	}
+	if err := os.WriteFile(p, re.ReplaceAll(b, []byte(`"n_routed_experts": 0`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "convert", tgt, "--dry-run")
+	if code != 1 || !strings.Contains(out, "n_routed_experts is 0 or absent, but the checkpoint holds") || strings.Count(out, "\n") > 4 {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

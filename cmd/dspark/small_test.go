@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -215,4 +217,24 @@ func TestConvertNoRoutedExperts(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "n_routed_experts is 0 or absent, but the checkpoint holds") || strings.Count(out, "\n") > 4 {
 		t.Errorf("exit %d\n%s", code, out)
 	}
+}
+
+// TestInspectStdinCorruptCount: a corrupt huge kv_count on standard input is a corrupt count,
+// not "unsupported ... decompress or copy it to a file".
+func TestInspectStdinCorruptCount(t *testing.T) {
+	hdr := []byte("GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\x00\x00")
+	rootCmd.SetIn(io.MultiReader(bytes.NewReader(hdr), io.LimitReader(zeros{}, 1<<30)))
+	defer rootCmd.SetIn(nil)
+	out, code := runCLI(t, "inspect", "-")
+	if code != 1 || !strings.Contains(out, "kv_count: 281474976710655 key/value pairs") || !strings.Contains(out, "a corrupt count") || strings.Contains(out, "decompress") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

@@ -47,4 +47,3 @@ func runChild(args string) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
-

@@ -52,4 +52,3 @@ func TestCalibrateOutputsAllOrNothing(t *testing.T) {
 		}
 	}
 }
-

@@ -12,9 +12,11 @@ import (
 // A model whose weights hold NaN or Inf (or whose activations overflow) produces NaN or Inf
 // somewhere in a forward, and it spreads to everything after it. Checking every operation's
 // output on every forward would find the first one, but it costs a pass over every
-// intermediate row; the decode loop instead checks only what a forward returns (the logit
-// rows it uses, the hidden-state rows it passes on, the draft's confidences and Markov-biased
-// rows), which is a small fraction of a forward's work. When one of those holds a non-finite
+// intermediate row; the decode loop instead checks only what a forward returns (the
+// target's logit rows it uses, the hidden-state rows it passes on, the draft's context rows,
+// block hidden rows and confidences; the drafter refuses a logit row it cannot draw from, and
+// only then are the block's logit rows checked), which is a small fraction of a forward's
+// work. When one of those holds a non-finite
 // value, the forward is run once more with a Probe that checks the output of every operation
 // in order (a model implementing Probed), and the error names the model file, the decoder
 // layer, the operation and the weight tensors it reads: a diagnostic re-run, paid only on

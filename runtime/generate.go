@@ -121,18 +121,22 @@ func (g *Generator) record(res *Result, token int, logits []float32) {
 	}
 }
 
-// sample picks the next token from one row of logits the caller checked (checkForward): a
-// row with NaN or +Inf is an error (a broken model), never a silently arbitrary token.
+// sample picks the next token from one row of logits the caller checked (checkForward: a
+// row with NaN or +Inf is an error, a broken model, never a silently arbitrary token); a row
+// it could not draw from is an error too.
 func (g *Generator) sample(logits []float32) (int, error) {
-	if err := speculative.CheckLogits(logits); err != nil {
-		return 0, fmt.Errorf("%s: target logits: %w", modelName(g.Target, "target"), err)
-	}
 	if g.Params.Greedy() {
-		return speculative.Argmax(logits), nil
+		if x := speculative.Argmax(logits); x >= 0 {
+			return x, nil
+		}
+		return 0, fmt.Errorf("%s: target logits: %w", modelName(g.Target, "target"), speculative.CheckLogits(logits))
 	}
 	p := g.probRow(0, len(logits))
 	speculative.Probs(p, logits, g.Params)
-	return speculative.Sample(p, g.RNG), nil
+	if x := speculative.Sample(p, g.RNG); x >= 0 {
+		return x, nil
+	}
+	return 0, fmt.Errorf("%s: target logits: %w", modelName(g.Target, "target"), speculative.CheckLogits(logits))
 }
 
 func (g *Generator) probRow(i, v int) []float64 {
@@ -337,7 +341,10 @@ func (g *Generator) draft(r *round, k int) error {
 		return err
 	}
 	first := info.firstRow() // block row that predicts the first draft
-	if err := CheckBlock(d, V, r.anchor, logits, hidden, first, k); err != nil {
+	// The hidden rows the confidence head reads are checked here (k x NEmbd values); the
+	// logit rows are not: the drafter refuses a bad row itself, and only then are they
+	// checked, to tell a bad block from a bad Markov head.
+	if err := CheckBlock(d, V, r.anchor, nil, hidden, first, k); err != nil {
 		return err
 	}
 	g.rows = g.rows[:0]
@@ -353,6 +360,11 @@ func (g *Generator) draft(r *round, k int) error {
 	}
 	r.drafts, r.q = g.drafter.Draft(r.anchor, g.rows, g.RNG)
 	r.conf = g.drafter.Confidences()
+	if g.drafter.Err() != nil {
+		if err := CheckBlock(d, V, r.anchor, logits, hidden, first, k); err != nil {
+			return err
+		}
+	}
 	return DrafterError(d, &g.drafter)
 }
 
@@ -447,12 +459,15 @@ func (g *Generator) checkForward(tokens []int, logitsFrom int, taps []int, l0 in
 }
 
 // CheckBlock checks the k rows from first on of the block d.Block(anchor) returned that a
-// drafter reads (logits rows of V entries, and the hidden rows of the confidence head); on a
-// non-finite value it re-runs the block under a Probe (when d is Probed) to locate it, and
-// returns a *NonFiniteError.
+// drafter reads (logits rows of V entries, unless logits is nil, and the hidden rows of the
+// confidence head); on a non-finite value it re-runs the block under a Probe (when d is
+// Probed) to locate it, and returns a *NonFiniteError.
 func CheckBlock(d Draft, V, anchor int, logits, hidden []float32, first, k int) error {
 	E := len(hidden) / max(d.Info().BlockSize, 1)
-	bad := firstBadRows(logits[:(first+k)*V], V, first, true)
+	var bad *NonFiniteError
+	if logits != nil {
+		bad = firstBadRows(logits[:(first+k)*V], V, first, true)
+	}
 	if bad == nil && E > 0 {
 		bad = firstBadRows(hidden[:(first+k)*E], E, first, false)
 	}

@@ -72,6 +72,26 @@ type Entry struct {
 	Positions     []Position `json:"positions,omitempty"`
 }
 
+// UnmarshalJSON decodes an entry strictly (unknown fields are errors) and refuses a null
+// temperature, which encoding/json would otherwise read as 0.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Temperatures []*float64 `json:"temperatures"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for i, t := range raw.Temperatures {
+		if t == nil {
+			return fmt.Errorf("temperatures[%d] is null, want a number", i)
+		}
+	}
+	type plain Entry
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode((*plain)(e))
+}
+
 // File is a calibration of one draft: a JSON side file, or the dspark.calibration.* keys of a
 // GGUF copy of the draft.
 type File struct {
@@ -92,6 +112,22 @@ type File struct {
 
 	// Source names where it was read from, for messages (not stored).
 	Source string `json:"-"`
+	// fromKeys: read from a GGUF's dspark.calibration.* keys, so messages name the keys.
+	fromKeys bool
+}
+
+// field names field (of entry i, or of the file when i < 0) in messages: the JSON field, or
+// the GGUF key it was read from.
+func (f *File) field(i int, name string) string {
+	switch {
+	case f.fromKeys && i < 0:
+		return "key " + KeyPrefix + name
+	case f.fromKeys:
+		return fmt.Sprintf("key %s%d.%s", KeyPrefix, i, name)
+	case i < 0:
+		return name
+	}
+	return fmt.Sprintf("calibrations[%d].%s", i, name)
 }
 
 // Validate checks f's fields: the format and version, the positions (1 .. the block), and
@@ -106,30 +142,29 @@ func (f *File) Validate() error {
 	case f.Format != Format:
 		return fmt.Errorf("%s: format %q, want %q (a file written by dspark calibrate)", where, f.Format, Format)
 	case f.Version != Version:
-		return fmt.Errorf("%s: version %d, this dspark reads version %d", where, f.Version, Version)
+		return fmt.Errorf("%s: %s %d, this dspark reads version %d", where, f.field(-1, "version"), f.Version, Version)
 	case f.BlockSize < 1:
-		return fmt.Errorf("%s: block_size %d: must be at least 1", where, f.BlockSize)
+		return fmt.Errorf("%s: %s %d: must be at least 1", where, f.field(-1, "block_size"), f.BlockSize)
 	case f.Positions < 1 || f.Positions > f.BlockSize:
-		return fmt.Errorf("%s: positions %d: must be in [1, block_size %d]", where, f.Positions, f.BlockSize)
+		return fmt.Errorf("%s: %s %d: must be in [1, block_size %d]", where, f.field(-1, "positions"), f.Positions, f.BlockSize)
 	case len(f.Calibrations) == 0:
-		return fmt.Errorf("%s: no calibrations", where)
+		return fmt.Errorf("%s: no calibrations (%s)", where, f.field(-1, "count"))
 	}
 	seen := map[Sampling]bool{}
 	for i, e := range f.Calibrations {
-		at := fmt.Sprintf("%s: calibrations[%d]", where, i)
 		if err := e.Sampling.Params().Validate(); err != nil {
-			return fmt.Errorf("%s: sampling: %v", at, err)
+			return fmt.Errorf("%s: %s: %v", where, f.field(i, "sampling.*"), err)
 		}
 		if seen[e.Sampling] {
-			return fmt.Errorf("%s: a second calibration for %s", at, e.Sampling)
+			return fmt.Errorf("%s: %s: a second calibration for %s", where, f.field(i, "sampling.*"), e.Sampling)
 		}
 		seen[e.Sampling] = true
 		if len(e.Temperatures) != f.Positions {
-			return fmt.Errorf("%s: %d temperatures, want one per draft position (%d)", at, len(e.Temperatures), f.Positions)
+			return fmt.Errorf("%s: %s: %d temperatures, want one per draft position (%s %d)", where, f.field(i, "temperatures"), len(e.Temperatures), f.field(-1, "positions"), f.Positions)
 		}
 		for k, t := range e.Temperatures {
 			if math.IsNaN(t) || math.IsInf(t, 0) || t <= 0 || t > MaxTemperature {
-				return fmt.Errorf("%s: temperatures[%d] = %v: must be a finite number in (0, %g]", at, k, t, float64(MaxTemperature))
+				return fmt.Errorf("%s: %s[%d] = %v: must be a finite number in (0, %g]", where, f.field(i, "temperatures"), k, t, float64(MaxTemperature))
 			}
 		}
 	}
@@ -143,6 +178,10 @@ func Parse(data []byte, name string) (*File, error) {
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The decoder's offset is where the value began (often byte 0), not the cut.
+			return nil, fmt.Errorf("%s: byte %d: the file ends in the middle of the JSON (cut short?)", name, len(data))
+		}
 		return nil, fmt.Errorf("%s: %s", name, jsonError(err, dec))
 	}
 	if dec.More() {
@@ -181,12 +220,21 @@ func ReadFile(path string) (*File, error) {
 	return Parse(data, "calibration "+path)
 }
 
-// WriteFile writes f as indented JSON, atomically (nothing is left under path on failure).
-func WriteFile(path string, f *File, overwrite bool) error {
+// Encode returns f as the indented JSON WriteFile writes, after validating it.
+func Encode(f *File) ([]byte, error) {
 	if err := f.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteFile writes f as indented JSON, atomically (nothing is left under path on failure).
+func WriteFile(path string, f *File, overwrite bool) error {
+	b, err := Encode(f)
 	if err != nil {
 		return err
 	}
@@ -195,7 +243,7 @@ func WriteFile(path string, f *File, overwrite bool) error {
 		return err
 	}
 	defer af.Abort()
-	if _, err := af.Write(append(b, '\n')); err != nil {
+	if _, err := af.Write(b); err != nil {
 		return fmt.Errorf("%s: %w", path, atomicfile.Explain(err))
 	}
 	return af.Commit()
@@ -346,7 +394,7 @@ func FromGGUF(g *gguf.File) (f *File, ok bool, err error) {
 		return v
 	}
 	f = &File{Format: Format, Version: u32("version"), BlockSize: u32("block_size"), Positions: u32("positions"),
-		Source: "calibration keys of " + g.Path}
+		Source: "calibration keys of " + g.Path, fromKeys: true}
 	if err == nil {
 		f.DraftSHA256, err = g.String(KeyPrefix + "source_sha256")
 	}

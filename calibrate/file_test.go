@@ -72,7 +72,7 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		{"block", edit(func(m map[string]any) { m["block_size"] = 0 }), "block_size 0"},
 		{"positions", edit(func(m map[string]any) { m["positions"] = 4 }), "positions 4"},
 		{"none", edit(func(m map[string]any) { m["calibrations"] = []any{} }), "no calibrations"},
-		{"count", temps(1.0, 2.0), "2 temperatures, want one per draft position (3)"},
+		{"count", temps(1.0, 2.0), "2 temperatures, want one per draft position (positions 3)"},
 		{"zero", temps(1.0, 0.0, 2.0), "temperatures[1] = 0"},
 		{"negative", temps(1.0, -1.0, 2.0), "temperatures[1] = -1"},
 		{"huge", temps(1.0, 1e9, 2.0), "temperatures[1] = 1e+09"},

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dspark-dev/dspark/gguf/schema"
 )
@@ -149,8 +150,13 @@ func readDeepseek2(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 	kv.set(schema.ExpertUsedCount, used)
 	kv.set(schema.ExpertSharedCount, shared)
 	kv.set(schema.ExpertFeedForwardLength, ffnExp)
-	kv.set(schema.ExpertGroupCount, groups)
-	kv.set(schema.ExpertGroupUsedCount, groupsUsed)
+	if groups > 1 {
+		// Without group-limited routing the keys are left out: llama.cpp reads their absence as
+		// no groups, and aborts on expert_group_count 1 with one expert (n_expert_groups <
+		// n_expert) or with no MoE experts at all (n_expert_groups == 0).
+		kv.set(schema.ExpertGroupCount, groups)
+		kv.set(schema.ExpertGroupUsedCount, groupsUsed)
+	}
 	kv.set(schema.ExpertWeightsScale, scale)
 	kv.set(schema.ExpertWeightsNorm, normTopK)
 	kv.set(schema.ExpertGatingFunc, gating)
@@ -165,6 +171,22 @@ func readDeepseek2(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 		layers: layerPlan{count: layers, firstMoE: firstDense, experts: experts},
 		cross: func(ro *roster) error {
 			r := &cfgReader{c: c}
+			if experts == 0 {
+				// One line about the field, not one per expert tensor the roster check would
+				// find unexpected.
+				n, example := 0, ""
+				for name := range ro.byName {
+					if strings.Contains(name, ".mlp.experts.") {
+						if n++; example == "" || name < example {
+							example = name
+						}
+					}
+				}
+				if n > 0 {
+					r.fail("n_routed_experts is 0 or absent, but the checkpoint holds %d routed-expert tensors (such as %s): set n_routed_experts (and its MoE fields) to what the checkpoint holds", n, example)
+					return r.err()
+				}
+			}
 			checkHeads(r, ro, d, layers)
 			return r.err()
 		},

@@ -92,9 +92,7 @@ func readDFlash(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, e
 	if len(ids) == 0 && len(r.errs) == 0 {
 		r.fail("target_layer_ids is empty")
 	}
-	if blockSize < 1 && len(r.errs) == 0 {
-		r.fail("block_size must be >= 1, got %d", blockSize)
-	}
+	checkBlockSize(r, schema.DFlashMLA, blockSize)
 	if (mask < 0 || mask >= d["vocab"]) && d["vocab"] > 0 {
 		r.fail("mask_token_id %d is outside the vocabulary 0..%d", mask, d["vocab"]-1)
 	}

@@ -185,9 +185,7 @@ func readDFlashGQA(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 		r.fail("target_layer_ids is empty")
 	}
 	blockSize := readDrift(r, "block_size", int64(0), func(p string) any { return r.Int(p) }).(int64)
-	if blockSize < 1 && len(r.errs) == 0 {
-		r.fail("block_size must be >= 1, got %d", blockSize)
-	}
+	checkBlockSize(r, schema.DFlashGQA, blockSize)
 	mask := readDrift(r, "mask_token_id", int64(0), func(p string) any { return r.Int(p) }).(int64)
 	if (mask < 0 || mask >= d["vocab"]) && d["vocab"] > 0 {
 		r.fail("mask_token_id %d is outside the vocabulary 0..%d", mask, d["vocab"]-1)

@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/dspark-dev/dspark/gguf/schema"
 )
 
 // Config is a parsed Hugging Face config.json. Values are kept as decoded JSON (numbers as
@@ -88,6 +91,30 @@ func (c *Config) Has(paths ...string) bool {
 type cfgReader struct {
 	c    *Config
 	errs []string
+}
+
+// checkBlockSize bounds the config's block_size by the range the declaration s gives
+// dflash.block_size, naming the config field (not the GGUF key it becomes).
+func checkBlockSize(r *cfgReader, s *schema.Schema, n int64) {
+	if len(r.errs) > 0 {
+		return
+	}
+	for _, k := range s.Keys {
+		if k.Name != schema.BlockSize {
+			continue
+		}
+		hi, err := strconv.ParseInt(k.Max, 10, 64)
+		if err != nil {
+			hi = math.MaxInt64
+		}
+		if n < 1 || n > hi {
+			r.fail("block_size %d is outside 1..%d (%s)", n, hi, k.Why)
+		}
+		return
+	}
+	if n < 1 {
+		r.fail("block_size must be >= 1, got %d", n)
+	}
 }
 
 func (r *cfgReader) fail(format string, args ...any) {

@@ -184,7 +184,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"mla_use_output_gate = true is not supported"}},
 		{"mask", `"mask_token_id": 163837`, `"mask_token_id": 163840`,
 			[]string{"mask_token_id 163840 is outside the vocabulary"}},
-		{"block-size", `"block_size": 7`, `"block_size": 0`, []string{"block_size must be >= 1"}},
+		{"block-size", `"block_size": 7`, `"block_size": 0`, []string{"block_size 0 is outside 1..64"}},
+		{"block-size-huge", `"block_size": 7`, `"block_size": 1000000000000`, []string{"block_size 1000000000000 is outside 1..64"}},
 		{"theta-conflict", `"rope_theta": 50000,`, `"rope_theta": 10000,`, []string{"rope_theta 10000 disagrees with rope_parameters.rope_theta 50000"}},
 	}
 	for _, c := range cases {

@@ -63,11 +63,26 @@ func parse(d *decoder, o options) (*File, error) {
 	minKV, minT := lw+6, lw+16
 	if r := d.remaining(); r >= 0 {
 		if nkv > uint64(r)/minKV {
-			return nil, d.errorf(8+int(lw), "%d key/value pairs cannot fit in the %d bytes of the file", nkv, r)
+			return nil, d.errorf(8+int(lw), "%d key/value pairs (at least %d bytes each) cannot fit in the %d bytes left after the header counts", nkv, minKV, r)
 		}
 		if nt > (uint64(r)-nkv*minKV)/minT {
 			d.field = simpleField("tensor_count")
-			return nil, d.errorf(8, "%d tensor infos cannot fit in the %d bytes of the file", nt, r)
+			return nil, d.errorf(8, "%d tensor infos (at least %d bytes each) cannot fit, beside %d key/value pairs (at least %d bytes each), in the %d bytes left after the header counts", nt, minT, nkv, minKV, r)
+		}
+	}
+	if d.size < 0 {
+		// A stream's header is bounded (d.limit): counts whose smallest records cannot fit
+		// in it are corrupt counts, said as such, not a header too large to stream.
+		limit := uint64(d.limit)
+		if d.limit <= 0 {
+			limit = DefaultMaxStreamHeader
+		}
+		if nkv > limit/minKV {
+			return nil, d.errorf(8+int(lw), "%d key/value pairs (at least %d bytes each) cannot fit in any header (a stream's header is read up to %d bytes): a corrupt count", nkv, minKV, limit)
+		}
+		if nt > (limit-nkv*minKV)/minT {
+			d.field = simpleField("tensor_count")
+			return nil, d.errorf(8, "%d tensor infos (at least %d bytes each) cannot fit in any header (a stream's header is read up to %d bytes): a corrupt count", nt, minT, limit)
 		}
 	}
 	// With a known size the counts are bounded by the bytes above; a stream starts small

@@ -2,6 +2,7 @@ package mla
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/dspark-dev/dspark/runtime/kernels"
@@ -122,6 +123,12 @@ func (a *Attention) Forward(out, h []float32, n int, pos []int, cache *LatentCac
 	c, cStride, q, qStride := a.project(h, n)
 	a.storeKV(c, cStride, n, pos, cache, layer, base)
 	q, qStride = a.queryProj(q, qStride, n)
+	// The softmax's kernels give a NaN score a weight of about 0 rather than NaN, so a NaN
+	// query or key would vanish into a finite output: the rows this forward adds are checked
+	// here (a pass over what the projections wrote), the context rows when injected, and the
+	// absorbed queries after the attention; a non-finite one makes the output all NaN.
+	bad := !rowsFinite(c, cStride, a.cfg.KVLoraRank+a.cfg.DRope, n) || !rowsFinite(q, qStride, a.cfg.NHead*(a.cfg.DNope+a.cfg.DRope), n)
+	defer a.poisonIf(&bad, out[:n*a.cfg.NEmbd], n)
 	s := a.s
 	for i := range n {
 		if mask == Causal {
@@ -143,6 +150,34 @@ func (a *Attention) Forward(out, h []float32, n int, pos []int, cache *LatentCac
 	s.attend()
 	a.output(out, n)
 	return nil
+}
+
+// poisonIf fills out with NaN when *bad is set or the absorbed queries of the n rows just
+// attended hold a non-finite value (see Forward).
+func (a *Attention) poisonIf(bad *bool, out []float32, n int) {
+	s := a.s
+	width := a.cfg.KVLoraRank + a.cfg.DRope
+	for hd := 0; hd < a.cfg.NHead && !*bad; hd++ {
+		*bad = !rowsFinite(s.qfull[hd*s.mb*width:], width, width, n)
+	}
+	if *bad {
+		nan := float32(math.NaN())
+		for i := range out {
+			out[i] = nan
+		}
+	}
+}
+
+// rowsFinite reports whether n rows of w values, stride apart in v, are all finite.
+func rowsFinite(v []float32, stride, w, n int) bool {
+	for i := range n {
+		for _, x := range v[i*stride : i*stride+w] {
+			if x-x != 0 { // NaN or ±Inf
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fuseHeads is whether a forward whose attention is split across goroutines runs its heads'
@@ -180,6 +215,9 @@ func (a *Attention) InjectKV(x []float32, n int, pos []int, cache *LatentCache, 
 	c := a.s.c[:n*width]
 	a.w.KVA.MatMul(c, x, n)
 	a.storeKV(c, width, n, pos, cache, layer, cache.Len())
+	if !rowsFinite(c, width, width, n) {
+		return fmt.Errorf("mla: inject: layer %d: a context row's latent key holds NaN or Inf (attn_kv_a_mqa, attn_kv_a_norm)", layer)
+	}
 	return nil
 }
 

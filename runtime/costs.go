@@ -97,7 +97,7 @@ func MeasureCostPasses(t Target, d Draft, params speculative.Params, passes int)
 			for j := range m {
 				row := st.Logits[j*V : (j+1)*V]
 				if err := speculative.CheckLogits(row); err != nil {
-					return nil, fmt.Errorf("measure costs: target logits: %w", err)
+					return nil, fmt.Errorf("%s: measure costs: the target's logits: %w (inspect --check --data scans its tensors)", modelName(t, "target"), err)
 				}
 				if params.Greedy() {
 					speculative.Argmax(row)

@@ -45,6 +45,10 @@ type Generator struct {
 	// which equal the plain single-row logits bit for bit, so for the same tokens both modes
 	// record the same values.
 	TopLogProbs int
+	// Interrupted, when set, is asked before every token of Plain, every round of
+	// Speculative and every chunk of the prompt; once it returns true the generation stops
+	// and returns the tokens decoded so far with an error matching ErrInterrupted.
+	Interrupted func() bool
 
 	keepRejected bool // test hook: skip dropping rejected rows (a negative control)
 
@@ -84,6 +88,13 @@ func (r *Result) TokensPerSecond() float64 {
 	return float64(len(r.Tokens)) / r.Elapsed.Seconds()
 }
 
+// ErrInterrupted is returned (with the partial Result) when Generator.Interrupted stopped a
+// generation.
+var ErrInterrupted = errors.New("decoding interrupted")
+
+// stopped reports whether the caller asked the generation to stop.
+func (g *Generator) stopped() bool { return g.Interrupted != nil && g.Interrupted() }
+
 // ErrEmptyPrompt is returned for a prompt with no tokens.
 var ErrEmptyPrompt = errors.New("the prompt has no tokens")
 
@@ -110,18 +121,22 @@ func (g *Generator) record(res *Result, token int, logits []float32) {
 	}
 }
 
-// sample picks the next token from one row of logits; a row with NaN or +Inf is an error
-// (a broken model), never a silently arbitrary token.
+// sample picks the next token from one row of logits the caller checked (checkForward: a
+// row with NaN or +Inf is an error, a broken model, never a silently arbitrary token); a row
+// it could not draw from is an error too.
 func (g *Generator) sample(logits []float32) (int, error) {
-	if err := speculative.CheckLogits(logits); err != nil {
-		return 0, fmt.Errorf("target logits: %w", err)
-	}
 	if g.Params.Greedy() {
-		return speculative.Argmax(logits), nil
+		if x := speculative.Argmax(logits); x >= 0 {
+			return x, nil
+		}
+		return 0, fmt.Errorf("%s: target logits: %w", modelName(g.Target, "target"), speculative.CheckLogits(logits))
 	}
 	p := g.probRow(0, len(logits))
 	speculative.Probs(p, logits, g.Params)
-	return speculative.Sample(p, g.RNG), nil
+	if x := speculative.Sample(p, g.RNG); x >= 0 {
+		return x, nil
+	}
+	return 0, fmt.Errorf("%s: target logits: %w", modelName(g.Target, "target"), speculative.CheckLogits(logits))
 }
 
 func (g *Generator) probRow(i, v int) []float64 {
@@ -149,8 +164,15 @@ func (g *Generator) prefill(prompt []int) (int, []float32, error) {
 	}
 	V := t.Dims().NVocab
 	for done := 0; done < len(prompt); {
+		if g.stopped() {
+			return 0, nil, ErrInterrupted
+		}
 		n := min(len(prompt)-done, t.MaxBatch())
+		l0 := t.Len()
 		if err := t.Forward(prompt[done:done+n], n-1, taps, &g.step); err != nil {
+			return 0, nil, err
+		}
+		if err := g.checkForward(prompt[done:done+n], n-1, taps, l0); err != nil {
 			return 0, nil, err
 		}
 		if g.Draft != nil {
@@ -168,7 +190,8 @@ func (g *Generator) prefill(prompt []int) (int, []float32, error) {
 	panic("unreachable")
 }
 
-// Plain decodes n tokens (n >= 1) with the target alone.
+// Plain decodes n tokens (n >= 1) with the target alone. Interrupted, it returns the tokens
+// decoded so far and ErrInterrupted.
 func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 	if err := g.check(n); err != nil {
 		return nil, err
@@ -180,6 +203,9 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 	t0 := time.Now()
 	tok, row, err := g.prefill(prompt)
 	if err != nil {
+		if errors.Is(err, ErrInterrupted) {
+			return res, err
+		}
 		return nil, err
 	}
 	res.Prefill = time.Since(t0)
@@ -190,7 +216,15 @@ func (g *Generator) Plain(prompt []int, n int) (*Result, error) {
 		if len(res.Tokens) >= n || slices.Contains(g.EOS, tok) {
 			break
 		}
+		if g.stopped() {
+			res.Elapsed = time.Since(t0)
+			return res, ErrInterrupted
+		}
+		l0 := g.Target.Len()
 		if err := g.Target.Forward([]int{tok}, 0, nil, &g.step); err != nil {
+			return nil, err
+		}
+		if err := g.checkForward([]int{tok}, 0, nil, l0); err != nil {
 			return nil, err
 		}
 		row = g.step.Logits[:V]
@@ -216,7 +250,8 @@ type round struct {
 // Speculative decodes n tokens: each round the draft proposes a block from the anchor, the
 // target verifies [anchor, x_1..x_k] in one batched forward, and speculative sampling keeps
 // the output distribution exactly the target's. A round is three steps: draft, verify and
-// commit. n must be >= 1.
+// commit. n must be >= 1. Interrupted, it returns the tokens decoded so far and
+// ErrInterrupted.
 func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	if g.Draft == nil {
 		return nil, errors.New("speculative decoding needs a draft")
@@ -240,6 +275,9 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	t0 := time.Now()
 	anchor, row, err := g.prefill(prompt)
 	if err != nil {
+		if errors.Is(err, ErrInterrupted) {
+			return res, err
+		}
 		return nil, err
 	}
 	res.Prefill = time.Since(t0)
@@ -250,6 +288,10 @@ func (g *Generator) Speculative(prompt []int, n int) (*Result, error) {
 	}
 	g.record(res, anchor, row)
 	for len(res.Tokens) < n && !slices.Contains(g.EOS, anchor) {
+		if g.stopped() {
+			res.Elapsed = time.Since(t0)
+			return res, ErrInterrupted
+		}
 		t := g.Target
 		r := round{anchor: anchor, s: t.Len()}
 		k := min(maxDraft, n-len(res.Tokens)-1, t.Cap()-r.s-1, t.MaxBatch()-1)
@@ -299,18 +341,31 @@ func (g *Generator) draft(r *round, k int) error {
 		return err
 	}
 	first := info.firstRow() // block row that predicts the first draft
+	// The hidden rows the confidence head reads are checked here (k x NEmbd values); the
+	// logit rows are not: the drafter refuses a bad row itself, and only then are they
+	// checked, to tell a bad block from a bad Markov head.
+	if err := CheckBlock(d, V, r.anchor, nil, hidden, first, k); err != nil {
+		return err
+	}
 	g.rows = g.rows[:0]
 	for row := first; row < first+k; row++ {
 		g.rows = append(g.rows, logits[row*V:(row+1)*V])
 	}
 	g.drafter.Confidence = nil
-	if info.HasConfidence && (g.Threshold > 0 || g.Stop != nil || g.OnRound != nil) {
+	if info.HasConfidence {
+		// Computed even when no rule reads it (k dot products of a hidden row, beside a block
+		// forward), so that a head producing NaN is an error rather than a silent passenger.
 		// Draft j (1-based) is drawn from block row first+j-1; so is its confidence.
 		g.drafter.Confidence = func(j, prev int) float64 { return d.Confidence(hidden, first+j-1, prev) }
 	}
 	r.drafts, r.q = g.drafter.Draft(r.anchor, g.rows, g.RNG)
 	r.conf = g.drafter.Confidences()
-	return nil
+	if g.drafter.Err() != nil {
+		if err := CheckBlock(d, V, r.anchor, logits, hidden, first, k); err != nil {
+			return err
+		}
+	}
+	return DrafterError(d, &g.drafter)
 }
 
 // verify runs the target once over [anchor, drafts...] (logits of every row, the draft's
@@ -323,10 +378,8 @@ func (g *Generator) verify(r *round) error {
 	if err := t.Forward(g.batch, 0, g.Draft.Taps(), &g.step); err != nil {
 		return err
 	}
-	for j := range g.batch {
-		if err := speculative.CheckLogits(g.step.Logits[j*V : (j+1)*V]); err != nil {
-			return fmt.Errorf("target logits: %w", err)
-		}
+	if err := g.checkForward(g.batch, 0, g.Draft.Taps(), r.s); err != nil {
+		return err
 	}
 	if g.Params.Greedy() {
 		g.argmax = g.argmax[:0]
@@ -369,6 +422,108 @@ func (g *Generator) commit(r *round, res *Result) error {
 			x = r.drafts[j]
 		}
 		g.record(res, x, g.step.Logits[j*V:(j+1)*V])
+	}
+	return nil
+}
+
+// checkForward checks what the target forward over tokens (run at cache length l0) returned
+// into g.step: the logit rows from logitsFrom on and the tapped hidden rows. On a non-finite
+// value it re-runs that forward under a Probe (when the target is Probed) to name the layer
+// and operation where it first appeared; the error is a *NonFiniteError.
+func (g *Generator) checkForward(tokens []int, logitsFrom int, taps []int, l0 int) error {
+	t := g.Target
+	n, V, E := len(tokens), t.Dims().NVocab, t.Dims().NEmbd
+	bad := firstBadRows(g.step.Logits[:n*V], V, max(logitsFrom, 0), true)
+	for _, k := range taps {
+		if bad != nil {
+			break
+		}
+		bad = firstBadRows(g.step.Hidden[k][:n*E], E, 0, false)
+	}
+	if bad == nil {
+		return nil
+	}
+	bad.File, bad.Stage = modelName(t, "target"), "the target's forward"
+	if p, ok := t.(Probed); ok && t.Rewind(l0) == nil {
+		probe := &Probe{}
+		p.SetProbe(probe)
+		var st Step
+		err := t.Forward(tokens, logitsFrom, taps, &st)
+		p.SetProbe(nil)
+		if err == nil && probe.First != nil {
+			probe.First.File, probe.First.Stage = bad.File, bad.Stage
+			bad = probe.First
+		}
+	}
+	return bad
+}
+
+// CheckBlock checks the k rows from first on of the block d.Block(anchor) returned that a
+// drafter reads (logits rows of V entries, unless logits is nil, and the hidden rows of the
+// confidence head); on a non-finite value it re-runs the block under a Probe (when d is
+// Probed) to locate it, and returns a *NonFiniteError.
+func CheckBlock(d Draft, V, anchor int, logits, hidden []float32, first, k int) error {
+	E := len(hidden) / max(d.Info().BlockSize, 1)
+	var bad *NonFiniteError
+	if logits != nil {
+		bad = firstBadRows(logits[:(first+k)*V], V, first, true)
+	}
+	if bad == nil && E > 0 {
+		bad = firstBadRows(hidden[:(first+k)*E], E, first, false)
+	}
+	if bad == nil {
+		return nil
+	}
+	bad.File, bad.Stage = modelName(d, "draft"), "the draft's block forward"
+	if p, ok := d.(Probed); ok {
+		probe := &Probe{}
+		p.SetProbe(probe)
+		_, _, err := d.Block(anchor)
+		p.SetProbe(nil)
+		if err == nil && probe.First != nil {
+			probe.First.File, probe.First.Stage = bad.File, bad.Stage
+			bad = probe.First
+		}
+	}
+	return bad
+}
+
+// DrafterError turns dr's stop on a bad value (speculative.Drafter.Err) into a
+// *NonFiniteError naming the head of d that produced it: the block rows were checked
+// (CheckBlock), so a bad biased row is the Markov head's and a bad confidence the confidence
+// head's. It returns nil when dr drafted without one.
+func DrafterError(d Draft, dr *speculative.Drafter) error {
+	err := dr.Err()
+	if err == nil {
+		return nil
+	}
+	var de *speculative.DraftError
+	if !errors.As(err, &de) {
+		return err
+	}
+	e := &NonFiniteError{File: modelName(d, "draft"), Layer: -1, Row: de.Draft - 1, Index: de.Index, Value: float32(de.Value)}
+	if de.Confidence {
+		e.Stage, e.Op, e.Tensor = "the draft's confidence head", "confidence head", "conf_proj.weight, conf_proj.bias, markov_w1.weight"
+	} else {
+		e.Stage, e.Op, e.Tensor = "the draft's Markov head", "Markov bias", "markov_w1.weight, markov_w2.weight"
+	}
+	return e
+}
+
+// firstBadRows returns the first non-finite entry of the rows of width w from row from on (as
+// logits: -Inf allowed unless the whole row is -Inf), or nil.
+func firstBadRows(v []float32, w, from int, logits bool) *NonFiniteError {
+	for j := from; (j+1)*w <= len(v); j++ {
+		row := v[j*w : (j+1)*w]
+		i := -1
+		if logits {
+			i = nonFiniteLogits(row)
+		} else {
+			i = nonFinite(row)
+		}
+		if i >= 0 {
+			return &NonFiniteError{Layer: -1, Row: j, Index: i, Value: row[i]}
+		}
 	}
 	return nil
 }

@@ -120,9 +120,11 @@ func badCases() []badCase {
 	h = `{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`
 	add("same range", build(h, 4), at(h, `"b"`), `tensor "b" data_offsets`, `overlaps tensor "a"`)
 	h = `{"w":{"dtype":"F32","shape":[0],"data_offsets":[0,4]},"v":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}}`
-	add("end before begin", build(h, 4), at(h, `"w"`), `tensor "w" data_offsets`, "holds 4 bytes, but F32 [0] needs 0")
+	add("end before begin", build(h, 4), at(h, `"v"`), `tensor "v" data_offsets`, "[4, 0] ends before it begins")
 	h = `{"w":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}}`
-	add("reversed", build(h, 4), at(h, `"w"`), `tensor "w" data_offsets`, "leaves a hole")
+	add("reversed", build(h, 4), at(h, `"w"`), `tensor "w" data_offsets`, "[4, 0] ends before it begins")
+	h = `{"w":{"dtype":"U8","shape":[4],"data_offsets":[100,104]}}`
+	add("past the end", build(h, 4), at(h, `"w"`), `tensor "w" data_offsets`, "[100, 104] runs past the end of the data section (4 bytes")
 	h = `{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"w":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}}`
 	add("end before begin after a", build(h, 4), at(h, `"w"`), `tensor "w" data_offsets`, "[4, 0] ends before it begins")
 	h = `{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`

@@ -197,6 +197,15 @@ func byteSize(d Dtype, shape []int64) (int64, string) {
 // validate checks the data layout: entries sorted by offset must tile [0, dataLen) exactly,
 // each with the size its dtype and shape imply. It sorts entries in place.
 func validate(path string, dataStart, dataLen int64, entries []entry) error {
+	// Reversed offsets are reported as such, before the tiling check would see them as a
+	// hole or an overlap.
+	for _, e := range entries {
+		t := &e.info
+		switch {
+		case t.End < t.Begin:
+			return &FormatError{path, e.off, tensorField(t.Name, "data_offsets").String(), fmt.Sprintf("[%d, %d] ends before it begins", t.Begin, t.End)}
+		}
+	}
 	slices.SortStableFunc(entries, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.info.Begin, b.info.Begin), cmp.Compare(a.info.End, b.info.End))
 	})
@@ -208,6 +217,8 @@ func validate(path string, dataStart, dataLen int64, entries []entry) error {
 			return &FormatError{path, off, tensorField(t.Name, sub).String(), fmt.Sprintf(format, args...)}
 		}
 		switch {
+		case t.Begin > pos && t.End > dataLen:
+			return fail("data_offsets", "[%d, %d] runs past the end of the data section (%d bytes; the file ends at byte %d)", t.Begin, t.End, dataLen, dataStart+dataLen)
 		case t.Begin > pos:
 			return fail("data_offsets", "[%d, %d] leaves a hole: data bytes [%d, %d) belong to no tensor", t.Begin, t.End, pos, t.Begin)
 		case t.Begin < pos:

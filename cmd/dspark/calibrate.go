@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,8 +21,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dspark-dev/dspark/calibrate"
+	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/atomicfile"
 	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
@@ -156,10 +159,11 @@ func newCalibrateConfig(f *calibrateFlags, fs *pflag.FlagSet) (*calibrateConfig,
 		if p == "" {
 			continue
 		}
-		for _, in := range []string{c.target, c.draft} {
-			if same(p, in) {
-				return nil, usagef("%s %s is an input file", name, p)
-			}
+		if err := outpath.Check(name, p, c.target, c.draft, c.prompts); err != nil {
+			return nil, usageError{err}
+		}
+		if err := checkOutput(name, p, c.force); err != nil {
+			return nil, err
 		}
 		for other, q := range outs {
 			if other < name && q != "" && same(p, q) {
@@ -279,17 +283,25 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 	}
 	f := &calibrate.File{Format: calibrate.Format, Version: calibrate.Version, DraftSHA256: sha,
 		BlockSize: d.Info().BlockSize, Positions: d.Info().MaxDrafts(), Prompts: source, Tokens: c.n, Seed: c.seed}
-	g := &runtime.Generator{Target: m.target, Draft: d, EOS: runtime.EOS(m.tf)}
+	stop, release := watchInterrupt()
+	defer release()
+	g := &runtime.Generator{Target: m.target, Draft: d, EOS: runtime.EOS(m.tf), Interrupted: stop}
 	var sections []calibrate.Section
 	for _, p := range c.settings {
 		s := calibrate.SamplingOf(p)
 		g.Params = p
 		fmt.Fprintf(stderr, "dspark: calibrating for %s: %d calibration and %d held-out prompts, %d tokens each\n", s, len(fitIDs), len(heldIDs), c.n)
 		fitS, err := calibrate.Collect(ctx, g, fitIDs, c.n, c.seed, nil)
+		if isInterrupt(err) {
+			return interruptedError("nothing was written (the calibration is fitted on every prompt or not at all)")
+		}
 		if err != nil {
 			return err
 		}
 		heldS, err := calibrate.Collect(ctx, g, heldIDs, c.n, c.seed+1, nil)
+		if isInterrupt(err) {
+			return interruptedError("nothing was written (the calibration is fitted on every prompt or not at all)")
+		}
 		if err != nil {
 			return err
 		}
@@ -299,6 +311,9 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 		for _, p := range ev {
 			e.ECEBefore, e.ECEAfter = append(e.ECEBefore, p.ECEBefore), append(e.ECEAfter, p.ECEAfter)
 		}
+		if note := degenerateFitNote(s.String(), temps, fitS); note != "" {
+			fmt.Fprintln(stderr, "dspark: note: "+note)
+		}
 		f.Calibrations = append(f.Calibrations, e)
 		sections = append(sections, calibrate.Section{Title: s.String(), Positions: ev})
 	}
@@ -306,23 +321,11 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 		return err
 	}
 	rep := &calibrateReport{Calibration: f, Output: c.output, GGUF: c.writeGGUF, Plot: c.plot, Fit: len(fitIDs), HeldOut: len(heldIDs)}
-	if c.writeGGUF != "" {
-		if err := calibrate.WriteGGUF(m.df, c.writeGGUF, f, c.force); err != nil {
-			return err
-		}
-		if f.CopySHA256, err = calibrate.FileSHA256(c.writeGGUF); err != nil {
-			return err
-		}
-	}
-	if err := calibrate.WriteFile(c.output, f, c.force); err != nil {
+	diagram := &calibrate.Diagram{
+		Title:    fmt.Sprintf("dspark calibrate: survival predictions of %s on %d held-out prompts", filepath.Base(c.draft), len(heldIDs)),
+		Sections: sections}
+	if err := c.writeOutputs(m.df, f, diagram); err != nil {
 		return err
-	}
-	if c.plot != "" {
-		if err := writePlot(c.plot, &calibrate.Diagram{
-			Title:    fmt.Sprintf("dspark calibrate: survival predictions of %s on %d held-out prompts", filepath.Base(c.draft), len(heldIDs)),
-			Sections: sections}, c.force); err != nil {
-			return err
-		}
 	}
 	rep.Seconds = time.Since(t0).Seconds()
 	if c.json {
@@ -332,26 +335,119 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 	return nil
 }
 
-// writePlot writes the diagram as PNG or SVG (by the file's extension), atomically.
-func writePlot(path string, d *calibrate.Diagram, overwrite bool) error {
-	af, err := atomicfile.Create(path, overwrite)
+// writeOutputs writes calibrate's outputs all together or none: the JSON file and the plot
+// are written to temporary files first, the GGUF copy (whose digest the JSON records) is
+// written next, and the temporary files are committed last; a failure at any step removes
+// what was written (a --force'd old output replaced by the GGUF copy is then gone too).
+func (c *calibrateConfig) writeOutputs(src *gguf.File, f *calibrate.File, d *calibrate.Diagram) (err error) {
+	var plot *atomicfile.File
+	if c.plot != "" {
+		if plot, err = atomicfile.Create(c.plot, c.force); err != nil {
+			return err
+		}
+		defer plot.Abort()
+		bw := bufio.NewWriter(plot)
+		if strings.EqualFold(filepath.Ext(c.plot), ".png") {
+			err = d.WritePNG(bw)
+		} else {
+			err = d.WriteSVG(bw)
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.plot, atomicfile.Explain(err))
+		}
+	}
+	out, err := atomicfile.Create(c.output, c.force)
 	if err != nil {
 		return err
 	}
-	defer af.Abort()
-	bw := bufio.NewWriter(af)
-	if strings.EqualFold(filepath.Ext(path), ".png") {
-		err = d.WritePNG(bw)
-	} else {
-		err = d.WriteSVG(bw)
+	defer out.Abort()
+	if c.writeGGUF != "" {
+		if err := calibrate.WriteGGUF(src, c.writeGGUF, f, c.force); err != nil {
+			return err
+		}
+		defer func() {
+			if err != nil {
+				os.Remove(c.writeGGUF)
+			}
+		}()
+		if f.CopySHA256, err = calibrate.FileSHA256(c.writeGGUF); err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		err = bw.Flush()
-	}
+	b, err := calibrate.Encode(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, atomicfile.Explain(err))
+		return err
 	}
-	return af.Commit()
+	if _, err := out.Write(b); err != nil {
+		return fmt.Errorf("%s: %w", c.output, atomicfile.Explain(err))
+	}
+	if err := out.Commit(); err != nil {
+		return err
+	}
+	if plot != nil {
+		if err := plot.Commit(); err != nil {
+			os.Remove(c.output)
+			return err
+		}
+	}
+	return nil
+}
+
+// degenerateFitNote explains, in one line, a fit whose temperatures sit at an edge of the
+// grid (the ECE kept falling past it: the confidence head carries no usable signal on these
+// prompts), "" otherwise.
+func degenerateFitNote(sampling string, temps []float64, s *calibrate.Samples) string {
+	g := calibrate.Grid()
+	lo, hi := g[0], g[len(g)-1]
+	var edge []string
+	for k, t := range temps {
+		if t == lo || t == hi {
+			edge = append(edge, fmt.Sprintf("%d (%g)", k+1, t))
+		}
+	}
+	if len(edge) == 0 {
+		return ""
+	}
+	accepted, drafted := 0, 0
+	for _, r := range s.Rounds {
+		accepted += r.Accepted
+		drafted += len(r.Conf)
+	}
+	return fmt.Sprintf("the %s fit is degenerate: the temperature of draft position(s) %s sits at the edge of the grid [%g, %g], "+
+		"so the confidence head carries no usable signal on these prompts (%d of %d drafts accepted; a draft the target never or always accepts cannot be calibrated)",
+		sampling, strings.Join(edge, ", "), lo, hi, accepted, drafted)
+}
+
+// checkOutput checks, before any work, that the output path of flag can be written: its
+// directory exists and accepts a new file, it is not a directory, and (without --force) it
+// does not exist yet.
+func checkOutput(flag, path string, force bool) error {
+	if st, err := os.Stat(path); err == nil {
+		if st.IsDir() {
+			return fmt.Errorf("%s %s is a directory: give a file name", flag, path)
+		}
+		if !force {
+			return fmt.Errorf("%s %s: %w", flag, path, atomicfile.ErrExists)
+		}
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: its directory cannot be used: %w", flag, path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s %s: %s is not a directory", flag, path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".dspark-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot write in %s: %w", flag, path, dir, errors.Unwrap(err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
 }
 
 func printCalibrate(w io.Writer, r *calibrateReport, c *calibrateConfig) {

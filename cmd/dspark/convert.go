@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 
 	"github.com/dspark-dev/dspark/convert"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/lint"
+	"github.com/dspark-dev/dspark/internal/atomicfile"
+	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -50,6 +53,9 @@ partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.
   dspark convert ./kimi-k2-small --outtype q8_0 --dry-run`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := goruntime.NumCPU(); cmd.Flags().Changed("threads") && (fl.threads < 1 || fl.threads > n) {
+				return usagef("--threads %d: must be in [1, %d] (this machine's CPUs; default: all)", fl.threads, n)
+			}
 			return runConvert(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], fl)
 		},
 	}
@@ -64,7 +70,7 @@ partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.
 	f.StringVar(&fl.splitMaxSize, "split-max-size", "", "split the output into gguf-split shards of at most N bytes (suffixes K, M, G = 1000^n)")
 	f.IntVar(&fl.splitMaxTensors, "split-max-tensors", 0, "split the output into shards of at most N tensors")
 	f.BoolVarP(&fl.quiet, "quiet", "q", false, "no progress output")
-	f.IntVar(&fl.threads, "threads", 0, "parallel converters (default: number of CPUs)")
+	f.IntVar(&fl.threads, "threads", 0, "parallel converters, 1..the machine's CPUs (default: all)")
 	f.StringVar(&fl.quantizeHeads, "quantize-heads", "none", "draft heads a quantized --outtype also applies to: markov, confidence (comma-separated), all or none; the others keep the checkpoint's dtype")
 	f.BoolVar(&fl.json, "json", false, "print the result (outputs, round-trip errors, verification) as JSON on stdout (schema: docs/convert.md)")
 	return cmd
@@ -123,6 +129,9 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	if err != nil {
 		return usagef("--quantize-heads: %v", err)
 	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return usagef("%s is a file: convert takes the checkpoint directory (the one holding config.json), e.g. %s", dir, filepath.Dir(dir))
+	}
 	if fl.json && fl.dryRun {
 		return usagef("--json reports a written file; --dry-run writes nothing (it prints the plan as text)")
 	}
@@ -139,6 +148,15 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 		out = filepath.Join(out, plan.DefaultOutName())
 	}
 	wopt := convert.WriteOptions{Overwrite: fl.force, SplitMaxBytes: splitBytes, SplitMaxTensors: fl.splitMaxTensors, Workers: fl.threads}
+	outPaths, err := plan.OutputPaths(out, wopt)
+	if err != nil {
+		return err
+	}
+	for _, p := range outPaths {
+		if err := outpath.Check("-o", p, dir, fl.target); err != nil {
+			return usageError{err}
+		}
+	}
 	if fl.dryRun {
 		paths, err := plan.OutputPaths(out, wopt)
 		if err != nil {
@@ -162,7 +180,7 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	}
 	var rep *convert.VerifyReport
 	if fl.verify {
-		if rep, err = plan.Verify(paths[0], lintProblems); err != nil {
+		if rep, err = verifyOutput(plan, paths); err != nil {
 			return err
 		}
 	}
@@ -188,6 +206,31 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 		return exitCodeError{exitFailure, fmt.Errorf("verification of %s failed", paths[0])}
 	}
 	return nil
+}
+
+// verifyOutput runs --verify on the written paths. Interrupted (SIGINT/SIGTERM), the output
+// is not known good: its files are removed, and the error says so (exit 130/143).
+func verifyOutput(plan *convert.Plan, paths []string) (*convert.VerifyReport, error) {
+	interrupt, release := atomicfile.Watch()
+	defer release()
+	type result struct {
+		rep *convert.VerifyReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := plan.Verify(paths[0], lintProblems)
+		done <- result{rep, err}
+	}()
+	select {
+	case r := <-done:
+		return r.rep, r.err
+	case <-interrupt:
+		for _, p := range paths {
+			os.Remove(p)
+		}
+		return nil, interruptedError(fmt.Sprintf("--verify had not finished, so the unverified output %s was removed", strings.Join(paths, ", ")))
+	}
 }
 
 // convertJSON is `convert --json`'s report (docs/convert.md).

@@ -39,6 +39,13 @@ type runReport struct {
 	MatchesPlain *bool                      `json:"matches_plain,omitempty"`
 	LogProbs     []runtime.PositionLogProbs `json:"logprobs,omitempty"`
 	Numerics     runtime.Numerics           `json:"numerics"` // the target's kernel path and activation precision
+	// Interrupted names the signal that stopped the run ("SIGINT", "SIGTERM"); the report
+	// then covers the tokens decoded until then.
+	Interrupted string `json:"interrupted,omitempty"`
+	// StoppedAtEOS is the end-of-sequence token the output ends with, when decoding stopped
+	// there before -n tokens.
+	StoppedAtEOS *int `json:"stopped_at_eos,omitempty"`
+	N            int  `json:"n"` // the tokens asked for (-n)
 }
 
 // speculate runs speculative decoding; a variable so that a test can break the greedy parity
@@ -63,8 +70,11 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 		return err
 	}
 	g := c.generator(m)
+	stop, release := watchInterrupt()
+	defer release()
+	g.Interrupted = stop
 	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
-		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics()}
+		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics(), N: c.n}
 	if c.mode == modeSpeculative {
 		sched, err := c.setupSchedule(m, stderr)
 		if err != nil {
@@ -75,16 +85,20 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	var plain *runtime.Result
 	if c.mode == modeTarget || !c.noPlain {
 		g.RNG = c.rng()
-		if plain, err = g.Plain(prompt, c.n); err != nil {
+		if plain, err = g.Plain(prompt, c.n); err != nil && !isInterrupt(err) {
 			return err
 		}
 		rep.PlainTokens, rep.PlainTPS = plain.Tokens, plain.TokensPerSecond()
 		rep.Tokens, rep.LogProbs = plain.Tokens, plain.LogProbs
+		if err != nil { // interrupted: the report of the plain tokens decoded so far
+			return finishInterrupted(w, rep, m, c)
+		}
 	}
 	if c.mode == modeSpeculative {
 		g.RNG = c.rng()
 		spec, err := speculate(g, prompt, c.n)
-		if err != nil {
+		interrupted := err != nil && isInterrupt(err)
+		if err != nil && !interrupted {
 			return err
 		}
 		rep.Tokens, rep.LogProbs, rep.SpecTPS = spec.Tokens, spec.LogProbs, spec.TokensPerSecond()
@@ -92,6 +106,12 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 		v := newVerifyReport(&spec.Stats)
 		rep.Verify = &v
 		rep.Tau, rep.Acceptance, rep.PerPosition = spec.Stats.Tau(), spec.Stats.AcceptanceRate(), spec.Stats.PerPositionRates()
+		if note := zeroAcceptanceNote(&spec.Stats); note != "" {
+			fmt.Fprintln(stderr, "dspark: note: "+note)
+		}
+		if interrupted { // a partial run is no comparison: no speedup, no parity check
+			return finishInterrupted(w, rep, m, c)
+		}
 		if plain != nil {
 			rep.Speedup = rep.SpecTPS / rep.PlainTPS
 			if c.params.Greedy() {
@@ -99,6 +119,9 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 				rep.MatchesPlain = &same
 			}
 		}
+	}
+	if k := len(rep.Tokens); k > 0 && k < c.n && slices.Contains(g.EOS, rep.Tokens[k-1]) {
+		rep.StoppedAtEOS = &rep.Tokens[k-1]
 	}
 	if m.tok != nil {
 		text := m.tok.Decode(rep.Tokens)
@@ -115,6 +138,34 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 		return errParity
 	}
 	return nil
+}
+
+// finishInterrupted prints the report of a run stopped by a signal (the tokens decoded so
+// far; JSON stays one valid document) and returns the interruption (exit 130/143).
+func finishInterrupted(w io.Writer, rep *runReport, m *models, c *runConfig) error {
+	rep.Interrupted = signalName()
+	if m.tok != nil {
+		text := m.tok.Decode(rep.Tokens)
+		rep.Text = &text
+	}
+	if c.json {
+		if err := writeJSON(w, rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(w, rep, m.tok)
+	}
+	return interruptedError(fmt.Sprintf("the report covers the %d token(s) decoded until then", len(rep.Tokens)))
+}
+
+// zeroAcceptanceNote explains, in one line, a run whose target accepted none of the drafts
+// ("" otherwise).
+func zeroAcceptanceNote(s *speculative.Stats) string {
+	if s.Drafted == 0 || s.Accepted > 0 {
+		return ""
+	}
+	return fmt.Sprintf("acceptance 0: the target accepted none of the %d drafts, so every round cost a draft block and a verify for one token "+
+		"(the speedup below 1 follows); the draft does not predict this target: random synthetic weights, a draft made for another target, or a broken conversion", s.Drafted)
 }
 
 // sameOutput reports whether two greedy runs agree: the tokens, and the log-probabilities
@@ -145,9 +196,15 @@ func printReport(w io.Writer, r *runReport, tok *tokenizer.BPE) {
 	}
 	fmt.Fprintf(w, "prompt: %d tokens\n", len(r.Prompt))
 	fmt.Fprintln(w, numericsLine(r.Numerics))
+	if r.Interrupted != "" {
+		fmt.Fprintf(w, "interrupted by %s: the output below is what was decoded until then\n", r.Interrupted)
+	}
 	fmt.Fprintf(w, "output ids: %s\n", joinInts(r.Tokens))
 	if r.Text != nil {
 		fmt.Fprintf(w, "output text: %s\n", strconv.Quote(*r.Text))
+	}
+	if r.StoppedAtEOS != nil {
+		fmt.Fprintf(w, "stopped at the end-of-sequence token %d after %d of the %d tokens asked for (-n)\n", *r.StoppedAtEOS, len(r.Tokens), r.N)
 	}
 	if r.PlainTPS > 0 {
 		fmt.Fprintf(w, "plain target decoding: %.1f tokens/s\n", r.PlainTPS)

@@ -60,6 +60,9 @@ type demoReport struct {
 	MaxDrafts int              `json:"max_drafts,omitempty"`
 	Threshold float64          `json:"confidence_threshold,omitempty"`
 	Modes     []demoModeReport `json:"modes"`
+	// Interrupted names the signal that stopped the demo; Modes then hold the prompts
+	// decoded until then.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // demoPair says which pair ran: its name, digests and shape (never a temporary path).
@@ -193,8 +196,26 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 		return err
 	}
 	var failed error
+	stop, release := watchInterrupt()
+	defer release()
 	for _, mode := range demoModes(c) {
-		mr, err := runDemoMode(c, m, sched, mode, rows, reps, stderr)
+		mr, err := runDemoMode(c, m, sched, mode, rows, reps, stderr, stop)
+		if isInterrupt(err) {
+			// The report of the prompts decoded until then (a mode with none is left out).
+			if len(mr.Prompts) > 0 {
+				rep.Modes = append(rep.Modes, *mr)
+			}
+			rep.Interrupted = signalName()
+			if c.json {
+				err = writeJSON(w, rep)
+			} else {
+				printDemo(w, rep)
+			}
+			if err != nil {
+				return err
+			}
+			return interruptedError(fmt.Sprintf("the report covers the %d mode(s) and prompts decoded until then", len(rep.Modes)))
+		}
 		if err != nil {
 			return err
 		}
@@ -221,8 +242,11 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 
 // runDemoMode decodes every prompt of rows plainly and speculatively with mode's sampling
 // and the run's verify schedule (notes to stderr).
-func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows []demoRow, reps int, stderr io.Writer) (*demoModeReport, error) {
+// Stopped by stop (a signal), it returns the report of the prompts decoded in full until then
+// and runtime.ErrInterrupted.
+func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows []demoRow, reps int, stderr io.Writer, stop func() bool) (*demoModeReport, error) {
 	g := c.generator(m)
+	g.Interrupted = stop
 	g.Params = mode.Params
 	mr := &demoModeReport{Mode: mode.Name, Temperature: mode.Params.Temperature, TopK: mode.Params.TopK, TopP: mode.Params.TopP}
 	mr.Schedule = sched.apply(g, mode.Params, func(msg string) { fmt.Fprintf(stderr, "dspark: note: %s decoding: %s\n", mode.Name, msg) })
@@ -235,6 +259,8 @@ func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows
 	}
 	var plainTime, specTime float64
 	var plainN, specN int
+	var stopped error
+rows:
 	for _, row := range rows {
 		// Each decode of a small pair takes milliseconds, so a single timing is mostly noise:
 		// both are repeated, alternating, and the fastest of each is kept. Every repeat starts
@@ -243,11 +269,19 @@ func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows
 		for rep := 0; rep < reps; rep++ {
 			g.RNG = c.rng()
 			p1, err := g.Plain(row.PromptTokens, c.n)
+			if isInterrupt(err) {
+				stopped = err
+				break rows
+			}
 			if err != nil {
 				return nil, err
 			}
 			g.RNG = c.rng()
 			s1, err := speculate(g, row.PromptTokens, c.n)
+			if isInterrupt(err) {
+				stopped = err
+				break rows
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -273,6 +307,9 @@ func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows
 		plainN += len(plain.Tokens)
 		specN += len(spec.Tokens)
 	}
+	if len(mr.Prompts) == 0 {
+		return mr, stopped
+	}
 	mr.PlainTPS, mr.SpecTPS = float64(plainN)/plainTime, float64(specN)/specTime
 	mr.Speedup = mr.SpecTPS / mr.PlainTPS
 	if s := &mr.Stats; s.Rounds > 0 && plainN > 0 {
@@ -282,7 +319,7 @@ func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows
 	}
 	mr.Tau, mr.Acceptance, mr.PerPosition = mr.Stats.Tau(), mr.Stats.AcceptanceRate(), mr.Stats.PerPositionRates()
 	mr.Verify = newVerifyReport(&mr.Stats)
-	return mr, nil
+	return mr, stopped
 }
 
 // printDemo prints the demo report as text.
@@ -298,6 +335,9 @@ func printDemo(w io.Writer, r *demoReport) {
 		fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
 	}
 	fmt.Fprintf(w, "%s; %d thread(s)\n", numericsLine(r.Numerics), r.Threads)
+	if r.Interrupted != "" {
+		fmt.Fprintf(w, "interrupted by %s: the report covers the prompts decoded until then\n", r.Interrupted)
+	}
 	for _, mr := range r.Modes {
 		if mr.Seed != nil {
 			fmt.Fprintf(w, "\n%s decoding: temperature %g, top-k %d, top-p %g, seed %d\n", mr.Mode, mr.Temperature, mr.TopK, mr.TopP, *mr.Seed)

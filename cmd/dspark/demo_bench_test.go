@@ -63,7 +63,7 @@ func BenchmarkDemo(b *testing.B) {
 				defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(threads))
 				var speedups, taus, draft, verify, plain []float64
 				for i := 0; i < b.N; i++ {
-					mr, err := runDemoMode(c, m, sched, mode, rows, 1, io.Discard)
+					mr, err := runDemoMode(c, m, sched, mode, rows, 1, io.Discard, nil)
 					if err != nil {
 						b.Fatal(err)
 					}

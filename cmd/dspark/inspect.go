@@ -18,8 +18,8 @@ import (
 )
 
 type inspectFlags struct {
-	json, fullArrays, noTensors, dataOffset, group, check bool
-	keys, tensors, target                                 string
+	json, fullArrays, noTensors, dataOffset, group, check, data bool
+	keys, tensors, target                                       string
 }
 
 func newInspectCmd() *cobra.Command {
@@ -49,7 +49,10 @@ loader ignores), says for each loader (llama.cpp, ik_llama.cpp, ollama, ds4, dsp
 whether it loads the draft and if not the first key or tensor it would miss, and exits with
 status 1 if it finds any problem (warnings do not fail it). --target T.gguf also checks the
 draft against its target: taps at or past the target's last layer or off by the +1
-convention, hidden size, mask token within the vocabulary.`,
+convention, hidden size, mask token within the vocabulary. --data (with --check) also reads
+every byte of the float tensors (F32, F16, BF16, the scales of Q8_0) and reports each tensor
+holding NaN or Inf by name and byte offset: the cost of reading the whole file once, where
+--check alone reads only the header.`,
 		Example: `  dspark inspect draft.gguf
   dspark inspect --no-tensors --keys 'dflash.*' draft.gguf
   dspark inspect --check --json model-00001-of-00003.gguf
@@ -70,6 +73,7 @@ convention, hidden size, mask token within the vocabulary.`,
 	f.BoolVar(&fl.group, "group", false, "group tensors by block (blk.N), with per-block totals")
 	f.BoolVar(&fl.check, "check", false, "lint the file against its architecture and draft schema, judge each loader; exit 1 on any problem")
 	f.StringVar(&fl.target, "target", "", "with --check: the target GGUF (FILE|URL) the draft is checked against")
+	f.BoolVar(&fl.data, "data", false, "with --check: also read every float tensor (F32, F16, BF16, Q8_0 scales) for NaN/Inf: reads the whole file")
 	return cmd
 }
 
@@ -102,6 +106,9 @@ func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, 
 	if fl.target != "" && !fl.check {
 		return usagef("--target %q: checking a draft against a target needs --check", fl.target)
 	}
+	if fl.data && !fl.check {
+		return usagef("--data: scanning tensor data is part of --check")
+	}
 	if fl.target != "" && fl.target == "-" && name == "-" {
 		return usagef("--target -: standard input is already the draft")
 	}
@@ -124,7 +131,7 @@ func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, 
 	}
 	r, err := report.Build(in.File, report.Options{
 		FullArrays: fl.fullArrays, Keys: fl.keys, Tensors: fl.tensors,
-		NoTensors: fl.noTensors, Check: fl.check, Source: in.Source,
+		NoTensors: fl.noTensors, Check: fl.check, Data: fl.data, Source: in.Source,
 		Target: target, Loaders: []drafts.Loader{dsparkLoader},
 	})
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command dspark converts, inspects and runs speculative-decoding draft models in GGUF.
 //
 // Exit codes: 0 success, 1 failure (bad input, failed check, I/O error), 2 usage error
-// (unknown command or flag, wrong number of arguments), 130/143 a write interrupted by
+// (unknown command or flag, wrong number of arguments), 130/143 interrupted by
 // SIGINT/SIGTERM (nothing left behind). See docs/cli.md.
 package main
 
@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -84,7 +86,7 @@ func main() {
 // execute runs the CLI with args and returns the process exit code.
 func execute(args []string) int {
 	rootCmd.SetArgs(args)
-	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{plainFlagError(err)} })
 	err := rootCmd.Execute()
 	if err == nil {
 		return exitOK
@@ -96,6 +98,24 @@ func execute(args []string) int {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", rootCmd.Name())
 	}
 	return code
+}
+
+// strconvFlagError matches pflag's message for a value its strconv parse refused.
+var strconvFlagError = regexp.MustCompile(`^invalid argument (".*") for "(.*)" flag: strconv\.Parse(Uint|Int|Float|Bool): parsing ".*": (.*)$`)
+
+// plainFlagError says a flag value of the wrong kind in plain words, without Go's strconv
+// text: `--seed "abc": not an unsigned integer (invalid syntax)`.
+func plainFlagError(err error) error {
+	m := strconvFlagError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	kind := map[string]string{"Uint": "an unsigned integer", "Int": "an integer", "Float": "a number", "Bool": "true or false"}[m[3]]
+	flag := m[2]
+	if i := strings.Index(flag, "--"); i >= 0 {
+		flag = flag[i:] // "-s, --seed" -> "--seed"
+	}
+	return fmt.Errorf("%s %s: not %s (%s)", flag, m[1], kind, m[4])
 }
 
 // exitCode maps a command's error to the process exit code.

@@ -136,8 +136,27 @@ func (m *models) load(c *runConfig, longest int) error {
 }
 
 // checkMemory bounds the bytes the KV caches of a ctx-token context need by cacheMemoryLimit.
+// Caches that do not fit even for one position are the file's fault, not the flags': that is
+// a file error (exit 1) naming the files and their per-position sizes.
 func (m *models) checkMemory(ctx int, flag string) error {
 	limit, why := cacheMemoryLimit()
+	one, err := m.tinfo.CacheBytes(1)
+	files, detail1 := m.tname, "target "+m.tinfo.Cache
+	if err == nil && m.df != nil {
+		var d int64
+		if d, err = m.dinfo.CacheBytes(1); err == nil {
+			one += d
+		}
+		files += " and " + m.dname
+		detail1 += ", draft " + m.dinfo.Cache
+	}
+	if err != nil || one > limit {
+		if err == nil {
+			err = fmt.Errorf("%d bytes (%s)", one, gib(one))
+		}
+		return fmt.Errorf("%s: the sizes in the file(s) are unreasonable: the KV caches of a single position need %v (%s), more than the limit of %d bytes (%s, %s)",
+			files, err, detail1, limit, gib(limit), why)
+	}
 	total, err := m.tinfo.CacheBytes(ctx)
 	detail := "target " + m.tinfo.Cache
 	if err == nil && m.df != nil {

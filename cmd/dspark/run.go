@@ -156,6 +156,9 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		if f.draft == "" {
 			return nil, usagef("--draft-only needs --draft FILE")
 		}
+		if f.target != "" {
+			return nil, usagef("--target does not apply to a draft-only run (it times the draft alone, with a stand-in head)")
+		}
 		c.mode = modeDraftOnly
 	case f.target != "" && f.draft != "":
 		c.mode = modeSpeculative
@@ -169,7 +172,11 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 	var err error
 	fs.VisitAll(func(fl *pflag.Flag) {
 		if modes, ok := flagModes[fl.Name]; ok && fl.Changed && err == nil && !hasMode(modes, c.mode) {
-			err = usagef("--%s does not apply to a %s run (it applies to: %s)", fl.Name, c.mode, joinModes(modes))
+			dash := "--"
+			if len(fl.Name) == 1 {
+				dash = "-"
+			}
+			err = usagef("%s%s does not apply to a %s run (it applies to: %s)", dash, fl.Name, c.mode, joinModes(modes))
 		}
 	})
 	if err != nil {

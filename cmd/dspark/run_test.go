@@ -90,6 +90,9 @@ func convertedPair(t *testing.T) (target, draft string) {
 var testDir string
 
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childEnv); ok {
+		runChild(args) // the test binary re-executed as dspark (signal tests)
+	}
 	// The demo's default pair is built on first use (a few minutes); these tests run the
 	// embedded pair unless they give --cache-dir (TestRunDemoEnglish builds a small one).
 	demoQuick = true

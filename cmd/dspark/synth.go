@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/dspark-dev/dspark/synth"
 )
 
@@ -78,7 +81,7 @@ See docs/synth.md.`,
 	fl.IntVar(&f.taps, "taps", 0, "dspark: tapped target layers (default: the preset's)")
 	fl.IntVar(&f.block, "block", 0, "dspark: block size (default: the preset's)")
 	fl.IntVar(&f.markovRank, "markov-rank", 0, "dspark: Markov head rank (default: the preset's)")
-	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar and no summary")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar and no summary")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing checkpoint in --out")
 	return cmd
 }
@@ -197,6 +200,9 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	if err != nil {
 		return usagef("--shard-size: %v", err)
 	}
+	if err := outpath.Check("--out", f.out, f.target); err != nil {
+		return usageError{err}
+	}
 	wo := synth.WriteOptions{ShardSize: shard, Break: f.brk, Overwrite: f.force}
 	topts := synth.TargetOptions{Preset: f.preset, Seed: f.seed, NoQLoRA: f.noQLoRA, Tied: f.tied,
 		Dense: f.dense, FP8: f.fp8, GroupRouting: f.groupRouting}
@@ -237,6 +243,10 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 			progressbar.OptionClearOnFinish())
 		wo.Progress = func(n int64) { _ = bar.Add64(n) }
 	}
+	// A directory this run creates is removed again if the run fails (a full disk included):
+	// nothing is left behind, not even an empty directory.
+	_, statErr := os.Stat(f.out)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	start := time.Now()
 	var res *synth.Result
 	switch {
@@ -251,6 +261,9 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		_ = bar.Finish()
 	}
 	if err != nil {
+		if created {
+			os.RemoveAll(f.out)
+		}
 		return err
 	}
 	if !f.quiet {

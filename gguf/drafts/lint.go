@@ -255,6 +255,12 @@ func (l *linter) hiddenOut() {
 func (l *linter) target() {
 	v, t := l.v, l.t
 	ta := t.Architecture()
+	if tv := Recognize(t); tv.Recognized {
+		// A draft given as the target: its sizes are not a target's, so the checks below
+		// would compare a draft with a draft.
+		l.add(t, false, "general.architecture", "is %s, a draft (%s schema), not a target: --target names the model the draft drafts for (a deepseek2 or qwen3 GGUF)", ta, tv.Schema)
+		return
+	}
 	if ta == "deepseek2" && strings.HasPrefix(v.Schema, "llama.cpp-") {
 		l.add(t, true, "general.architecture", "is deepseek2: upstream llama.cpp's deepseek2 target does not publish the per-layer inputs a dflash draft taps, so upstream cannot run this pair (dspark's runtime can)")
 	}

@@ -6,8 +6,9 @@
 // UTF-8, 1-D tensors stored as F32, and the tensor count. It lists every problem it finds
 // rather than stopping at the first.
 //
-// It is for `dspark inspect --check` and `dspark convert --verify`. It does not read
-// tensor data (no NaN scans, no numeric checks). Files of an architecture without a
+// It is for `dspark inspect --check` and `dspark convert --verify`. Lint does not read
+// tensor data; ScanData, separately (inspect --check --data), reads every byte of the float
+// tensors for NaN and Inf. Files of an architecture without a
 // declaration get the general.* and tokenizer.* checks only.
 package lint
 

@@ -87,7 +87,7 @@ func TestMutations(t *testing.T) {
 		}, "tokenizer.ggml.tokens", "has 41 tokens, dflash.vocab_size is 40"},
 		{"mask outside vocab", dflashFixture, func(fx *fixture) { fx.set("tokenizer.ggml.mask_token_id", gguf.U32(fxV)) }, "tokenizer.ggml.mask_token_id", "not below dflash.vocab_size 40"},
 		{"bos outside vocab", dflashFixture, func(fx *fixture) { fx.set("tokenizer.ggml.bos_token_id", gguf.U32(99)) }, "tokenizer.ggml.bos_token_id", "outside the vocabulary of 40"},
-		{"block size 0", dflashFixture, func(fx *fixture) { fx.set("dflash.block_size", gguf.U32(0)) }, "dflash.block_size", "at least 1"},
+		{"block size 0", dflashFixture, func(fx *fixture) { fx.set("dflash.block_size", gguf.U32(0)) }, "dflash.block_size", "outside 1..64"},
 		{"target layer 0", dflashFixture, func(fx *fixture) { fx.set("dflash.target_layers", gguf.I32s([]int32{0, 5, 9})) }, "dflash.target_layers", "entry 0 is 0, outside 1..9"},
 		{"target layer past block count", dflashFixture, func(fx *fixture) { fx.set("dflash.target_layers", gguf.I32s([]int32{2, 5, 10})) }, "dflash.target_layers", "entry 2 is 10, outside 1..9"},
 		{"target layer repeated", dflashFixture, func(fx *fixture) { fx.set("dflash.target_layers", gguf.I32s([]int32{2, 5, 5})) }, "dflash.target_layers", "repeats layer 5"},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/drafts"
+	"github.com/dspark-dev/dspark/gguf/lint"
 )
 
 // Schema identifies the JSON layout; it changes only when a field changes meaning or is
@@ -31,8 +32,11 @@ type Options struct {
 	Keys       string // glob over metadata keys ("" = all)
 	Tensors    string // glob over tensor names ("" = all)
 	NoTensors  bool
-	Check      bool   // run gguf/lint and gguf/drafts' lints and include their findings
-	Source     string // how the file was read: "file", "split", "http", "zstd-stream", ...
+	Check      bool // run gguf/lint and gguf/drafts' lints and include their findings
+	// Data, with Check, also reads every float tensor for NaN and Inf (lint.ScanData): each
+	// such tensor is a problem.
+	Data   bool
+	Source string // how the file was read: "file", "split", "http", "zstd-stream", ...
 	// Target is the target a draft is checked against with Check (nil: none).
 	Target *gguf.File
 	// Loaders are judged after gguf/drafts' own (drafts.Loaders) with Check: the caller's,
@@ -248,6 +252,19 @@ func Build(f *gguf.File, opt Options) (*Report, error) {
 			if p.Warning {
 				c.Warnings = append(c.Warnings, q)
 			} else {
+				c.Problems = append(c.Problems, q)
+			}
+		}
+		if opt.Data {
+			bad, err := lint.ScanData(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, b := range bad {
+				q := Problem{Subject: b.Tensor, Message: b.Message()}
+				if t, ok := f.Tensor(b.Tensor); ok {
+					q.Offset = &t.InfoOffset
+				}
 				c.Problems = append(c.Problems, q)
 			}
 		}

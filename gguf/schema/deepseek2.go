@@ -12,7 +12,7 @@ var Deepseek2 = register(&Schema{
 	Dense:  "leading_dense_block_count",
 	Keys: concat(
 		[]Key{
-			{Name: BlockCount, Type: u32, Required: true, Min: "1", Max: "4096", Why: "implausibly many layers", Doc: "decoder blocks"},
+			{Name: BlockCount, Type: u32, Required: true, Min: "1", Max: "512", Why: "llama.cpp's LLAMA_MAX_LAYERS", Doc: "decoder blocks"},
 			{Name: ContextLength, Type: u32, Required: true, Min: "1", Doc: "trained context length"},
 			{Name: EmbeddingLength, Type: u32, Required: true, Min: "1", Doc: "hidden size"},
 			{Name: FeedForwardLength, Type: u32, Required: true, Doc: "dense blocks' FFN width"},
@@ -60,6 +60,21 @@ var Deepseek2 = register(&Schema{
 	Rules: concat(mlaRules, []Rule{
 		{Subject: TokTokens, When: "has(vocab_size)", Check: "len(tokenizer.ggml.tokens) == vocab_size",
 			Msg: "has %d tokens, deepseek2.vocab_size is %d", Args: []string{"len(tokenizer.ggml.tokens)", "vocab_size"}},
+		// The expert asserts of llama.cpp's generic load_hparams (llama-model.cpp), which abort
+		// loading: n_expert <= LLAMA_MAX_EXPERTS; n_expert_used <= n_expert, and 0 without
+		// experts; n_expert_groups < n_expert, and 0 without experts; with more than one
+		// group, 0 < n_group_used < n_expert_groups. Absent keys are 0 there.
+		{Subject: ExpertCount, When: "has(expert_count)", Check: "expert_count <= 1024",
+			Msg: "is %d, above llama.cpp's LLAMA_MAX_EXPERTS (1024)", Args: []string{"expert_count"}},
+		{Subject: ExpertUsedCount, When: "has(expert_used_count) && (!has(expert_count) || expert_count == 0)", Check: "expert_used_count == 0",
+			Msg: "is %d without experts (expert_count 0 or absent): llama.cpp asserts it is 0", Args: []string{"expert_used_count"}},
+		{Subject: ExpertGroupCount, When: "has(expert_group_count) && has(expert_count) && expert_count > 0", Check: "expert_group_count < expert_count",
+			Msg:  "is %d, not below expert_count %d: llama.cpp aborts (GGML_ASSERT(n_expert_groups < n_expert)); without group-limited routing leave the key out",
+			Args: []string{"expert_group_count", "expert_count"}},
+		{Subject: ExpertGroupCount, When: "has(expert_group_count) && (!has(expert_count) || expert_count == 0)", Check: "expert_group_count == 0",
+			Msg: "is %d without experts (expert_count 0 or absent): llama.cpp asserts it is 0; leave the key out", Args: []string{"expert_group_count"}},
+		{Subject: ExpertGroupUsedCount, When: "has(expert_group_count) && expert_group_count > 1", Check: "has(expert_group_used_count) && expert_group_used_count >= 1 && expert_group_used_count < expert_group_count",
+			Msg: "must be present and in 1..expert_group_count - 1 (%d) when there are groups: llama.cpp asserts 0 < n_group_used < n_expert_groups", Args: []string{"expert_group_count - 1"}},
 		{Subject: LeadingDenseBlockCount, Check: "leading_dense_block_count <= block_count",
 			Msg: "is %d, more than block_count %d", Args: []string{"leading_dense_block_count", "block_count"}},
 		{Subject: ExpertCount, When: "moe", Check: "expert_count > 0",

@@ -28,7 +28,7 @@ var DFlashMLA = register(&Schema{
 			{Name: VocabSize, Type: u32, Required: true,
 				Infer: []string{"dim(markov_w1.weight, 1)", "dim(token_embd.weight, 1)", "len(tokenizer.ggml.tokens)"},
 				Doc:   "vocabulary (the target's)"},
-			{Name: BlockSize, Type: u32, Required: true, Min: "1", Why: "a draft block must have at least 1 position",
+			{Name: BlockSize, Type: u32, Required: true, Min: "1", Max: "64", Why: "a draft block has 1..64 positions (dspark's kernels batch at most 64 rows, and a verify round of more drafts never runs)",
 				Doc: "g: block rows per draft forward"},
 			{Name: SampleFromAnchor, Type: bl, Default: "true",
 				Doc: "true (DSpark): block row k predicts token k+1; false (DFlash): row k predicts token k"},

@@ -19,7 +19,7 @@ func mlaKeys(strict bool) []Key {
 		{Name: ValueLength, Type: u32, Required: true, Doc: "kv_lora_rank"},
 		{Name: KeyLengthMLA, Type: u32, Required: strict, Doc: "query/key head size: nope + rope"},
 		{Name: ValueLengthMLA, Type: u32, Required: strict, Min: "1", Doc: "value head size"},
-		{Name: RMSEpsilon, Type: f32, Required: true, Doc: "RMSNorm epsilon"},
+		{Name: RMSEpsilon, Type: f32, Required: true, Min: "0", Why: "RMSNorm divides by sqrt(mean square + epsilon)", Doc: "RMSNorm epsilon"},
 	}
 	if !strict {
 		k[2].Default = "0"

@@ -14,7 +14,7 @@ var Qwen3 = register(&Schema{
 	Doc:    "Qwen3 dense targets (llama.cpp's qwen3)",
 	Layers: "block_count",
 	Keys: []Key{
-		{Name: BlockCount, Type: u32, Required: true, Min: "1", Max: "4096", Why: "implausibly many layers", Doc: "decoder blocks"},
+		{Name: BlockCount, Type: u32, Required: true, Min: "1", Max: "512", Why: "implausibly many layers", Doc: "decoder blocks"},
 		{Name: ContextLength, Type: u32, Required: true, Min: "1", Doc: "trained context length (max_position_embeddings)"},
 		{Name: EmbeddingLength, Type: u32, Required: true, Min: "1", Doc: "hidden size"},
 		{Name: FeedForwardLength, Type: u32, Required: true, Min: "1", Doc: "FFN width (intermediate_size)"},
@@ -28,7 +28,7 @@ var Qwen3 = register(&Schema{
 			Doc: "query/key head size (HF head_dim; llama.cpp's default when absent is embedding_length / head_count)"},
 		{Name: ValueLength, Type: u32, Default: "embedding_length / attention.head_count", Min: "1",
 			Doc: "value head size (HF head_dim)"},
-		{Name: RMSEpsilon, Type: f32, Required: true, Doc: "RMSNorm epsilon (every norm, the per-head q/k norms included)"},
+		{Name: RMSEpsilon, Type: f32, Required: true, Min: "0", Why: "RMSNorm divides by sqrt(mean square + epsilon)", Doc: "RMSNorm epsilon (every norm, the per-head q/k norms included)"},
 		{Name: RopeDimensionCount, Type: u32, Default: "attention.key_length", Min: "1",
 			Doc:         "rotated dims per head (the whole head)",
 			NotProduced: "llama.cpp's qwen3 converter does not write it: the rotation covers the whole head (key_length)"},

@@ -350,6 +350,10 @@ func (v *Values) anyLayer(template string) bool {
 
 // checkRange checks a known key's bounds (every entry of an integer array).
 func (v *Values) checkRange(kc *keyC, st *keyState) {
+	if kc.minF != nil || kc.maxF != nil {
+		v.checkRangeF(kc, st)
+		return
+	}
 	if kc.min == nil && kc.max == nil && !kc.Unique {
 		return
 	}
@@ -417,6 +421,29 @@ func (v *Values) checkRange(kc *keyC, st *keyState) {
 	}
 	if bad > show {
 		v.problem(kc.full, "%d more entries are out of range or repeated", bad-show)
+	}
+}
+
+// checkRangeF checks a bounded f32 key: a finite number within its bounds (NaN and ±Inf are
+// always outside).
+func (v *Values) checkRangeF(kc *keyC, st *keyState) {
+	if !st.fKnown {
+		return
+	}
+	x := st.f
+	why := ""
+	if kc.Why != "" {
+		why = "; " + kc.Why
+	}
+	lo, hi := "-inf", "inf"
+	if kc.minF != nil {
+		lo = strconv.FormatFloat(*kc.minF, 'g', -1, 64)
+	}
+	if kc.maxF != nil {
+		hi = strconv.FormatFloat(*kc.maxF, 'g', -1, 64)
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) || (kc.minF != nil && x < *kc.minF) || (kc.maxF != nil && x > *kc.maxF) {
+		v.problem(kc.full, "is %v, must be a finite number in [%s, %s]%s", x, lo, hi, why)
 	}
 }
 

@@ -167,6 +167,7 @@ type keyC struct {
 	hasDfltF   bool
 	infer      []node
 	min, max   node
+	minF, maxF *float64 // the bounds of an f32 key (its Min and Max are numbers)
 	index      int
 }
 
@@ -390,6 +391,22 @@ func (s *Schema) compile() error {
 		}
 		if kc.Required && (kc.Default != "") {
 			return fmt.Errorf("schema %s: %s: required keys have no default", s.Name, what)
+		}
+		if kc.Type == gguf.ValueFloat32 {
+			for _, b := range []struct {
+				s   string
+				dst **float64
+			}{{kc.Min, &kc.minF}, {kc.Max, &kc.maxF}} {
+				if b.s == "" {
+					continue
+				}
+				var x float64
+				if _, e := fmt.Sscan(b.s, &x); e != nil {
+					return fmt.Errorf("schema %s: %s: bound %q is not a number", s.Name, what, b.s)
+				}
+				*b.dst = &x
+			}
+			continue
 		}
 		kc.min = parse(kc.Min, kInt, what+" min")
 		kc.max = parse(kc.Max, kInt, what+" max")

@@ -10,6 +10,10 @@
 // such a program a few seconds to do so (a second signal ends it at once), then exits with
 // that status itself; with no write pending it exits at once.
 //
+// A command that does long work besides writing (decoding, verifying an output) calls Watch:
+// it gets a channel closed on the signal and is given the same grace to stop and report what
+// it did. This package is the one place dspark handles SIGINT and SIGTERM.
+//
 // It is not a lock: two writers of the same destination both succeed, the last rename wins.
 package atomicfile
 
@@ -47,6 +51,9 @@ func (e *InterruptedError) Error() string {
 // Is makes errors.Is(err, ErrInterrupted) true.
 func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
 
+// SignalName is "SIGINT" or "SIGTERM".
+func (e *InterruptedError) SignalName() string { return signalName(e.Signal) }
+
 // ExitCode is the conventional exit status of a process ended by the signal: 128 + its
 // number (130 for SIGINT, 143 for SIGTERM).
 func (e *InterruptedError) ExitCode() int { return 128 + int(e.Signal) }
@@ -59,6 +66,21 @@ func signalName(s syscall.Signal) string {
 		return "SIGTERM"
 	}
 	return s.String()
+}
+
+// Interrupted returns the *InterruptedError once SIGINT or SIGTERM was caught (with a
+// handler installed by Create or Watch), else nil.
+func Interrupted() error { return interrupted() }
+
+// Watch installs the signal handler (if Create has not yet) and returns a channel closed
+// when SIGINT or SIGTERM arrives. Until release is called the handler treats the caller as
+// a pending write: it lets the program stop and exit by itself for a few seconds (a second
+// signal ends it at once) instead of exiting at once.
+func Watch() (interrupt <-chan struct{}, release func()) {
+	sigOnce.Do(watchSignals)
+	watchers.Add(1)
+	var once sync.Once
+	return sigDone, func() { once.Do(func() { watchers.Add(-1) }) }
 }
 
 // interrupted returns the *InterruptedError once a signal was caught, else nil.
@@ -213,14 +235,24 @@ func Explain(err error) error { return explain(err) }
 func explain(err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
-		return fmt.Errorf("no space left on device (the output needs more free disk space): %w", err)
+		return &explained{"no space left on device (the output needs more free disk space)", err}
 	case errors.Is(err, syscall.EFBIG):
-		return fmt.Errorf("file too large for this file system or ulimit -f: %w", err)
+		return &explained{"file too large for this file system or ulimit -f", err}
 	case errors.Is(err, syscall.EDQUOT):
-		return fmt.Errorf("disk quota exceeded: %w", err)
+		return &explained{"disk quota exceeded", err}
 	}
 	return err
 }
+
+// explained is an I/O error said in plain words: its message replaces the system's (which
+// would repeat it and name the temporary file, not the output); errors.Is still sees it.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
 
 // The set of pending files, removed on SIGINT/SIGTERM.
 var (
@@ -228,6 +260,9 @@ var (
 	pending = map[*File]struct{}{}
 	sigOnce sync.Once
 	caught  atomic.Int32 // the signal caught, 0 before
+
+	watchers atomic.Int32          // Watch callers not yet released
+	sigDone  = make(chan struct{}) // closed when the signal is caught
 )
 
 // exitGrace is how long the signal handler lets a program whose writes it interrupted
@@ -249,7 +284,8 @@ func watchSignals() {
 		}
 		mu.Lock()
 		caught.Store(int32(sig)) // before closing, so a writer that sees the close sees this
-		hadPending := len(pending) > 0
+		close(sigDone)
+		hadPending := len(pending) > 0 || watchers.Load() > 0
 		for p := range pending {
 			p.File.Close()
 			os.Remove(p.File.Name())

@@ -15,6 +15,7 @@ import (
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
 	"github.com/dspark-dev/dspark/synth"
 )
@@ -334,6 +335,18 @@ func checkUnsupported(t *testing.T, c *census, s *schema.Schema) {
 		}
 		if u.read && s.NotRun != "" {
 			t.Errorf("%s: marked not run (%s) but the runtime bound %s", s.Name, s.NotRun, d.Name)
+		}
+	}
+}
+
+// TestBlockSizeBound: the declared largest draft block is the kernels' batch, which the
+// runtime enforces (lint and runtime give one answer).
+func TestBlockSizeBound(t *testing.T) {
+	for _, s := range []*schema.Schema{schema.DFlashMLA, schema.DFlashGQA} {
+		for _, k := range s.Keys {
+			if k.Name == schema.BlockSize && k.Max != fmt.Sprint(kernels.MaxBatch) {
+				t.Errorf("%s: block_size max %q, the kernels batch %d rows", s.Name, k.Max, kernels.MaxBatch)
+			}
 		}
 	}
 }

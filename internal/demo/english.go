@@ -40,7 +40,7 @@ type EnglishRecipe struct {
 }
 
 // DefaultEnglish is the recipe of the demo pair `dspark run` builds on first use.
-var DefaultEnglish = EnglishRecipe{Version: 3,
+var DefaultEnglish = EnglishRecipe{Version: 4,
 	Vocab: 4096, Reserved: 64, Hidden: 1536, FFN: 6144, Layers: 5,
 	Heads: 16, QLoRA: 384, KVLoRA: 512, Nope: 64, Rope: 32, V: 64,
 	BigramRank: 480, CodeDims: 512, PowerIters: 1, Alpha: 0.5, Penalty: 45, Lambda: 0.0005,
@@ -51,7 +51,7 @@ var DefaultEnglish = EnglishRecipe{Version: 3,
 // TestEnglish is a small recipe of the same construction (a 2-layer target of width 256 and
 // a 512-token vocabulary) that builds in seconds: for tests of the build, the cache and the
 // CLI, never for figures.
-var TestEnglish = EnglishRecipe{Version: 2,
+var TestEnglish = EnglishRecipe{Version: 3,
 	Vocab: 512, Reserved: 64, Hidden: 256, FFN: 512, Layers: 2,
 	Heads: 4, QLoRA: 64, KVLoRA: 64, Nope: 16, Rope: 8, V: 16,
 	BigramRank: 96, CodeDims: 64, PowerIters: 1, Alpha: 0.5, Penalty: 45, Lambda: 0.0005,

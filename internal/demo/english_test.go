@@ -11,6 +11,7 @@ import (
 
 	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/lint"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/deepseek2"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
@@ -154,6 +155,15 @@ func TestEnglishPairTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer df.Close()
+	// The target is a file llama.cpp loads: every assertion of its loader is linted (a dense
+	// target with one nominal expert carries no expert_group_count, which llama.cpp requires
+	// below expert_count).
+	if probs := lint.Check(tf); len(probs) > 0 {
+		t.Errorf("the target fails lint: %v", probs)
+	}
+	if _, ok := tf.Lookup("deepseek2.expert_group_count"); ok {
+		t.Error("the dense target declares expert_group_count")
+	}
 	tg, err := deepseek2.Load(tf, runtime.Options{Context: 256, Pack: true})
 	if err != nil {
 		t.Fatal(err)

@@ -170,6 +170,13 @@ func Block(s Subject, head []byte, ctx, reps int, seed uint64) (*Timing, error) 
 		drafts, _ := dr.Draft(1, rows, nil)
 		res.ChainTimes = append(res.ChainTimes, time.Since(tc))
 		bt := time.Since(t0)
+		// Checked outside the timed span: the rows the chain read, and its stop on a bad value.
+		if err := runtime.CheckBlock(d, s.Vocab, 1, logits, hid, first, len(rows)); err != nil {
+			return nil, err
+		}
+		if err := runtime.DrafterError(d, &dr); err != nil {
+			return nil, err
+		}
 		res.Drafts = append(res.Drafts[:0], drafts...)
 		t0 = time.Now()
 		streamRead(regions)

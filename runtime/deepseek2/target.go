@@ -30,9 +30,14 @@ type Target struct {
 	weights  *model.Binder
 	values   *schema.Values
 	numerics runtime.Numerics
+	probe    *runtime.Probe // nil outside a diagnostic re-run
 }
 
 var _ runtime.Target = (*Target)(nil)
+
+// SetProbe checks every operation of the forwards that follow with p (nil: none), for the
+// diagnostic re-run of a forward that produced a non-finite value (runtime.Probed).
+func (t *Target) SetProbe(p *runtime.Probe) { t.probe = p }
 
 // Numerics says which kernel path and activation precision the target's products use.
 func (t *Target) Numerics() runtime.Numerics { return t.numerics }
@@ -219,20 +224,28 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		out.Hidden[k] = model.Grow(out.Hidden[k], n*E)
 	}
 	x, h := t.s.x[:n*E], t.s.h[:n*E]
+	p := t.probe
+	p.Check(-1, "token embedding", schema.TokenEmbd, x, n)
 	for li := range t.layers {
 		l := &t.layers[li]
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
+		p.Check(li, "attention norm", schema.AttnNorm, h, n)
 		if err := l.attn.Forward(t.s.attnOut[:n*E], h, n, t.s.pos[:n], t.cache, li, mla.Causal); err != nil {
 			return err
 		}
+		p.Check(li, "MLA attention", "blk.{i}.attn_q_a/q_a_norm/q_b/kv_a_mqa/kv_a_norm/k_b/v_b/output.weight", t.s.attnOut[:n*E], n)
 		model.AddTo(x, t.s.attnOut[:n*E])
 		model.RMSRows(h, x, l.ffnNorm, n, E, c.Eps)
+		p.Check(li, "feed-forward norm", schema.FFNNorm, h, n)
 		if li < c.NDense {
 			l.dense.Forward(t.s.ffOut[:n*E], h, n, t.s.ffA, t.s.ffB)
+			p.Check(li, "dense feed-forward", "blk.{i}.ffn_gate/up/down.weight", t.s.ffOut[:n*E], n)
 		} else {
 			t.moe(l, t.s.ffOut[:n*E], h, n)
+			p.Check(li, "MoE feed-forward", "blk.{i}.ffn_gate_inp.weight, exp_probs_b.bias, ffn_gate/up/down_exps.weight, ffn_gate/up/down_shexp.weight", t.s.ffOut[:n*E], n)
 		}
 		model.AddTo(x, t.s.ffOut[:n*E])
+		p.Check(li, "residual sum", "", x, n)
 		for _, k := range taps {
 			if k == li {
 				copy(out.Hidden[k], x)
@@ -251,7 +264,9 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	if logitsFrom < n {
 		m := n - logitsFrom
 		model.RMSRows(h[:m*E], x[logitsFrom*E:], t.outNorm, m, E, c.Eps)
+		p.Check(-1, "output norm", schema.OutputNorm, h[:m*E], m)
 		t.output.MatMul(out.Logits[logitsFrom*V:n*V], h[:m*E], m)
+		p.Check(-1, "output head", schema.Output, out.Logits[logitsFrom*V:n*V], m)
 	}
 	return nil
 }

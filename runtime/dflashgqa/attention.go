@@ -197,6 +197,9 @@ func (a *attention) heads(out, q []float32, cache *kvCache, li, s0, g int, causa
 				kernels.ExpShiftRows(row(k), C, nh, end-lo, mx[:nh], sums[:nh])
 				for h := range nh {
 					inv[(k-k0)*6+h] = float32(1 / sums[h])
+					if m := mx[h]; m != m || m > math.MaxFloat32 { // a NaN or +Inf score: the exp kernel would give it a weight of ~0
+						inv[(k-k0)*6+h] = float32(math.NaN())
+					}
 				}
 			}
 			tiles(func(k, t, n, lo int) {

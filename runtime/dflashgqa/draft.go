@@ -155,9 +155,30 @@ type Draft struct {
 
 	numerics runtime.Numerics
 	s        scratch
+	probe    *runtime.Probe // nil outside a diagnostic re-run
 }
 
 var _ runtime.Draft = (*Draft)(nil)
+
+// SetProbe checks every operation of the block forwards that follow with p (nil: none), for
+// the diagnostic re-run of a block that produced a non-finite value (runtime.Probed).
+func (d *Draft) SetProbe(p *runtime.Probe) { d.probe = p }
+
+// Name returns the draft's file path, for messages.
+func (d *Draft) Name() string { return d.File.Path }
+
+// checkContext reports the first non-finite value of m context rows after op (every
+// injection is checked: a row of the context costs a pass over NEmbd values beside a
+// product with fc.weight, and a bad row would poison every later block).
+func (d *Draft) checkContext(op, tensor string, ctx []float32, m int) error {
+	i := runtime.NonFiniteIndex(ctx)
+	if i < 0 {
+		return nil
+	}
+	E := len(ctx) / m
+	return &runtime.NonFiniteError{File: d.File.Path, Stage: "the draft's context injection", Layer: -1,
+		Op: op, Tensor: tensor, Row: i / E, Index: i % E, Value: ctx[i]}
+}
 
 // Numerics says which kernel path and activation precision the draft's products use (its
 // head is the target's, or the stand-in head of LoadStandalone, with theirs, unless the draft
@@ -387,7 +408,13 @@ func (d *Draft) inject(feat []float32, m int) error {
 	}
 	ctx := d.s.ctx[:m*E]
 	d.fc.MatMul(ctx, feat, m)
+	if err := d.checkContext("context projection", schema.FC, ctx, m); err != nil {
+		return err
+	}
 	model.RMSRows(ctx, ctx, d.encNorm, m, E, c.Eps)
+	if err := d.checkContext("context norm", schema.EncOutputNorm, ctx, m); err != nil {
+		return err
+	}
 	for li := range d.layers {
 		d.writeKV(li, ctx, m, d.cache.n)
 	}
@@ -438,9 +465,12 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 	}
 	qw := c.NHead * c.HeadDim
 	h := d.s.h[:g*E]
+	p := d.probe
+	p.Check(-1, "token embedding", schema.TokenEmbd+" (the target's unless the draft has its own)", x, g)
 	for li := range d.layers {
 		l := &d.layers[li]
 		model.RMSRows(h, x, l.attnNorm, g, E, c.Eps)
+		p.Check(li, "attention norm", schema.AttnNorm, h, g)
 		q := d.s.q[:g*qw]
 		l.q.MatMul(q, h, g)
 		for k := 0; k < g; k++ {
@@ -457,15 +487,21 @@ func (d *Draft) Block(anchor int) (logits, hidden []float32, err error) {
 		}
 		d.s.att.run(d.s.attnOut[:g*qw], q, &d.cache, li, s0, g, c.Causal, window)
 		l.o.MatMul(d.s.ao[:g*E], d.s.attnOut[:g*qw], g)
+		p.Check(li, "attention over the context and the block", "blk.{i}.attn_q/k/v/q_norm/k_norm/output.weight", d.s.ao[:g*E], g)
 		model.AddTo(x, d.s.ao[:g*E])
 		model.RMSRows(h, x, l.ffnNorm, g, E, c.Eps)
+		p.Check(li, "feed-forward norm", schema.FFNNorm, h, g)
 		l.ffn.Forward(d.s.ffo[:g*E], h, g, d.s.a, d.s.b)
+		p.Check(li, "feed-forward", "blk.{i}.ffn_gate/up/down.weight", d.s.ffo[:g*E], g)
 		model.AddTo(x, d.s.ffo[:g*E])
+		p.Check(li, "residual sum", "", x, g)
 	}
 	hid := d.s.hidden[:g*E]
 	model.RMSRows(hid, x, d.outNorm, g, E, c.Eps)
+	p.Check(-1, "output norm", schema.OutputNorm, hid, g)
 	lg := d.s.logits[:g*V]
 	d.head.MatMul(lg, hid, g)
+	p.Check(-1, "output head", schema.Output+" (the target's unless the draft has its own)", lg, g)
 	return lg, hid, nil
 }
 

@@ -149,6 +149,9 @@ func (a *attention) units(out, q, k, v []float32, n, r, u0, u1, start, width int
 				kernels.ExpShiftRows(row(i, h0), C, nh, end, mx[:nh], sums[:nh])
 				for h := range nh {
 					inv[(i-i0)*G+h0+h] = float32(1 / sums[h])
+					if m := mx[h]; m != m || m > math.MaxFloat32 { // a NaN or +Inf score: the exp kernel would give it a weight of ~0
+						inv[(i-i0)*G+h0+h] = float32(math.NaN())
+					}
 				}
 			}
 		}

@@ -32,9 +32,14 @@ type Target struct {
 	weights  *model.Binder
 	values   *schema.Values
 	numerics runtime.Numerics
+	probe    *runtime.Probe // nil outside a diagnostic re-run
 }
 
 var _ runtime.Target = (*Target)(nil)
+
+// SetProbe checks every operation of the forwards that follow with p (nil: none), for the
+// diagnostic re-run of a forward that produced a non-finite value (runtime.Probed).
+func (t *Target) SetProbe(p *runtime.Probe) { t.probe = p }
 
 type layer struct {
 	attnNorm, ffnNorm, qNorm, kNorm []float32
@@ -198,9 +203,12 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	s := &t.s
 	x, h := s.x[:n*E], s.h[:n*E]
 	q, k, v, att := s.q[:n*Q], s.k[:n*KV], s.v[:n*KV], s.att[:n*Q]
+	p := t.probe
+	p.Check(-1, "token embedding", schema.TokenEmbd, x, n)
 	for li := range t.layers {
 		l := &t.layers[li]
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
+		p.Check(li, "attention norm", schema.AttnNorm, h, n)
 		l.qkv.Forward(q, k, v, h, n, s.qkv)
 		for i := range n {
 			cs := s.cs[i*D : (i+1)*D]
@@ -216,10 +224,14 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		ck, cv := t.cache.rows(li, L+n)
 		t.attn.run(att, q, ck, cv, n, L, KV)
 		l.o.MatMul(s.attnOut[:n*E], att, n)
+		p.Check(li, "attention", "blk.{i}.attn_q/k/v/q_norm/k_norm/output.weight", s.attnOut[:n*E], n)
 		model.AddTo(x, s.attnOut[:n*E])
 		model.RMSRows(h, x, l.ffnNorm, n, E, c.Eps)
+		p.Check(li, "feed-forward norm", schema.FFNNorm, h, n)
 		l.ffn.Forward(s.ffOut[:n*E], h, n, s.ffA, s.ffB)
+		p.Check(li, "feed-forward", "blk.{i}.ffn_gate/up/down.weight", s.ffOut[:n*E], n)
 		model.AddTo(x, s.ffOut[:n*E])
+		p.Check(li, "residual sum", "", x, n)
 		for _, tk := range taps {
 			if tk == li {
 				copy(out.Hidden[tk], x)
@@ -236,7 +248,9 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	if logitsFrom < n {
 		m := n - logitsFrom
 		model.RMSRows(h[:m*E], x[logitsFrom*E:], t.outNorm, m, E, c.Eps)
+		p.Check(-1, "output norm", schema.OutputNorm, h[:m*E], m)
 		t.output.MatMul(out.Logits[logitsFrom*V:n*V], h[:m*E], m)
+		p.Check(-1, "output head", schema.Output+" (or token_embd.weight when tied)", out.Logits[logitsFrom*V:n*V], m)
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package speculative
 
-import "slices"
+import (
+	"fmt"
+	"math"
+	"slices"
+)
 
 // Drafter is the sequential part of a DSpark block drafter (spec section 4, "Markov chain and
 // confidence"). The backbone produces logit rows U_0..U_{g-1} for a block in one forward pass;
@@ -55,6 +59,25 @@ type Drafter struct {
 	conf   []float64
 	guess  []int     // the previous tokens guessBiases computed the biases of
 	gbias  []float32 // their biases, a row each
+	err    *DraftError
+}
+
+// DraftError reports the draft position at which Draft stopped because a value it needed was
+// not a number it can use: the (Markov-biased) logit row failed CheckLogits, or the
+// confidence was not in [0, 1]. Draft never turns such a row into a token.
+type DraftError struct {
+	Draft      int     // 1-based draft position
+	Confidence bool    // the confidence c_k, not the logit row, was bad
+	Index      int     // the entry of the row (0 for a confidence)
+	Value      float64 // the bad value
+}
+
+// Error says which value was bad.
+func (e *DraftError) Error() string {
+	if e.Confidence {
+		return fmt.Sprintf("speculative: draft %d: confidence %v is not in [0, 1]", e.Draft, e.Value)
+	}
+	return fmt.Sprintf("speculative: draft %d: logit %d of its (Markov-biased) row is %v", e.Draft, e.Index, e.Value)
 }
 
 // maxGuesses caps the rows of one BiasRows call: up to 16 rows the AMX tiles cost about one
@@ -63,7 +86,9 @@ const maxGuesses = 16
 
 // Draft draws up to len(logits) drafts after anchor; logits[k] is the backbone's row U_k. It
 // returns the drafts and, for each, the exact distribution q_k it was drawn from (to pass to
-// Verify). r may be nil when Params is greedy (no randomness is used then).
+// Verify). r may be nil when Params is greedy (no randomness is used then). A row that cannot
+// be turned into a distribution (NaN or +Inf after the Markov bias) or a confidence outside
+// [0, 1] ends the block before that position, and Err reports it.
 func (d *Drafter) Draft(anchor int, logits [][]float32, r RNG) (drafts []int, q [][]float64) {
 	d.uni = uniformOf(r)
 	drafts, q = d.draft(anchor, logits, &d.uni)
@@ -81,12 +106,17 @@ func (d *Drafter) draft(anchor int, logits [][]float32, s *uniform) ([]int, [][]
 	d.grow(len(logits), v)
 	drafts := d.drafts[:0]
 	d.conf = d.conf[:0]
+	d.err = nil
 	prev := anchor
 	survival := 1.0
 	for k := 1; k <= len(logits); k++ {
 		c := 1.0
 		if d.Confidence != nil {
 			c = d.Confidence(k, prev)
+			if !(c >= 0 && c <= 1) { // NaN too
+				d.err = &DraftError{Draft: k, Confidence: true, Value: c}
+				break
+			}
 			d.conf = append(d.conf, c)
 		}
 		survival *= Calibrate(d.Temperatures, k, c)
@@ -117,15 +147,41 @@ func (d *Drafter) draft(anchor int, logits [][]float32, s *uniform) ([]int, [][]
 			}
 		}
 		qk := d.q[k-1]
-		x := probs(qk, row, d.Params) // the argmax when greedy
-		if !d.Params.Greedy() {
+		x := probs(qk, row, d.Params) // the argmax when greedy; -1 for a row failing CheckLogits
+		if x < 0 && !d.Params.Greedy() && !qkInvalid(qk) {
 			x = sample(qk, s)
+		}
+		if x < 0 {
+			i := badLogit(row)
+			d.err = &DraftError{Draft: k, Index: i, Value: float64(row[i])}
+			break
 		}
 		drafts = append(drafts, x)
 		prev = x
 	}
 	d.drafts = drafts
 	return drafts, d.q[:len(drafts)]
+}
+
+// Err reports why the last Draft stopped early on a bad value, or nil.
+func (d *Drafter) Err() error {
+	if d.err == nil {
+		return nil
+	}
+	return d.err
+}
+
+// qkInvalid reports whether probs marked q as the distribution of a row failing CheckLogits.
+func qkInvalid(q []float64) bool { return len(q) > 0 && q[0] != q[0] }
+
+// badLogit returns the entry that makes row fail CheckLogits (0 for a row of -Inf).
+func badLogit(row []float32) int {
+	for i, v := range row {
+		if v != v || v > math.MaxFloat32 {
+			return i
+		}
+	}
+	return 0
 }
 
 // Confidences returns the confidences c_1, c_2, … the last Draft computed, as the head gave

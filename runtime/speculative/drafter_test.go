@@ -1,6 +1,7 @@
 package speculative
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -229,5 +230,52 @@ func TestDrafterBiasRows(t *testing.T) {
 	u := [][]float32{{1, 0}, {0, 1}, {1, 0}}
 	if drafts, _ := d.Draft(0, u, nil); len(drafts) != 3 || calls != 3 {
 		t.Errorf("BiasRows without a head: %d drafts, %d Bias calls; want 3 and 3", len(drafts), calls)
+	}
+}
+
+// TestDrafterStopsOnNonFinite: a row that is NaN (before or after the Markov bias) or a
+// confidence that is NaN ends the block before that position, Err says which, and no draft
+// is ever an index chosen among NaN.
+func TestDrafterStopsOnNonFinite(t *testing.T) {
+	nan := float32(math.NaN())
+	good := []float32{0, 3, 1, 2}
+	for _, greedy := range []bool{true, false} {
+		p := Params{}
+		if !greedy {
+			p.Temperature = 0.8
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		d := Drafter{Params: p}
+		drafts, _ := d.Draft(0, [][]float32{good, {nan, 1, nan, 0}, good}, r)
+		var de *DraftError
+		if len(drafts) != 1 || !errors.As(d.Err(), &de) || de.Draft != 2 || de.Confidence || de.Index != 0 {
+			t.Fatalf("greedy %v: NaN row: drafts %v err %v", greedy, drafts, d.Err())
+		}
+		// The Markov bias makes the second row NaN.
+		d.Bias = func(prev int, dst []float32) {
+			if prev == 1 || !greedy {
+				dst[2] = nan
+			}
+		}
+		drafts, _ = d.Draft(0, [][]float32{good, good}, r)
+		if len(drafts) > 1 || d.Err() == nil {
+			t.Fatalf("greedy %v: NaN bias: drafts %v err %v", greedy, drafts, d.Err())
+		}
+		for _, x := range drafts {
+			if x < 0 || x >= len(good) {
+				t.Fatalf("draft %d", x)
+			}
+		}
+		d.Bias = nil
+		d.Confidence = func(k, prev int) float64 { return map[bool]float64{true: 0.5, false: math.NaN()}[k == 1] }
+		drafts, _ = d.Draft(0, [][]float32{good, good, good}, r)
+		if len(drafts) != 1 || !errors.As(d.Err(), &de) || !de.Confidence || de.Draft != 2 {
+			t.Fatalf("greedy %v: NaN confidence: drafts %v err %v", greedy, drafts, d.Err())
+		}
+		// A clean block clears Err.
+		d.Confidence = nil
+		if drafts, _ = d.Draft(0, [][]float32{good, good}, r); len(drafts) != 2 || d.Err() != nil {
+			t.Fatalf("clean block: %v %v", drafts, d.Err())
+		}
 	}
 }

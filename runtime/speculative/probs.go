@@ -63,7 +63,8 @@ func CheckLogits(logits []float32) error {
 func Probs(dst []float64, logits []float32, p Params) { probs(dst, logits, p) }
 
 // probs is Probs; for greedy p it returns the drawn token, Argmax(logits) (found as the first
-// entry equal to the maximum, which on a row without NaN is the same index), else -1.
+// entry equal to the maximum, which on a row without NaN is the same index), else -1. A row
+// that fails CheckLogits gives -1 (never an index chosen among NaN).
 func probs(dst []float64, logits []float32, p Params) int {
 	if len(dst) != len(logits) {
 		panic("speculative: Probs: len(dst) != len(logits)")
@@ -79,9 +80,6 @@ func probs(dst []float64, logits []float32, p Params) int {
 	if !ok {
 		for i := range dst {
 			dst[i] = math.NaN()
-		}
-		if p.Greedy() {
-			return Argmax(logits)
 		}
 		return -1
 	}

@@ -294,8 +294,10 @@ func TestArgmaxAgainstReference(t *testing.T) {
 			continue
 		}
 		if CheckLogits(l) != nil {
-			if x != want || !math.IsNaN(dst[0]) {
-				t.Fatalf("%v: greedy probs token %d (want %d), dst %v (want NaN)", l, x, want, dst)
+			// A row failing CheckLogits is never turned into a token, even where Argmax
+			// has an answer among its non-NaN entries.
+			if x != -1 || !math.IsNaN(dst[0]) {
+				t.Fatalf("%v: greedy probs token %d (want -1), dst %v (want NaN)", l, x, dst)
 			}
 			continue
 		}

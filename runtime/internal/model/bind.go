@@ -24,7 +24,10 @@ func Resolve(f *gguf.File, s *schema.Schema) (*schema.Values, error) {
 	}
 	v, probs := s.Resolve(src)
 	v.Str(schema.Architecture)
-	probs = append(probs, v.ArchViolations()...)
+	v.ArchViolations() // marks the keys the architecture's rules consult as read
+	// Every rule lint checks, the tokenizer relations included (a bos or eos id outside the
+	// vocabulary), so that inspect --check and the runtime give one answer about a file.
+	probs = append(probs, v.Violations()...)
 	if len(probs) > 0 {
 		return nil, fmt.Errorf("%s: %s", f.Path, joinProblems(probs))
 	}

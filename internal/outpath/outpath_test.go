@@ -1,0 +1,54 @@
+package outpath
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	if err := os.Mkdir(ck, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p string) string {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg := write(filepath.Join(ck, "config.json"))
+	old := write(filepath.Join(ck, "old.gguf"))
+	in := write(filepath.Join(dir, "in.gguf"))
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(cfg, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		out      string
+		inputs   []string
+		conflict bool
+	}{
+		{in, []string{in}, true},
+		{link, []string{in}, true},
+		{filepath.Join(dir, ".", "in.gguf"), []string{in}, true},
+		{cfg, []string{ck}, true},
+		{hard, []string{ck}, true},
+		{ck, []string{ck}, true},
+		{old, []string{ck}, false},                                // a GGUF in a checkpoint directory is no input
+		{filepath.Join(dir, "new.gguf"), []string{in, ck}, false}, // not there yet
+		{write(filepath.Join(dir, "other")), []string{in, ck, "", "-", filepath.Join(dir, "missing")}, false},
+	} {
+		err := Check("-o", c.out, c.inputs...)
+		var ce *ConflictError
+		if got := errors.As(err, &ce); got != c.conflict {
+			t.Errorf("Check(%s, %v) = %v, want conflict %v", c.out, c.inputs, err, c.conflict)
+		}
+	}
+}

@@ -40,12 +40,14 @@ func NewBPE(tokens []string, merges []string, types []int32) (*BPE, error) {
 }
 
 // NewBPEFor builds a BPE from GGUF arrays with the pre-tokenizer named pre (the value of
-// tokenizer.ggml.pre: one of PreTokenizers(); any other name is an *UnsupportedError). types may be empty
-// (all normal). Normal tokens must be GPT-2 byte-to-unicode text and unique, all 256 single
-// bytes must be tokens, and every merge must be "left right" with left, right and their
-// concatenation normal tokens, no pair listed twice. Control and user-defined tokens are
-// matched literally in text by Encode; unknown and unused tokens are never produced and
-// decode to their raw text.
+// tokenizer.ggml.pre: one of PreTokenizers(); any other name is an *UnsupportedError).
+// types may be empty (all normal). Normal tokens must be non-empty and unique; those that
+// are GPT-2 byte-to-unicode text are what BPE builds from, and the others (Command R's raw
+// emoji) are accepted as llama.cpp accepts them, never produced, and decode to their text.
+// A single byte without a token is dropped by Encode, as in llama.cpp. Every merge must be
+// "left right" with left, right and their concatenation byte-level normal tokens, no pair
+// listed twice. Control and user-defined tokens are matched literally in text by Encode;
+// unknown and unused tokens are never produced and decode to their raw text.
 func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BPE, error) {
 	split, err := lookupPre(pre)
 	if err != nil {
@@ -200,8 +202,12 @@ func (b *BPE) Decode(ids []int) string {
 // Encode tokenizes text: control and user-defined tokens appearing literally in text become
 // their ids (the longest one wins where several start at the same byte), and the text
 // between them is cut with the pre-tokenizer and each pre-token encoded by byte-level BPE, merging the
-// adjacent pair with the lowest merge rank first (leftmost on ties). Any string encodes,
-// including invalid UTF-8, and Decode(Encode(s)) == s.
+// adjacent pair with the lowest merge rank first (leftmost on ties); with "llama-bpe", a
+// pre-token that is itself a normal token is that token. Any string encodes, including
+// invalid UTF-8, and Decode(Encode(s)) == s when the vocabulary has a token for every byte
+// of s: a byte it lacks is dropped, as llama.cpp drops it (vocabularies built from UTF-8
+// text often lack 0xC0, 0xC1 and 0xF5..0xFF, which valid UTF-8 never holds; Falcon's also
+// lacks some ASCII control bytes).
 func (b *BPE) Encode(text string) []int {
 	var (
 		out []int

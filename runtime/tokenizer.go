@@ -10,7 +10,7 @@ import (
 
 // LoadTokenizer builds the byte-level BPE tokenizer stored in a GGUF (tokenizer.ggml.model
 // "gpt2": tokens, merges and token types) with the pre-tokenizer tokenizer.ggml.pre names
-// ("kimi-k2" or "qwen2"; a missing or other name is an error, not a fallback).
+// (one of tokenizer.PreTokenizers(); a missing or other name is an error, not a fallback).
 func LoadTokenizer(f *gguf.File) (*tokenizer.BPE, error) {
 	v, _ := schema.Common.Resolve(schema.FileSource(f))
 	return TokenizerOf(f.Path, v)

@@ -71,7 +71,7 @@ func TestLoadTokenizerQwen2(t *testing.T) {
 }
 
 func TestLoadTokenizerPreErrors(t *testing.T) {
-	for pre, want := range map[string]string{"": "no pre-tokenizer", "llama-bpe": `unsupported: pre-tokenizer "llama-bpe"`} {
+	for pre, want := range map[string]string{"": "no pre-tokenizer", "chatglm-bpe": `unsupported: pre-tokenizer "chatglm-bpe"`} {
 		if _, err := LoadTokenizer(tokenizerGGUF(t, pre)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("pre %q: %v, want ~%q", pre, err, want)
 		}

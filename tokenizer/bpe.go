@@ -7,12 +7,13 @@ import (
 )
 
 // BPE encodes and decodes text with a GGUF "gpt2" vocabulary (the tokenizer.ggml.tokens,
-// merges and token_type arrays): a pre-tokenizer (Kimi's Split or SplitQwen2, chosen by
-// tokenizer.ggml.pre), then byte-level BPE by merge rank inside each pre-token, as llama.cpp
-// does. A BPE is immutable and safe for concurrent use.
+// merges and token_type arrays): a pre-tokenizer (chosen by tokenizer.ggml.pre), then
+// byte-level BPE by merge rank inside each pre-token, as llama.cpp does. A BPE is immutable
+// and safe for concurrent use.
 type BPE struct {
 	pre      string
-	next     func(s string, i int) int // the pre-tokenizer: end of the piece starting at i
+	split    preTokenizer
+	wholeID  map[string]int32 // with split.ignoreMerges: the normal tokens by their bytes
 	tokens   []string
 	types    []int32
 	bytesOf  [][]byte           // per id: the bytes the token stands for
@@ -25,26 +26,12 @@ type BPE struct {
 
 type mergeTo struct{ rank, id int32 }
 
+// noToken is the id of a byte the vocabulary has no token for; Encode drops such bytes.
+const noToken = -2
+
 type special struct {
 	text string
 	id   int
-}
-
-// The pre-tokenizers a BPE can use, by their tokenizer.ggml.pre names.
-const (
-	PreKimi  = "kimi-k2" // Kimi's pattern (Split); what dspark writes for Kimi checkpoints
-	PreQwen2 = "qwen2"   // Qwen2Pattern (SplitQwen2): Qwen2, Qwen2.5 and Qwen3
-)
-
-// preTokenizer returns the piece function of a tokenizer.ggml.pre name.
-func preTokenizer(pre string) (func(string, int) int, error) {
-	switch pre {
-	case PreKimi:
-		return nextPiece, nil
-	case PreQwen2:
-		return nextPieceQwen2, nil
-	}
-	return nil, &UnsupportedError{Offset: -1, Field: "tokenizer.ggml.pre", Msg: fmt.Sprintf("pre-tokenizer %q (this package implements %q and %q)", pre, PreKimi, PreQwen2)}
 }
 
 // NewBPE builds a BPE with Kimi's pre-tokenizer; it is NewBPEFor(PreKimi, ...).
@@ -53,14 +40,16 @@ func NewBPE(tokens []string, merges []string, types []int32) (*BPE, error) {
 }
 
 // NewBPEFor builds a BPE from GGUF arrays with the pre-tokenizer named pre (the value of
-// tokenizer.ggml.pre: PreKimi or PreQwen2; any other name is an error). types may be empty
-// (all normal). Normal tokens must be GPT-2 byte-to-unicode text and unique, all 256 single
-// bytes must be tokens, and every merge must be "left right" with left, right and their
-// concatenation normal tokens, no pair listed twice. Control and user-defined tokens are
-// matched literally in text by Encode; unknown and unused tokens are never produced and
-// decode to their raw text.
+// tokenizer.ggml.pre: one of PreTokenizers(); any other name is an *UnsupportedError).
+// types may be empty (all normal). Normal tokens must be non-empty and unique; those that
+// are GPT-2 byte-to-unicode text are what BPE builds from, and the others (Command R's raw
+// emoji) are accepted as llama.cpp accepts them, never produced, and decode to their text.
+// A single byte without a token is dropped by Encode, as in llama.cpp. Every merge must be
+// "left right" with left, right and their concatenation byte-level normal tokens, no pair
+// listed twice. Control and user-defined tokens are matched literally in text by Encode;
+// unknown and unused tokens are never produced and decode to their raw text.
 func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BPE, error) {
-	next, err := preTokenizer(pre)
+	split, err := lookupPre(pre)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +61,7 @@ func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BP
 	}
 	b := &BPE{
 		pre:     pre,
-		next:    next,
+		split:   split,
 		tokens:  tokens,
 		types:   make([]int32, len(tokens)),
 		bytesOf: make([][]byte, len(tokens)),
@@ -87,9 +76,16 @@ func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BP
 		b.types[id] = t
 		switch t {
 		case TypeNormal:
+			if s == "" {
+				return nil, fmt.Errorf("tokenizer: normal token %d is empty", id)
+			}
 			raw, ok := unmap(s)
-			if !ok || len(raw) == 0 {
-				return nil, fmt.Errorf("tokenizer: token %d %q is not GPT-2 byte-level text", id, s)
+			if !ok {
+				// Text outside GPT-2's byte-to-unicode table (Command R has 1,403 such tokens,
+				// emoji among them): no merge can produce it, so Encode never does; it
+				// decodes to its own bytes where a rune is not a mapped byte.
+				b.bytesOf[id] = looseUnmap(s)
+				continue
 			}
 			if prev, dup := idOf[s]; dup {
 				return nil, fmt.Errorf("tokenizer: tokens %d and %d are both %q", prev, id, s)
@@ -112,7 +108,7 @@ func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BP
 	for c := range 256 {
 		id, ok := idOf[string(byteRune[c])]
 		if !ok {
-			return nil, fmt.Errorf("tokenizer: byte 0x%02x has no token %q", c, string(byteRune[c]))
+			id = noToken
 		}
 		b.byteID[c] = id
 	}
@@ -139,17 +135,23 @@ func NewBPEFor(pre string, tokens []string, merges []string, types []int32) (*BP
 	for c1 := range 256 {
 		for c2 := range 256 {
 			m, ok := b.merges[pairKey(b.byteID[c1], b.byteID[c2])]
-			if !ok {
+			if !ok || b.byteID[c1] < 0 || b.byteID[c2] < 0 {
 				m.rank = -1
 			}
 			b.bytePair[c1<<8|c2] = m
+		}
+	}
+	if split.ignoreMerges {
+		b.wholeID = make(map[string]int32, len(idOf))
+		for _, id := range idOf {
+			b.wholeID[string(b.bytesOf[id])] = id
 		}
 	}
 	sort.SliceStable(b.specials, func(i, j int) bool { return len(b.specials[i].text) > len(b.specials[j].text) })
 	return b, nil
 }
 
-// Pre returns the name of the BPE's pre-tokenizer (PreKimi or PreQwen2).
+// Pre returns the tokenizer.ggml.pre name of the BPE's pre-tokenizer.
 func (b *BPE) Pre() string { return b.pre }
 
 // Len returns the number of token ids.
@@ -200,8 +202,12 @@ func (b *BPE) Decode(ids []int) string {
 // Encode tokenizes text: control and user-defined tokens appearing literally in text become
 // their ids (the longest one wins where several start at the same byte), and the text
 // between them is cut with the pre-tokenizer and each pre-token encoded by byte-level BPE, merging the
-// adjacent pair with the lowest merge rank first (leftmost on ties). Any string encodes,
-// including invalid UTF-8, and Decode(Encode(s)) == s.
+// adjacent pair with the lowest merge rank first (leftmost on ties); with "llama-bpe", a
+// pre-token that is itself a normal token is that token. Any string encodes, including
+// invalid UTF-8, and Decode(Encode(s)) == s when the vocabulary has a token for every byte
+// of s: a byte it lacks is dropped, as llama.cpp drops it (vocabularies built from UTF-8
+// text often lack 0xC0, 0xC1 and 0xF5..0xFF, which valid UTF-8 never holds; Falcon's also
+// lacks some ASCII control bytes).
 func (b *BPE) Encode(text string) []int {
 	var (
 		out []int
@@ -229,10 +235,18 @@ func (b *BPE) Encode(text string) []int {
 
 // encodePlain appends the ids of text, which holds no special tokens.
 func (b *BPE) encodePlain(out []int, text string, sc *bpeScratch) []int {
-	for i := 0; i < len(text); {
-		e := b.next(text, i)
-		out = b.encodePiece(out, text[i:e], sc)
-		i = e
+	sc.ends = b.split.ends(sc.ends[:0], text)
+	start := 0
+	for _, e := range sc.ends {
+		piece := text[start:e]
+		start = e
+		if b.wholeID != nil {
+			if id, ok := b.wholeID[piece]; ok {
+				out = append(out, int(id))
+				continue
+			}
+		}
+		out = b.encodePiece(out, piece, sc)
 	}
 	return out
 }
@@ -243,6 +257,7 @@ type bpeScratch struct {
 	next []int32 // per live position: position of the next live symbol (len = none)
 	prev []int32 // per live position: position of the previous live symbol (-1 = none)
 	heap []mergeCand
+	ends []int // the pre-tokens' end offsets
 }
 
 // mergeCand is a candidate merge of the live symbols at pos and next[pos], valid while they
@@ -260,7 +275,10 @@ func (c mergeCand) less(d mergeCand) bool {
 func (b *BPE) encodePiece(out []int, piece string, sc *bpeScratch) []int {
 	n := len(piece)
 	if n == 1 {
-		return append(out, int(b.byteID[piece[0]]))
+		if id := b.byteID[piece[0]]; id >= 0 {
+			out = append(out, int(id))
+		}
+		return out
 	}
 	sc.ids, sc.next, sc.prev, sc.heap = sc.ids[:0], sc.next[:0], sc.prev[:0], sc.heap[:0]
 	for i := range n {
@@ -292,7 +310,9 @@ func (b *BPE) encodePiece(out []int, piece string, sc *bpeScratch) []int {
 		}
 	}
 	for i := int32(0); int(i) < n; i = sc.next[i] {
-		out = append(out, int(sc.ids[i]))
+		if id := sc.ids[i]; id >= 0 {
+			out = append(out, int(id))
+		}
 	}
 	return out
 }

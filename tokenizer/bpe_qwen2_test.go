@@ -136,7 +136,7 @@ func TestPreTokenizerSelection(t *testing.T) {
 			t.Errorf("%q does not round-trip", s)
 		}
 	}
-	for _, pre := range []string{"", "llama-bpe", "default", "Qwen2"} {
+	for _, pre := range []string{"", "llama3", "default", "Qwen2", "chatglm-bpe"} {
 		var ue *UnsupportedError
 		if _, err := NewBPEFor(pre, v.Tokens, v.Merges, v.Types); !errors.As(err, &ue) || ue.Field != "tokenizer.ggml.pre" || !errors.Is(err, ErrUnsupported) {
 			t.Errorf("pre %q: %v", pre, err)

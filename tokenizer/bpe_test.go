@@ -203,9 +203,8 @@ func TestNewBPEErrors(t *testing.T) {
 	}{
 		{"types length", v.Tokens, v.Merges, v.Types[:5], "token types"},
 		{"bad type", v.Tokens, v.Merges, append(slices.Clone(v.Types[:258]), 9), "unsupported: type 9"},
-		{"not byte-level", tok(func(s []string) []string { s[257] = "a bc"; return s }), nil, v.Types, "not GPT-2 byte-level"},
+		{"empty normal token", tok(func(s []string) []string { s[257] = ""; return s }), nil, v.Types, "normal token 257 is empty"},
 		{"duplicate token", tok(func(s []string) []string { s[257] = "ab"; return s }), nil, v.Types, "both"},
-		{"missing byte", tok(func(s []string) []string { s['q'] = "qq"; return s }), nil, v.Types, "byte 0x71"},
 		{"merge without space", v.Tokens, []string{"ab"}, v.Types, "not \"left right\""},
 		{"merge with two spaces", v.Tokens, []string{"a b c"}, v.Types, "not \"left right\""},
 		{"merge to nothing", v.Tokens, []string{"x y"}, v.Types, "must all be normal"},
@@ -219,6 +218,18 @@ func TestNewBPEErrors(t *testing.T) {
 	}
 	if _, err := NewBPE(v.Tokens[:258], v.Merges, nil); err != nil {
 		t.Errorf("no types (all normal): %v", err)
+	}
+	// As llama.cpp: a byte without a token is dropped by Encode, and a normal token outside
+	// the byte-to-unicode table is accepted, never produced, and decodes to its own text.
+	b, err := NewBPE(tok(func(s []string) []string { s['q'] = "q\u2603"; return s }), v.Merges, v.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Encode("aqb"); !slices.Equal(got, []int{'a', 'b'}) {
+		t.Errorf("Encode(aqb) without a q token = %v, want [97 98]", got)
+	}
+	if got := b.Decode([]int{'q'}); got != "q\u2603" {
+		t.Errorf("Decode of the unmapped token = %q", got)
 	}
 }
 

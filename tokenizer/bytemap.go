@@ -1,5 +1,7 @@
 package tokenizer
 
+import "unicode/utf8"
+
 // byteRune and runeByte are GPT-2's byte-to-unicode table and its inverse (see ByteToUnicode).
 var (
 	byteRune = makeByteToUnicode()
@@ -66,4 +68,18 @@ func unmap(s string) (b []byte, ok bool) {
 		b = append(b, c)
 	}
 	return b, true
+}
+
+// looseUnmap is unmap for text that may hold runes outside the byte-to-unicode table: those
+// stay as their UTF-8 bytes.
+func looseUnmap(s string) []byte {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		if c, in := runeByte[r]; in {
+			b = append(b, c)
+		} else {
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return b
 }

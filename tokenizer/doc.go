@@ -13,11 +13,17 @@
 //     Qwen2 Split + ByteLevel pre-tokenizer, a ByteLevel decoder, no normalizer or NFC) and
 //     reports anything else, and every malformed entry, with the file, field and byte offset.
 //
-// Both pre-tokenizers are hand-written ports of their split patterns, with no regexp engine
-// at run time: Split (Kimi's pattern, tokenization_kimi.py) and SplitQwen2 (Qwen2Pattern).
-// BPE encodes and decodes text with GGUF arrays and the pre-tokenizer tokenizer.ggml.pre
-// names (NewBPEFor with PreKimi "kimi-k2" or PreQwen2 "qwen2"; another name is an error),
-// and TrainBPEFor trains small vocabularies for synthetic checkpoints with either.
+// The pre-tokenizers are hand-written ports of their split patterns, with no regexp engine
+// at run time: Split (Kimi's pattern, tokenization_kimi.py), SplitQwen2 (Qwen2Pattern),
+// SplitQwen35, SplitLlama3 and SplitGPT2, and the staged ones (starcoder, refact, command-r,
+// falcon, deepseek-llm, deepseek-coder) that apply llama.cpp's regex lists one after the
+// other; PreTokenize runs any of them by name. BPE encodes and decodes text with GGUF arrays
+// and the pre-tokenizer tokenizer.ggml.pre names (NewBPEFor; PreTokenizers lists the names;
+// another name is an error), and TrainBPEFor trains small vocabularies with any of them.
+// Every one but Kimi's is checked against the test vectors llama.cpp ships for it
+// (testdata/llamacpp). Character classes are Go's Unicode 15.0 tables plus the letters of
+// Unicode 15.1 (CJK Extension I), which llama.cpp's tables have; invalid UTF-8 bytes are kept
+// as they are (llama.cpp turns each into U+FFFD).
 //
 // Errors follow package gguf's design: malformed input is a *FormatError
 // ("tokenizer: FILE[:LINE]: offset N: FIELD: MSG", errors.Is(err, ErrFormat)); valid input

@@ -15,6 +15,8 @@ const (
 	cCRLF                     // \r or \n
 	cUpper                    // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]
 	cLower                    // [\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]
+	cM                        // \p{M}
+	cPunct                    // \p{P}
 )
 
 // asciiClass caches the class masks of the ASCII runes.
@@ -25,14 +27,32 @@ var asciiClass = func() (t [128]uint16) {
 	return t
 }()
 
+// unicode151Letters are the code points Unicode 15.1 assigned as letters (CJK Unified
+// Ideographs Extension I, Lo). Go's unicode tables are Unicode 15.0, where they are
+// unassigned; llama.cpp's unicode-data.cpp is generated from 15.1. Comparing the two tables
+// code point by code point, these 622 are the only letters, digits, marks, punctuation or
+// whitespace that differ (the other five differences, U+2FFC..U+2FFF and U+31EF, are symbols
+// in 15.1 and unassigned in 15.0, which no pattern here tells apart), so they are classed as
+// llama.cpp classes them.
+var unicode151Letters = &unicode.RangeTable{R32: []unicode.Range32{{Lo: 0x2EBF0, Hi: 0x2EE5D, Stride: 1}}}
+
+// isLetter is \p{L} as llama.cpp's tables have it (see unicode151Letters).
+func isLetter(r rune) bool { return unicode.IsLetter(r) || unicode.Is(unicode151Letters, r) }
+
 func classifySlow(r rune) uint16 {
 	var c uint16
 	han := unicode.Is(unicode.Han, r)
 	if han {
 		c |= cHan
 	}
-	if unicode.IsLetter(r) {
+	if isLetter(r) {
 		c |= cL
+	}
+	if unicode.IsMark(r) {
+		c |= cM
+	}
+	if unicode.IsPunct(r) {
+		c |= cPunct
 	}
 	if unicode.IsNumber(r) {
 		c |= cN
@@ -44,7 +64,7 @@ func classifySlow(r rune) uint16 {
 		c |= cCRLF
 	}
 	if !han {
-		both := unicode.In(r, unicode.Lm, unicode.Lo, unicode.M)
+		both := unicode.In(r, unicode.Lm, unicode.Lo, unicode.M, unicode151Letters)
 		if both || unicode.In(r, unicode.Lu, unicode.Lt) {
 			c |= cUpper
 		}

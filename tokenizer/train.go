@@ -14,7 +14,7 @@ func TrainBPE(text []byte, nRanks int) ([][]byte, error) {
 // TrainBPEFor learns a deterministic byte-level BPE vocabulary of nRanks tokens from text and
 // returns it indexed by rank: ranks 0..255 are the single bytes 0x00..0xFF, and every later
 // rank is the concatenation of two earlier ones. Text is first cut into pre-tokens with the
-// pre-tokenizer named pre (PreKimi or PreQwen2), so merges never cross a pre-token boundary. Each step merges the most frequent adjacent
+// pre-tokenizer named pre (one of PreTokenizers()), so merges never cross a pre-token boundary. Each step merges the most frequent adjacent
 // pair (ties: the pair with the smaller left rank, then the smaller right rank); a pair whose
 // bytes already form a token is merged into that token without adding a rank. If the text
 // runs out of pairs before nRanks tokens exist, TrainBPE fails and asks for more text.
@@ -22,7 +22,7 @@ func TrainBPE(text []byte, nRanks int) ([][]byte, error) {
 // Pair counts are updated incrementally and the best pair comes from a lazily refreshed
 // max-heap, so each merge costs time proportional to the pre-tokens it touches.
 func TrainBPEFor(pre string, text []byte, nRanks int) ([][]byte, error) {
-	next, err := preTokenizer(pre)
+	split, err := lookupPre(pre)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func TrainBPEFor(pre string, text []byte, nRanks int) ([][]byte, error) {
 	if nRanks == 256 {
 		return tokens, nil
 	}
-	t := newTrainer(string(text), next)
+	t := newTrainer(string(text), split.ends(nil, string(text)))
 	for len(tokens) < nRanks {
 		p, ok := t.best()
 		if !ok {
@@ -82,13 +82,13 @@ type trainer struct {
 	touched map[uint64]struct{} // pairs whose count rose during the current merge
 }
 
-func newTrainer(text string, nextPiece func(string, int) int) *trainer {
+func newTrainer(text string, ends []int) *trainer {
 	index := make(map[string]int32)
 	t := &trainer{count: make(map[uint64]int64), where: make(map[uint64][]int32), touched: make(map[uint64]struct{})}
-	for i := 0; i < len(text); {
-		e := nextPiece(text, i)
-		piece := text[i:e]
-		i = e
+	start := 0
+	for _, e := range ends {
+		piece := text[start:e]
+		start = e
 		if w, ok := index[piece]; ok {
 			t.words[w].freq++
 			continue

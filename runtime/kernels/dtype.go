@@ -40,7 +40,7 @@ const (
 	q8BlockBytes = dtype.Q8_0BlockBytes
 )
 
-// String returns the ggml name of the type ("f32", "f16", "bf16", "q8_0").
+// String returns the ggml name of the type ("f32", "f16", "bf16", "q8_0", "q4_K", "iq4_xs").
 func (t DType) String() string {
 	switch t {
 	case F32:
@@ -53,7 +53,7 @@ func (t DType) String() string {
 		return "q8_0"
 	}
 	if q, ok := t.quant(); ok {
-		return strings.ToLower(q.String())
+		return strings.Replace(strings.ToLower(q.String()), "_k", "_K", 1) // ggml_type_name
 	}
 	return fmt.Sprintf("DType(%d)", int(t))
 }

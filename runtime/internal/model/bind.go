@@ -10,6 +10,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
@@ -82,6 +83,9 @@ func NewBinder(f *gguf.File, v *schema.Values, pack bool, prec kernels.Precision
 	b := &Binder{f: f, v: v, inst: map[string]schema.Instance{}, used: map[string]bool{}, pack: pack, prec: prec}
 	for _, in := range v.Instances() {
 		b.inst[in.Name] = in
+	}
+	if err := UnsupportedTypes(f); err != nil {
+		b.err = fmt.Errorf("%s: %w", f.Path, err)
 	}
 	return b
 }
@@ -162,8 +166,9 @@ func kernelType(t gguf.GGMLType) (kernels.DType, bool) {
 		return kernels.F16, true
 	case gguf.TypeBF16:
 		return kernels.BF16, true
-	case gguf.TypeQ8_0:
-		return kernels.Q8_0, true
+	}
+	if q, ok := dtype.QuantOf(uint32(t)); ok {
+		return kernels.DTypeOf(q)
 	}
 	return 0, false
 }
@@ -186,7 +191,7 @@ func (b *Binder) view(template string, layer int) *kernels.Mat {
 func (b *Binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
 	kt, ok := kernelType(typ)
 	if !ok {
-		b.fail("tensor %s has type %v; the runtime supports F32, F16, BF16 and Q8_0", name, typ)
+		b.fail("tensor %s has type %v; the runtime runs %s", name, typ, runTypes())
 		return nil
 	}
 	m, err := kernels.NewMat(kt, rows, cols, data)
@@ -219,10 +224,17 @@ func (b *Binder) keep(p *kernels.Mat, err error, what string) *kernels.Mat {
 }
 
 // stacked fuses views that multiply the same input into one packed matrix (their outputs
-// side by side, bit-identical to the separate products); nil when the binder does not pack.
+// side by side, bit-identical to the separate products); nil when the binder does not pack,
+// or when the views have different types (a quantization mix such as Q4_K_M gives attn_v
+// or ffn_down more bits than their neighbours): the caller then keeps the views.
 func (b *Binder) stacked(what string, ms ...*kernels.Mat) *kernels.Mat {
 	if !b.pack || b.err != nil {
 		return nil
+	}
+	for _, m := range ms {
+		if m.DType() != ms[0].DType() {
+			return nil
+		}
 	}
 	p, err := kernels.Stack(ms...)
 	return b.keep(p, err, what)

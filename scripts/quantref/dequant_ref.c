@@ -3,6 +3,9 @@
 // dspark's dequantization can be compared with the reference implementation's bytes.
 // Built and run by scripts/quant-fixtures.sh; never in CI.
 //
+// With "--dequant ID" it instead decodes the blocks of ggml type ID read from standard input
+// and writes their float32 values (LE) to standard output (the fixtures' tensors).
+//
 // Output, one file per type in the directory given as argv[1], named after the type:
 //   u32 ggml type id, u32 block count, the blocks' bytes, then the float32 values (all LE).
 // Most blocks have finite fp16 scales (a random sign, exponent and mantissa); every eighth
@@ -54,8 +57,24 @@ static const struct qtype types[] = {
 
 static void put32(FILE * f, uint32_t v) { uint8_t b[4] = {v, v >> 8, v >> 16, v >> 24}; fwrite(b, 1, 4, f); }
 
+static int dequant_stream(int id) {
+    const struct qtype * q = NULL;
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) if (types[t].id == id) q = &types[t];
+    if (!q) { fprintf(stderr, "dequant_ref: type %d is not one dspark reads\n", id); return 2; }
+    size_t cap = 1 << 20, n = 0, r;
+    uint8_t * buf = malloc(cap);
+    while ((r = fread(buf + n, 1, cap - n, stdin)) > 0) { n += r; if (n == cap) buf = realloc(buf, cap *= 2); }
+    if (n % q->size != 0) { fprintf(stderr, "dequant_ref: %zu bytes is not a whole number of %s blocks\n", n, q->name); return 1; }
+    size_t nvals = n / q->size * q->qk;
+    float * vals = malloc(nvals * sizeof(float));
+    q->fn(buf, vals, (int64_t)nvals);
+    for (size_t i = 0; i < nvals; i++) { uint32_t u; memcpy(&u, &vals[i], 4); put32(stdout, u); }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char ** argv) {
-    if (argc != 2) { fprintf(stderr, "usage: dequant_ref OUTDIR\n"); return 2; }
+    if (argc == 3 && strcmp(argv[1], "--dequant") == 0) return dequant_stream(atoi(argv[2]));
+    if (argc != 2) { fprintf(stderr, "usage: dequant_ref OUTDIR | dequant_ref --dequant ID\n"); return 2; }
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         const struct qtype * q = &types[t];
         rng = 0x5eed0000u + (uint64_t)q->id;

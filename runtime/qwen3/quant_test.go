@@ -93,6 +93,9 @@ func TestQuantizedTarget(t *testing.T) {
 		ref := &testmodel.Qwen3Ref{S: spec, M: m}
 		for _, pack := range []bool{false, true} {
 			tg := loadFile(t, path, runtime.Options{Context: 64, Pack: pack})
+			if n := tg.Numerics().Note; !strings.Contains(n, "q4_K") || !strings.Contains(n, "mxfp4") || !strings.Contains(n, "portable") {
+				t.Errorf("numerics note %q does not name the block types and their path", n)
+			}
 			// Greedy decoding, one token per step, against the reference's argmax.
 			tokens := []int{3, 14, 15, 9}
 			var st runtime.Step

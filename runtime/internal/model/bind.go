@@ -5,6 +5,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -71,10 +72,11 @@ type Binder struct {
 	inst   map[string]schema.Instance
 	err    error
 	used   map[string]bool
-	pack   bool              // repack matrices into the kernels' fast layout
-	prec   kernels.Precision // activation precision of every matrix
-	packed []*kernels.Mat    // matrices to Release on Close
-	bf16   bool              // some matrix has BF16 weights (the only ones prec affects)
+	pack   bool                   // repack matrices into the kernels' fast layout
+	prec   kernels.Precision      // activation precision of every matrix
+	packed []*kernels.Mat         // matrices to Release on Close
+	bf16   bool                   // some matrix has BF16 weights (the only ones prec affects)
+	quants map[kernels.DType]bool // block types (other than Q8_0) of the matrices bound
 }
 
 // NewBinder returns a binder of f's tensors as resolved in v, packing (and fusing) the
@@ -96,6 +98,26 @@ func (b *Binder) Err() error { return b.err }
 // BF16 reports whether some matrix bound so far has BF16 weights (the only ones the
 // activation precision affects).
 func (b *Binder) BF16() bool { return b.bf16 }
+
+// QuantNote returns what a report should say about the block-quantized matrices bound so
+// far (Q8_0 aside: it has assembly kernels), joined to note: their types and that they run on
+// the portable code. It returns note unchanged when there are none.
+func (b *Binder) QuantNote(note string) string {
+	if len(b.quants) == 0 {
+		return note
+	}
+	var names []string
+	for _, t := range kernels.QuantTypes() {
+		if b.quants[t] {
+			names = append(names, t.String())
+		}
+	}
+	q := strings.Join(names, ", ") + " weights: dequantized exactly as ggml, f32 contract, on the portable kernels (slow)"
+	if note == "" {
+		return q
+	}
+	return note + "; " + q
+}
 
 // Release frees every packed matrix.
 func (b *Binder) Release() {
@@ -200,6 +222,12 @@ func (b *Binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []
 		return nil
 	}
 	b.bf16 = b.bf16 || kt == kernels.BF16
+	if slices.Contains(kernels.QuantTypes(), kt) {
+		if b.quants == nil {
+			b.quants = map[kernels.DType]bool{}
+		}
+		b.quants[kt] = true
+	}
 	return m.WithPrecision(b.prec)
 }
 

@@ -62,28 +62,28 @@ type typeTraits struct {
 var typeTable = [...]typeTraits{
 	0:  {"F32", 1, 4, false},
 	1:  {"F16", 1, 2, false},
-	2:  {"Q4_0", 32, 18, false},
-	3:  {"Q4_1", 32, 20, false},
+	2:  quantTraits(dtype.QuantQ4_0),
+	3:  quantTraits(dtype.QuantQ4_1),
 	4:  {"Q4_2", 0, 0, true},
 	5:  {"Q4_3", 0, 0, true},
-	6:  {"Q5_0", 32, 22, false},
-	7:  {"Q5_1", 32, 24, false},
-	8:  {"Q8_0", dtype.Q8_0BlockElems, dtype.Q8_0BlockBytes, false},
+	6:  quantTraits(dtype.QuantQ5_0),
+	7:  quantTraits(dtype.QuantQ5_1),
+	8:  quantTraits(dtype.QuantQ8_0),
 	9:  {"Q8_1", 32, 36, false},
-	10: {"Q2_K", 256, 84, false},
-	11: {"Q3_K", 256, 110, false},
-	12: {"Q4_K", 256, 144, false},
-	13: {"Q5_K", 256, 176, false},
-	14: {"Q6_K", 256, 210, false},
+	10: quantTraits(dtype.QuantQ2_K),
+	11: quantTraits(dtype.QuantQ3_K),
+	12: quantTraits(dtype.QuantQ4_K),
+	13: quantTraits(dtype.QuantQ5_K),
+	14: quantTraits(dtype.QuantQ6_K),
 	15: {"Q8_K", 256, 292, false},
 	16: {"IQ2_XXS", 256, 66, false},
 	17: {"IQ2_XS", 256, 74, false},
 	18: {"IQ3_XXS", 256, 98, false},
 	19: {"IQ1_S", 256, 50, false},
-	20: {"IQ4_NL", 32, 18, false},
+	20: quantTraits(dtype.QuantIQ4_NL),
 	21: {"IQ3_S", 256, 110, false},
 	22: {"IQ2_S", 256, 82, false},
-	23: {"IQ4_XS", 256, 136, false},
+	23: quantTraits(dtype.QuantIQ4_XS),
 	24: {"I8", 1, 1, false},
 	25: {"I16", 1, 2, false},
 	26: {"I32", 1, 4, false},
@@ -99,10 +99,16 @@ var typeTable = [...]typeTraits{
 	36: {"IQ4_NL_4_4", 0, 0, true},
 	37: {"IQ4_NL_4_8", 0, 0, true},
 	38: {"IQ4_NL_8_8", 0, 0, true},
-	39: {"MXFP4", 32, 17, false},
+	39: quantTraits(dtype.QuantMXFP4),
 	40: {"NVFP4", 64, 36, false},
 	41: {"Q1_0", 128, 18, false},
 	42: {"Q2_0", 64, 18, false},
+}
+
+// quantTraits is the entry of a block quantization dspark reads: its geometry is defined
+// once, in internal/dtype.
+func quantTraits(q dtype.Quant) typeTraits {
+	return typeTraits{q.String(), uint64(q.BlockElems()), uint64(q.BlockBytes()), false}
 }
 
 func (t GGMLType) traits() typeTraits {

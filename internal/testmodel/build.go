@@ -43,6 +43,9 @@ type Model struct {
 	Names []string
 	T     map[string]Tensor
 	BF16  bool
+	// Quant stores the named tensors (of 2 or more dims) in a ggml block quantization
+	// (quant.go); Write replaces their values by what the blocks decode to.
+	Quant map[string]dtype.Quant
 }
 
 // Add appends a tensor of Gaussian values (base + scale z) with ggml dims.
@@ -62,15 +65,19 @@ func (m *Model) Add(name string, rng *rand.Rand, scale float64, base float32, di
 	m.T[name] = Tensor{Dims: dims, Vals: v}
 }
 
-// Write stores the Model as a GGUF file; 1-D tensors are F32, others F32 or BF16. With BF16
-// the stored values are also rounded in m so references use exactly what the file holds.
+// Write stores the Model as a GGUF file; 1-D tensors are F32, others F32 or BF16, or the
+// block type Quant names. With BF16 or a block type the stored values are also replaced in m
+// so references use exactly what the file holds.
 func (m *Model) Write(t testing.TB, path string) {
 	var specs []gguf.TensorSpec
 	for _, name := range m.Names {
 		w := m.T[name]
 		typ := gguf.TypeF32
 		var data []byte
-		if m.BF16 && len(w.Dims) > 1 {
+		if q, ok := m.Quant[name]; ok && len(w.Dims) > 1 {
+			typ = gguf.GGMLType(q.GGMLType())
+			data = quantize(q, w.Vals, uint64(len(specs))+1)
+		} else if m.BF16 && len(w.Dims) > 1 {
 			typ = gguf.TypeBF16
 			data = make([]byte, 2*len(w.Vals))
 			dtype.EncodeBF16(data, w.Vals)

@@ -127,6 +127,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	}
 	t.weights = b
 	t.numerics = runtime.NumericsFor(opt, b.BF16())
+	t.numerics.Note = b.QuantNote(t.numerics.Note)
 	if t.cache, err = mla.AllocLatentCache(cfg.NLayer, opt.Context, a.KVLoraRank, a.DRope); err != nil {
 		b.Release()
 		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)

@@ -248,6 +248,7 @@ func load(f *gguf.File, c Config, v *schema.Values, embed func(int, []float32), 
 	d.weights = b
 	hm, ok := head.(*kernels.Mat)
 	d.numerics = runtime.NumericsFor(opt, b.BF16() || ok && hm.DType() == kernels.BF16)
+	d.numerics.Note = b.QuantNote(d.numerics.Note)
 	rows, err := c.cacheRows(opt.Context)
 	if err == nil {
 		d.cache, err = mla.AllocLatentCache(c.NLayer, rows, a.KVLoraRank, a.DRope)

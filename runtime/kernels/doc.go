@@ -1,6 +1,6 @@
 // Package kernels holds every kernel of the runtime: it multiplies read-only weight matrices,
-// stored as in a GGUF file (F32, F16, BF16 or Q8_0, little-endian, row-major), by float32
-// vectors or small batches of float32 rows, and computes attention's vector operations (dot
+// stored as in a GGUF file (F32, F16, BF16, Q8_0 or one of ggml's other block types;
+// little-endian, row-major), by float32 vectors or small batches of float32 rows, and computes attention's vector operations (dot
 // products with cache rows, weighted row sums, the softmax exponential). Every linear layer of
 // the target and draft models goes through Mat.MatMul (or MatMulGroups for grouped
 // matrices), and package mla's attention through Dot, AxpyRows, ExpShift and their kin.

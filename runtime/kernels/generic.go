@@ -75,6 +75,10 @@ func (m *Mat) rawRows(s *seg, n, i0, i1 int) {
 // is a multiple of 32 and len(w) is 32); daz flushes subnormal BF16 weights (the dot
 // contract).
 func decodeSpan(t DType, w []float32, row []byte, k0 int, daz bool) {
+	if q, ok := t.quant(); ok {
+		decodeQuantSpan(q, w, row, k0)
+		return
+	}
 	switch t {
 	case F32:
 		for k := range w {
@@ -133,6 +137,11 @@ func (p *packed) column(pn, k int, w *[panelRows]float32) {
 // row decodes row i from the panels.
 func (p *packed) row(i int, dst []float32) {
 	mem, r := p.rowBase(i)
+	if q, ok := p.t.quant(); ok {
+		rb := p.quantRowBytes()
+		decodeQuantRow(q, dst, mem[r*rb:(r+1)*rb])
+		return
+	}
 	switch p.t {
 	case F32:
 		for k := range dst {

@@ -281,7 +281,7 @@ func TestFMA32(t *testing.T) {
 }
 
 func TestDTypeString(t *testing.T) {
-	for dt, want := range map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0", 7: "DType(7)"} {
+	for dt, want := range map[DType]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0", Q5_1: "q5_1", Q4_K: "q4_K", IQ4_XS: "iq4_xs", MXFP4: "mxfp4", 99: "DType(99)"} {
 		if got := fmt.Sprint(dt); got != want {
 			t.Errorf("%d: %q, want %q", int(dt), got, want)
 		}

@@ -115,6 +115,10 @@ func (m *Mat) Row(i int, dst []float32) {
 
 // decodeRow decodes one row-major row of type t into dst (len(dst) weights).
 func decodeRow(t DType, dst []float32, src []byte) {
+	if q, ok := t.quant(); ok {
+		decodeQuantRow(q, dst, src)
+		return
+	}
 	switch t {
 	case F32:
 		for k := range dst {

@@ -59,8 +59,11 @@ func panelBytesFor(t DType, cols int) int {
 	case BF16:
 		// whole blocks of 16 pairs (32 columns, zero-padded): one AMX weight tile each
 		return ((cols+1)/2 + amxPairs - 1) / amxPairs * amxPairs * 64
-	default: // Q8_0
+	case Q8_0:
 		return cols / q8Block * q8PanelBlockBytes
+	default: // the other block quantizations: 16 rows of GGUF row bytes (quant.go)
+		rb, _ := t.rowBytes(cols)
+		return panelRows * rb
 	}
 }
 
@@ -228,6 +231,11 @@ func bf16At(r, k int) int { return k/2*64 + r*4 + k%2*2 }
 // putRowRaw stores row i, given as row-major GGUF bytes, into the panels.
 func (p *packed) putRowRaw(i int, src []byte) {
 	mem, r := p.rowBase(i)
+	if _, ok := p.t.quant(); ok {
+		rb := p.quantRowBytes()
+		copy(mem[r*rb:(r+1)*rb], src[:rb])
+		return
+	}
 	switch p.t {
 	case F32:
 		src = src[:4*p.cols]
@@ -274,6 +282,11 @@ func (p *packed) putRowRaw(i int, src []byte) {
 func (p *packed) copyRow(i int, src *packed, si int) {
 	d, r := p.rowBase(i)
 	s, sr := src.rowBase(si)
+	if _, ok := p.t.quant(); ok {
+		rb := p.quantRowBytes()
+		copy(d[r*rb:(r+1)*rb], s[sr*rb:(sr+1)*rb])
+		return
+	}
 	switch p.t {
 	case F32:
 		for k := 0; k < p.cols; k++ {

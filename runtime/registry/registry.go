@@ -248,3 +248,25 @@ func CheckDraft(f *gguf.File) error {
 	}
 	return nil
 }
+
+// CheckTarget reports why dspark's runtime would not load f as a target, from its header
+// alone (nothing is loaded and no tensor data is read): no registered target architecture,
+// hyperparameters its package refuses, or the tensors the loader would refuse (every matrix
+// of a type the runtime does not run, in one error). nil means the file loads.
+func CheckTarget(f *gguf.File) error {
+	a, err := LookupTarget(f)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Info(f); err != nil {
+		return err
+	}
+	v, err := model.Resolve(f, a.Schema)
+	if err != nil {
+		return err
+	}
+	if err := model.CheckTensors(f, v); err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return nil
+}

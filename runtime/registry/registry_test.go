@@ -9,6 +9,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/draftfixture"
+	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
 )
@@ -231,4 +232,71 @@ func TestCheckDraft(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCheckTarget: a target of the 13 block types passes the header check and loads; the
+// same file with matrices of types the runtime does not run fails it, naming every one.
+func TestCheckTarget(t *testing.T) {
+	qs := testmodel.Qwen3Spec{Embd: 256, Heads: 4, KVHeads: 2, HeadDim: 64, FF: 256, Vocab: 40, Layers: 2, Base: 1e6, Eps: 1e-6}
+	m := testmodel.BuildQwen3(qs, 3)
+	m.Quant = map[string]dtype.Quant{}
+	i := 0
+	for _, n := range m.Names {
+		if len(m.T[n].Dims) > 1 {
+			m.Quant[n] = dtype.Quants()[i%len(dtype.Quants())]
+			i++
+		}
+	}
+	f := open(t, m)
+	if err := CheckTarget(f); err != nil {
+		t.Fatalf("CheckTarget of a quantized target: %v", err)
+	}
+	a, err := LookupTarget(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := a.Load(f, runtime.Options{Context: 8, Pack: true})
+	if err != nil {
+		t.Fatalf("CheckTarget passed but the load fails: %v", err)
+	}
+	tg.Close()
+
+	// Rewrite the file with two matrices retyped (zero bytes of their new size).
+	var specs []gguf.TensorSpec
+	for _, ti := range f.Tensors {
+		data, err := f.TensorData(&ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, dims := ti.Type, ti.Dims
+		switch ti.Name {
+		case "blk.0.attn_v.weight":
+			typ = gguf.TypeIQ2_XXS
+		case "blk.1.ffn_gate.weight":
+			typ = gguf.TypeTQ2_0
+		}
+		if typ != ti.Type {
+			n, err := gguf.TensorBytes(typ, dims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = make([]byte, n)
+		}
+		specs = append(specs, gguf.TensorSpec{Name: ti.Name, Type: typ, Dims: dims, Data: gguf.BytesData(data)})
+	}
+	path := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := gguf.WriteFile(path, m.KVs, specs, gguf.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	err = CheckTarget(bad)
+	if err == nil || !strings.Contains(err.Error(), "2 tensors have types the runtime does not run: ") ||
+		!strings.Contains(err.Error(), "blk.0.attn_v.weight (IQ2_XXS)") || !strings.Contains(err.Error(), "blk.1.ffn_gate.weight (TQ2_0)") {
+		t.Fatalf("CheckTarget: %v", err)
+	}
+	t.Logf("%v", err)
 }

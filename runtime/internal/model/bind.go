@@ -5,11 +5,13 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
@@ -73,10 +75,11 @@ type Binder struct {
 	inst   map[string]schema.Instance
 	err    error
 	used   map[string]bool
-	pack   bool              // repack matrices into the kernels' fast layout
-	prec   kernels.Precision // activation precision of every matrix
-	packed []*kernels.Mat    // matrices to Release on Close
-	bf16   bool              // some matrix has BF16 weights (the only ones prec affects)
+	pack   bool                   // repack matrices into the kernels' fast layout
+	prec   kernels.Precision      // activation precision of every matrix
+	packed []*kernels.Mat         // matrices to Release on Close
+	bf16   bool                   // some matrix has BF16 weights (the only ones prec affects)
+	quants map[kernels.DType]bool // block types (other than Q8_0) of the matrices bound
 }
 
 // NewBinder returns a binder of f's tensors as resolved in v, packing (and fusing) the
@@ -85,6 +88,9 @@ func NewBinder(f *gguf.File, v *schema.Values, pack bool, prec kernels.Precision
 	b := &Binder{f: f, v: v, inst: map[string]schema.Instance{}, used: map[string]bool{}, pack: pack, prec: prec}
 	for _, in := range v.Instances() {
 		b.inst[in.Name] = in
+	}
+	if err := UnsupportedTypes(f); err != nil {
+		b.err = fmt.Errorf("%s: %w", f.Path, err)
 	}
 	return b
 }
@@ -95,6 +101,26 @@ func (b *Binder) Err() error { return b.err }
 // BF16 reports whether some matrix bound so far has BF16 weights (the only ones the
 // activation precision affects).
 func (b *Binder) BF16() bool { return b.bf16 }
+
+// QuantNote returns what a report should say about the block-quantized matrices bound so
+// far (Q8_0 aside: it has assembly kernels), joined to note: their types and that they run on
+// the portable code. It returns note unchanged when there are none.
+func (b *Binder) QuantNote(note string) string {
+	if len(b.quants) == 0 {
+		return note
+	}
+	var names []string
+	for _, t := range kernels.QuantTypes() {
+		if b.quants[t] {
+			names = append(names, t.String())
+		}
+	}
+	q := strings.Join(names, ", ") + " weights: dequantized exactly as ggml, f32 contract, on the portable kernels (slow)"
+	if note == "" {
+		return q
+	}
+	return note + "; " + q
+}
 
 // Release frees every packed matrix.
 func (b *Binder) Release() {
@@ -165,8 +191,9 @@ func kernelType(t gguf.GGMLType) (kernels.DType, bool) {
 		return kernels.F16, true
 	case gguf.TypeBF16:
 		return kernels.BF16, true
-	case gguf.TypeQ8_0:
-		return kernels.Q8_0, true
+	}
+	if q, ok := dtype.QuantOf(uint32(t)); ok {
+		return kernels.DTypeOf(q)
 	}
 	return 0, false
 }
@@ -189,7 +216,7 @@ func (b *Binder) view(template string, layer int) *kernels.Mat {
 func (b *Binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
 	kt, ok := kernelType(typ)
 	if !ok {
-		b.fail("tensor %s has type %v; the runtime supports F32, F16, BF16 and Q8_0", name, typ)
+		b.fail("tensor %s has type %v; the runtime runs %s", name, typ, runTypes())
 		return nil
 	}
 	m, err := kernels.NewMat(kt, rows, cols, data)
@@ -198,6 +225,12 @@ func (b *Binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []
 		return nil
 	}
 	b.bf16 = b.bf16 || kt == kernels.BF16
+	if slices.Contains(kernels.QuantTypes(), kt) {
+		if b.quants == nil {
+			b.quants = map[kernels.DType]bool{}
+		}
+		b.quants[kt] = true
+	}
 	return m.WithPrecision(b.prec)
 }
 
@@ -222,10 +255,17 @@ func (b *Binder) keep(p *kernels.Mat, err error, what string) *kernels.Mat {
 }
 
 // stacked fuses views that multiply the same input into one packed matrix (their outputs
-// side by side, bit-identical to the separate products); nil when the binder does not pack.
+// side by side, bit-identical to the separate products); nil when the binder does not pack,
+// or when the views have different types (a quantization mix such as Q4_K_M gives attn_v
+// or ffn_down more bits than their neighbours): the caller then keeps the views.
 func (b *Binder) stacked(what string, ms ...*kernels.Mat) *kernels.Mat {
 	if !b.pack || b.err != nil {
 		return nil
+	}
+	for _, m := range ms {
+		if m.DType() != ms[0].DType() {
+			return nil
+		}
 	}
 	p, err := kernels.Stack(ms...)
 	return b.keep(p, err, what)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
@@ -12,6 +13,9 @@ import (
 // a type the kernels do not run, a 1-D tensor not stored as F32, a declared tensor the
 // runtime does not run, or a tensor the declaration does not claim.
 func CheckTensors(f *gguf.File, v *schema.Values) error {
+	if err := UnsupportedTypes(f); err != nil {
+		return err
+	}
 	claimed := map[string]schema.Instance{}
 	for _, in := range v.Instances() {
 		claimed[in.Name] = in
@@ -32,7 +36,7 @@ func CheckTensors(f *gguf.File, v *schema.Values) error {
 			return fmt.Errorf("tensor %s has type %v, want F32 (1-D tensors are stored as F32)", t.Name, t.Type)
 		}
 		if _, ok := kernelType(t.Type); !ok {
-			return fmt.Errorf("tensor %s has type %v: the kernels run F32, F16, BF16 and Q8_0 weights", t.Name, t.Type)
+			return fmt.Errorf("tensor %s has type %v: the runtime runs %s", t.Name, t.Type, runTypes())
 		}
 	}
 	for i := range f.Tensors {
@@ -44,6 +48,41 @@ func CheckTensors(f *gguf.File, v *schema.Values) error {
 		return fmt.Errorf("big-endian GGUF files cannot be run (tensor data is big-endian)")
 	}
 	return nil
+}
+
+// UnsupportedTypes returns one error naming every matrix (a tensor of two or more dims) of f
+// whose type the runtime does not run, with its type (IQ1/IQ2/IQ3 codebooks, TQ*, ...), and
+// the types it runs; nil when there is none. It reads the tensor infos alone.
+func UnsupportedTypes(f *gguf.File) error {
+	var bad []string
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		if len(t.Dims) < 2 {
+			continue
+		}
+		if _, ok := kernelType(t.Type); !ok {
+			bad = append(bad, fmt.Sprintf("%s (%v)", t.Name, t.Type))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	noun := "tensors have types"
+	if len(bad) == 1 {
+		noun = "tensor has a type"
+	}
+	return fmt.Errorf("%d %s the runtime does not run: %s; it runs %s", len(bad), noun, strings.Join(bad, ", "), runTypes())
+}
+
+// runTypes lists the weight types the runtime runs, for messages.
+func runTypes() string {
+	var names []string
+	for t := gguf.GGMLType(0); t < 64; t++ {
+		if _, ok := kernelType(t); ok {
+			names = append(names, t.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func hasInstance(m map[string]schema.Instance, name string) bool { _, ok := m[name]; return ok }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,9 +33,20 @@ func TestGeneratedUpToDate(t *testing.T) {
 		fmt.Println("kernels: no go command in PATH: generated code not compared with the generator")
 		t.Skip("no go command in PATH")
 	}
+	// The generator runs on the go command's own machine: under cross-testing (GOARCH=arm64
+	// with -exec qemu-aarch64) the inherited GOOS/GOARCH would build a generator that cannot
+	// run here.
+	host, err := exec.Command(gobin, "env", "GOHOSTOS", "GOHOSTARCH").Output()
+	if err != nil {
+		t.Fatalf("go env GOHOSTOS GOHOSTARCH: %v", err)
+	}
+	hs := strings.Fields(string(host))
+	if len(hs) != 2 {
+		t.Fatalf("go env GOHOSTOS GOHOSTARCH printed %q", host)
+	}
 	dir := t.TempDir()
 	cmd := exec.Command(gobin, "run", "./_generate", "-dir", dir)
-	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOOS="+hs[0], "GOARCH="+hs[1])
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go run ./_generate: %v\n%s", err, out)
 	}

@@ -386,6 +386,9 @@ func TestDeltaNetScale(t *testing.T) {
 // TestDeltaNetNoAlloc checks that Rows and Replay allocate nothing per call (their task
 // arguments live in pooled jobs).
 func TestDeltaNetNoAlloc(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under -race; make test-purego and go test without -race check this")
+	}
 	defer SetParallelism(Parallelism())
 	SetParallelism(1)
 	l := DeltaNetLayer{Heads: 4, QKHeads: 2, DK: 64, DV: 64, Scale: DeltaNetScale(64)}

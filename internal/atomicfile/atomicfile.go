@@ -212,14 +212,23 @@ func Explain(err error) error { return explain(err) }
 
 func explain(err error) error {
 	switch {
-	case errors.Is(err, syscall.ENOSPC):
+	case isAny(err, noSpaceErrs):
 		return fmt.Errorf("no space left on device (the output needs more free disk space): %w", err)
-	case errors.Is(err, syscall.EFBIG):
+	case isAny(err, tooLargeErrs):
 		return fmt.Errorf("file too large for this file system or ulimit -f: %w", err)
-	case errors.Is(err, syscall.EDQUOT):
+	case isAny(err, quotaErrs):
 		return fmt.Errorf("disk quota exceeded: %w", err)
 	}
 	return err
+}
+
+func isAny(err error, targets []error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // The set of pending files, removed on SIGINT/SIGTERM.

@@ -7,7 +7,7 @@ BIN       := bin/dspark
 
 .PHONY: all build demo test vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
 	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets clean \
-	vet-cross test-cross
+	vet-cross test-cross dist
 
 all: build
 
@@ -140,5 +140,18 @@ test-cross: vet-cross
 		WINEDEBUG=-all GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) test -count=1 -exec "$(WINE)" $(CROSS_WINE_PKGS) || exit 1; \
 	else echo "windows/amd64: vetted only (WINE unset: Debian 12's Wine 8.0 lacks bcryptprimitives.dll, which Go >= 1.22 binaries need; docs/platforms.md)"; fi
 
+## dist: static binaries (no cgo) for the five targets in dist/, with the version and commit
+## that `dspark --version` shows (VERSION=... to set the version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+dist:
+	@mkdir -p dist
+	@for t in $(CROSS_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		out=dist/dspark-$$os-$$arch$$ext; echo "$$out"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath \
+			-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $$out ./cmd/dspark || exit 1; \
+	done
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

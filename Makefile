@@ -135,7 +135,7 @@ CROSS_WINE_PKGS := ./internal/mmap ./internal/cpuclock ./internal/atomicfile ./g
 test-cross: vet-cross
 	@if command -v qemu-aarch64 >/dev/null; then \
 		echo "test linux/arm64 under qemu-aarch64"; \
-		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) test -count=1 -skip "^TestGeneratedUpToDate$$$$" -exec qemu-aarch64 $(CROSS_QEMU_PKGS) || exit 1; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) test -count=1 -skip "^TestGeneratedUpToDate$$" -exec qemu-aarch64 $(CROSS_QEMU_PKGS) || exit 1; \
 	else echo "qemu-aarch64 not installed: linux/arm64 tests not run"; fi
 	@if [ -n "$(WINE)" ]; then \
 		echo "test windows/amd64 under $(WINE)"; \

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
+	"github.com/dspark-dev/dspark/internal/mmap"
 	"github.com/dspark-dev/dspark/safetensors"
 )
 
@@ -24,9 +25,9 @@ type srcData struct {
 // release drops the pages of the source (and its scales) from the resident set.
 func (s *srcData) release() {
 	if s.mapped {
-		dropPages(s.data)
+		mmap.DropPages(s.data)
 		if s.scale != nil {
-			dropPages(s.scale.data)
+			mmap.DropPages(s.scale.data)
 		}
 	}
 }
@@ -35,7 +36,7 @@ func (s *srcData) release() {
 func (s *srcData) releaseRange(start, n int64) {
 	if s.mapped && s.t.Dtype != safetensors.F8_E4M3 {
 		es := elemSize(s.t.Dtype)
-		dropPages(s.data[start*es : (start+n)*es])
+		mmap.DropPages(s.data[start*es : (start+n)*es])
 	}
 }
 

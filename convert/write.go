@@ -11,7 +11,6 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/atomicfile"
-	"golang.org/x/sys/unix"
 )
 
 // chunkElems is the number of elements converted per work item: 4 MiB of F32, 2 MiB of
@@ -164,22 +163,6 @@ func (p *Plan) Write(path string, opt WriteOptions) (paths []string, err error) 
 		paths = append(paths, s.path)
 	}
 	return paths, nil
-}
-
-// preallocate reserves the file's final size, so a full disk fails before any data is
-// converted; file systems without fallocate get a sparse file of that size instead.
-func preallocate(f *os.File, size int64) error {
-	if size == 0 {
-		return nil
-	}
-	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EFBIG) || errors.Is(err, unix.EDQUOT) {
-		return err
-	}
-	return f.Truncate(size)
 }
 
 // testHookChunk, when set by a test, runs before each chunk is written; an error aborts the

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -190,7 +189,7 @@ func TestOpenFIFO(t *testing.T) {
 	}
 
 	fifo := filepath.Join(t.TempDir(), "model.gguf")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
 	go func() {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/dspark-dev/dspark/internal/cpuclock"
 
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
@@ -34,11 +34,11 @@ func benchAttend(b *testing.B, nHead, kvl, rope, ctx, maxBatch int) (*scratch, *
 // threadCPU returns the CPU time consumed by the calling OS thread. On this shared machine it
 // is a steadier clock than wall time for single-threaded kernels (the caller locks its thread).
 func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+	d, err := cpuclock.Thread()
+	if err != nil {
 		return 0
 	}
-	return time.Duration(ts.Nano())
+	return d
 }
 
 // BenchmarkAttendCore times the attention core on one goroutine for one row and for a causal

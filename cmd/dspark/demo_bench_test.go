@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/dspark-dev/dspark/internal/cpuclock"
 
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/runtime"
@@ -227,13 +227,7 @@ func modelledRate(s *speculative.Stats, c *speculative.CostModel) float64 {
 }
 
 // cpuTime is the CPU time of the process so far (all threads).
-func cpuTime() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return time.Duration(ts.Nano())
-}
+func cpuTime() time.Duration { return cpuclock.Process() }
 
 func quantile(x []float64, q float64) float64 {
 	s := slices.Clone(x)

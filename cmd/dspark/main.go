@@ -65,7 +65,7 @@ var rootCmd = &cobra.Command{
 GQA) and their targets (Kimi-K2/DeepSeek-V3-style and Qwen3) into GGUF, inspects and lints
 GGUF files, and runs a pure-Go reference runtime that proves a draft drafts and the target
 verifies it losslessly.`,
-	Version:       version,
+	Version:       versionString(),
 	SilenceUsage:  true,
 	SilenceErrors: true,
 	Args:          func(cmd *cobra.Command, args []string) error { return unknownCommand(cmd, args) },

@@ -75,7 +75,7 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
 	fl.StringVar(&f.activations, "activations", "f32", "activation precision of BF16 matrix products: f32 (exact reference, the same bits on every path), bf16 (VDPBF16PS's sums; faster where the CPU has fast AVX512_BF16, less accurate) or bf16-amx (AMX tiles' sums; verify batches nearly as cheap as one step where the CPU has AMX-BF16, less accurate)")
 	fl.BoolVar(&f.quick, "quick", false, "demo: run the small embedded pair instead of the English pair (no build, no cache)")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "demo: where the English pair is built and kept (default: $XDG_CACHE_HOME/dspark or ~/.cache/dspark)")
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "demo: where the English pair is built and kept (default: dspark in the user cache directory: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LocalAppData%)")
 	return cmd
 }
 

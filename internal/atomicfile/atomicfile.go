@@ -234,11 +234,11 @@ func Explain(err error) error { return explain(err) }
 
 func explain(err error) error {
 	switch {
-	case errors.Is(err, syscall.ENOSPC):
+	case isAny(err, noSpaceErrs):
 		return &explained{"no space left on device (the output needs more free disk space)", err}
-	case errors.Is(err, syscall.EFBIG):
+	case isAny(err, tooLargeErrs):
 		return &explained{"file too large for this file system or ulimit -f", err}
-	case errors.Is(err, syscall.EDQUOT):
+	case isAny(err, quotaErrs):
 		return &explained{"disk quota exceeded", err}
 	}
 	return err
@@ -253,6 +253,15 @@ type explained struct {
 
 func (e *explained) Error() string { return e.msg }
 func (e *explained) Unwrap() error { return e.err }
+
+func isAny(err error, targets []error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
 
 // The set of pending files, removed on SIGINT/SIGTERM.
 var (

@@ -48,16 +48,14 @@ type entry struct {
 
 const manifestFormat = 1
 
-// DefaultCacheDir returns $XDG_CACHE_HOME/dspark, or ~/.cache/dspark.
+// DefaultCacheDir returns dspark under the user's cache directory (os.UserCacheDir):
+// $XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS, %LocalAppData% on Windows.
 func DefaultCacheDir() (string, error) {
-	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
-		return filepath.Join(x, "dspark"), nil
-	}
-	home, err := os.UserHomeDir()
+	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("no cache directory: neither XDG_CACHE_HOME nor a home directory is known (%v); give one with --cache-dir", err)
+		return "", fmt.Errorf("no cache directory (%v); give one with --cache-dir", err)
 	}
-	return filepath.Join(home, ".cache", "dspark"), nil
+	return filepath.Join(d, "dspark"), nil
 }
 
 // pairKey names a pair's cache directory: a digest of the recipe and the Go version whose

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dspark-dev/dspark/internal/cpuclock"
 	"github.com/dspark-dev/dspark/internal/mmap"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
-	"golang.org/x/sys/unix"
 )
 
 // EnvKernels selects the kernel path of the benchmarks' models (kernels.SelectPath: avx512,
@@ -165,13 +165,7 @@ func UseThreads(b *testing.B, n int) (clock func() time.Duration, restore func()
 }
 
 // ProcessCPUTime returns the CPU time consumed by the process.
-func ProcessCPUTime() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return time.Duration(ts.Nano())
-}
+func ProcessCPUTime() time.Duration { return cpuclock.Process() }
 
 // ReportDecode reports a decode step's figures against the same-run read of its weight
 // bytes: tokens per second of the step (kern) and of the read (read), both as GB/s of

@@ -172,10 +172,12 @@ func TestInspectTargetUsage(t *testing.T) {
 	if out, code := runCLI(t, "inspect", "--check", "--target", missing, p); code != 1 || !strings.Contains(out, "nope.gguf") {
 		t.Errorf("missing target: exit %d\n%s", code, out)
 	}
-	// An unrecognized file: "not recognized", no loader table, the generic check.
+	// A target: "not recognized" as a draft, the generic check, and only dspark's own target
+	// verdict in the loader table (the draft loaders have nothing to say of it).
 	q := writeFixture(t, fx.Target(), "t.gguf")
 	out, code := runCLI(t, "inspect", "--check", "--no-tensors", q)
-	if code != 0 || !strings.Contains(out, "Draft schema: not recognized") || strings.Contains(out, "Loaders") {
+	if code != 0 || !strings.Contains(out, "Draft schema: not recognized") || !strings.Contains(out, "runs it as a qwen3 target") ||
+		strings.Contains(out, "llama.cpp ") || strings.Contains(out, "ollama") {
 		t.Errorf("target file: exit %d\n%s", code, out)
 	}
 }

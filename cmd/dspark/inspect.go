@@ -14,6 +14,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf/drafts"
 	"github.com/dspark-dev/dspark/gguf/input"
 	"github.com/dspark-dev/dspark/gguf/report"
+	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime/registry"
 )
 
@@ -97,6 +98,20 @@ var dsparkLoader = drafts.Loader{Name: "dspark", Check: func(f *gguf.File, v *dr
 	return drafts.Verdict{Name: "dspark", Loads: new(true), Reason: fmt.Sprintf("runs it as a %s draft against any target whose sizes it fits", a.Schema.Name)}
 }}
 
+// dsparkTargetLoader judges a target by dspark's own runtime from the header alone
+// (registry.CheckTarget, the checks a load makes before reading weights: architecture,
+// sizes, every tensor's type and dims); files of no declared architecture get no verdict.
+func dsparkTargetLoader(f *gguf.File) (drafts.Verdict, bool) {
+	if schema.For(schema.FileSource(f)) == nil {
+		return drafts.Verdict{}, false
+	}
+	if err := registry.CheckTarget(f); err != nil {
+		return drafts.Verdict{Name: "dspark", Loads: new(false), Reason: strings.TrimPrefix(err.Error(), f.Path+": ")}, true
+	}
+	a, _ := registry.LookupTarget(f)
+	return drafts.Verdict{Name: "dspark", Loads: new(true), Reason: fmt.Sprintf("runs it as a %s target", a.Schema.Name)}, true
+}
+
 func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, fl inspectFlags) error {
 	for _, g := range []string{fl.keys, fl.tensors} {
 		if err := report.ValidateGlob(g); err != nil {
@@ -133,6 +148,7 @@ func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, 
 		FullArrays: fl.fullArrays, Keys: fl.keys, Tensors: fl.tensors,
 		NoTensors: fl.noTensors, Check: fl.check, Data: fl.data, Source: in.Source,
 		Target: target, Loaders: []drafts.Loader{dsparkLoader},
+		TargetLoaders: []func(*gguf.File) (drafts.Verdict, bool){dsparkTargetLoader},
 	})
 	if err != nil {
 		return err

@@ -42,6 +42,9 @@ type Options struct {
 	// Loaders are judged after gguf/drafts' own (drafts.Loaders) with Check: the caller's,
 	// such as dspark's runtime, which gguf/* does not import.
 	Loaders []drafts.Loader
+	// TargetLoaders judge a file that is not a draft (a target) with Check: each returns its
+	// verdict, or false when it has nothing to say of the file.
+	TargetLoaders []func(f *gguf.File) (drafts.Verdict, bool)
 }
 
 // Report is everything inspect shows, in JSON-ready form.
@@ -270,6 +273,12 @@ func Build(f *gguf.File, opt Options) (*Report, error) {
 		}
 		if r.Draft.Recognized {
 			c.Loaders = drafts.Verdicts(f, r.Draft, opt.Loaders...)
+		} else {
+			for _, l := range opt.TargetLoaders {
+				if v, ok := l(f); ok {
+					c.Loaders = append(c.Loaders, v)
+				}
+			}
 		}
 		c.Passed = len(c.Problems) == 0
 		r.Check = c

@@ -236,17 +236,7 @@ func CheckDraft(f *gguf.File) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.Info(f); err != nil {
-		return err
-	}
-	v, err := model.Resolve(f, a.Schema)
-	if err != nil {
-		return err
-	}
-	if err := model.CheckTensors(f, v); err != nil {
-		return fmt.Errorf("%s: %w", f.Path, err)
-	}
-	return nil
+	return checkHeader(f, a.Schema, a.Info)
 }
 
 // CheckTarget reports why dspark's runtime would not load f as a target, from its header
@@ -258,10 +248,16 @@ func CheckTarget(f *gguf.File) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.Info(f); err != nil {
+	return checkHeader(f, a.Schema, a.Info)
+}
+
+// checkHeader makes a load's header checks: the package's hyperparameters, the resolved
+// declaration and every tensor the binder would refuse.
+func checkHeader(f *gguf.File, s *schema.Schema, info func(*gguf.File) (Info, error)) error {
+	if _, err := info(f); err != nil {
 		return err
 	}
-	v, err := model.Resolve(f, a.Schema)
+	v, err := model.Resolve(f, s)
 	if err != nil {
 		return err
 	}

@@ -147,6 +147,8 @@ test-cross: vet-cross
 	@if command -v qemu-aarch64 >/dev/null; then \
 		echo "test linux/arm64 under qemu-aarch64"; \
 		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) test -count=1 -exec qemu-aarch64 $(CROSS_QEMU_PKGS) || exit 1; \
+		echo "the README tour and run --quick under qemu-aarch64 vs natively"; \
+		scripts/cross-tokens.sh linux/arm64 || exit 1; \
 	else echo "qemu-aarch64 not installed: linux/arm64 tests not run"; fi
 	@if [ -n "$(WINE)" ]; then \
 		echo "test windows/amd64 under $(WINE)"; \

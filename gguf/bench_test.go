@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // k3Like returns metadata and tensors shaped like the K3 DSpark GGUF header: ~60 keys, a
@@ -61,7 +63,7 @@ func k3Like() ([]KV, []TensorSpec) {
 
 func writeK3Like(b testing.TB) (string, int64) {
 	kvs, ts := k3Like()
-	p := filepath.Join(b.TempDir(), "k3.gguf")
+	p := filepath.Join(testdir.New(b), "k3.gguf")
 	if err := WriteFile(p, kvs, ts, WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // sampleKVs has every writable value type, including empty strings and arrays.
@@ -158,7 +160,7 @@ func TestRoundTrip(t *testing.T) {
 func TestOpenMmapAndSkip(t *testing.T) {
 	ts := sampleTensors()
 	b := encode(t, sampleKVs(), specs(ts), 0)
-	p := filepath.Join(t.TempDir(), "m.gguf")
+	p := filepath.Join(testdir.New(t), "m.gguf")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func TestOpenMmapAndSkip(t *testing.T) {
 
 func TestWriteSplit(t *testing.T) {
 	ts := sampleTensors()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	paths, err := WriteSplit(filepath.Join(dir, "m.gguf"), sampleKVs(), specs(ts), 100, 2, WriteOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // memWriterAt is an in-memory io.WriterAt.
@@ -80,7 +82,7 @@ func TestWriteErrors(t *testing.T) {
 		}
 	}
 	// A failed WriteFile leaves neither the destination nor a temporary file.
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	p := filepath.Join(dir, "x.gguf")
 	bad := []TensorSpec{{Name: "a", Type: TypeF32, Dims: []uint64{4}, Data: BytesData(make([]byte, 3))}}
 	if err := WriteFile(p, nil, bad, WriteOptions{}); err == nil {
@@ -113,7 +115,7 @@ func TestAlignmentKeyAdded(t *testing.T) {
 
 func TestWriteSplitLimits(t *testing.T) {
 	ts := sampleTensors() // padded sizes: 32, 32, 96, 32, 0, 32
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	// 100 bytes per shard: {a, b} {q} {scalar, zero, d4}; q alone exceeds nothing, but the
 	// limit is checked before adding.
 	paths, err := WriteSplit(filepath.Join(dir, "m.gguf"), sampleKVs(), specs(ts), 100, 0, WriteOptions{})
@@ -144,8 +146,13 @@ func TestWriteSplitLimits(t *testing.T) {
 	if n, _ := g.Int32(KeySplitTensorsCount); n != int32(len(ts)) {
 		t.Errorf("split.tensors.count = %d", n)
 	}
-	// A missing shard fails the whole set.
-	os.Remove(paths[2])
+	// A missing shard fails the whole set. (The set is closed first: Windows does not delete
+	// an open file.)
+	f.Close()
+	g.Close()
+	if err := os.Remove(paths[2]); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Open(paths[0]); err == nil {
 		t.Errorf("incomplete split set opened")
 	}
@@ -156,7 +163,7 @@ func TestWriteSplitLimits(t *testing.T) {
 
 // TestSplitMismatch: shards whose split keys disagree are rejected with a located error.
 func TestSplitMismatch(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	ts := sampleTensors()
 	paths, err := WriteSplit(filepath.Join(dir, "m.gguf"), nil, specs(ts), 0, 3, WriteOptions{})
 	if err != nil || len(paths) != 2 {
@@ -204,7 +211,7 @@ func TestSkipArrays(t *testing.T) {
 // the unmapped memory; values decoded before stay valid.
 func TestUseAfterClose(t *testing.T) {
 	b := encode(t, sampleKVs(), nil, 0)
-	p := filepath.Join(t.TempDir(), "m.gguf")
+	p := filepath.Join(testdir.New(t), "m.gguf")
 	os.WriteFile(p, b, 0o644)
 	f, err := Open(p)
 	if err != nil {
@@ -231,7 +238,7 @@ func TestUseAfterClose(t *testing.T) {
 // stops before its data section (found by FuzzReader) has empty data in every mode.
 func TestEmptyTensorAtEnd(t *testing.T) {
 	b := (&rb{}).header(3, 1, 0).info("e", TypeF32, 0, 1<<50, 0).b // ends before the data offset (64)
-	p := filepath.Join(t.TempDir(), "e.gguf")
+	p := filepath.Join(testdir.New(t), "e.gguf")
 	os.WriteFile(p, b, 0o644)
 	for _, opts := range [][]Option{nil, {NoMmap()}} {
 		f, err := Open(p, opts...)

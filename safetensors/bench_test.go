@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 const benchTensorBytes = 32 << 20
@@ -22,7 +24,7 @@ func benchFile(b *testing.B) (string, []byte) {
 	for i := 0; i < len(data); i += 8 {
 		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
 	}
-	p := filepath.Join(b.TempDir(), "bench.safetensors")
+	p := filepath.Join(testdir.New(b), "bench.safetensors")
 	err := WriteFile(p, nil, []TensorSource{{Name: "w", Dtype: BF16, Shape: []int64{benchTensorBytes / 2 / 4096, 4096},
 		Data: func(w io.Writer) error { _, err := w.Write(data); return err }}}, false)
 	if err != nil {
@@ -154,7 +156,7 @@ func BenchmarkWriteFile(b *testing.B) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	dir := b.TempDir()
+	dir := testdir.New(b)
 	src := []TensorSource{{Name: "w", Dtype: U8, Shape: []int64{benchTensorBytes},
 		Data: func(w io.Writer) error {
 			for off := 0; off < len(data); off += 1 << 16 { // in chunks, like a generator

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 func u8(name string, n int) TensorSource {
@@ -27,7 +29,7 @@ func writeIndex(t *testing.T, dir, body string) {
 // TestCheckpointReportsEveryDifference builds a checkpoint with one instance of each kind of
 // index/shard disagreement and expects all of them in one error.
 func TestCheckpointReportsEveryDifference(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -93,7 +95,7 @@ func nameAt(t *testing.T, dir, file, name string) int {
 }
 
 func TestCheckpointErrors(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "no model.safetensors or model.safetensors.index.json") {
 		t.Fatalf("empty dir: %v", err)
 	}
@@ -147,7 +149,7 @@ func TestCheckpointErrors(t *testing.T) {
 }
 
 func TestWriterErrors(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	p := filepath.Join(dir, "w.safetensors")
 	short := TensorSource{Name: "s", Dtype: F32, Shape: []int64{2}, Data: func(w io.Writer) error {
 		_, err := w.Write(make([]byte, 7))
@@ -208,7 +210,7 @@ func TestWriterErrors(t *testing.T) {
 // A sharded write followed by a single-file write with overwrite must not leave the old
 // index shadowing the new file; without overwrite it must refuse.
 func TestShardedThenSingle(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	if _, err := WriteSharded(dir, nil, []TensorSource{u8("a", 4), u8("b", 4)}, 4, false); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func TestShardedThenSingle(t *testing.T) {
 }
 
 func TestClosedFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "c.safetensors")
+	p := filepath.Join(testdir.New(t), "c.safetensors")
 	if err := WriteFile(p, nil, []TensorSource{u8("a", 4)}, false); err != nil {
 		t.Fatal(err)
 	}

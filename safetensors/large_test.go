@@ -5,13 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // TestBeyond4GiB checks offsets and sizes past 32 bits on a sparse file (no disk used): a
 // 3 GiB tensor followed by a 2 GiB one and a small one at the end.
 func TestBeyond4GiB(t *testing.T) {
 	const gib = int64(1) << 30
-	p := filepath.Join(t.TempDir(), "big.safetensors")
+	p := filepath.Join(testdir.New(t), "big.safetensors")
 	sizes := []int64{3 * gib, 2 * gib, 8}
 	tail := []byte{1, 2, 3, 4, 5, 6, 7, 8}
 	var ts []TensorSource

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // testTensor is a tensor with its bytes in memory.
@@ -100,7 +102,7 @@ func checkTensors(t *testing.T, ts []testTensor, lookup func(string) (*TensorInf
 func TestRoundTripFile(t *testing.T) {
 	ts := randomTensors(1)
 	md := map[string]string{"format": "pt", "note": "ünïcode \"quoted\" \n <&> \u2028"}
-	path := filepath.Join(t.TempDir(), "x.safetensors")
+	path := filepath.Join(testdir.New(t), "x.safetensors")
 	if err := WriteFile(path, md, sources(ts), false); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestRoundTripFile(t *testing.T) {
 			return err
 		}}
 	}
-	path2 := filepath.Join(t.TempDir(), "y.safetensors")
+	path2 := filepath.Join(testdir.New(t), "y.safetensors")
 	if err := WriteFile(path2, f.Metadata, again, false); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestRoundTripSharded(t *testing.T) {
 	}
 	for _, limit := range []int64{1, 100, 300, total, total * 2} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
-			dir := t.TempDir()
+			dir := testdir.New(t)
 			paths, err := WriteSharded(dir, map[string]string{"format": "pt"}, sources(ts), limit, false)
 			if err != nil {
 				t.Fatal(err)

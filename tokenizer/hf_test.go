@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // The testdata/hf files are a hand-made Qwen2-style tokenizer, written with Python's json
@@ -231,7 +233,7 @@ func TestSpecialTokenIDs(t *testing.T) {
 }
 
 func TestLoadHFDir(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	for src, dst := range map[string]string{"tiny-pairs.json": "tokenizer.json", "tiny_tokenizer_config.json": "tokenizer_config.json", "tiny_config.json": "config.json"} {
 		if err := os.WriteFile(filepath.Join(dir, dst), readTestdata(t, src), 0o644); err != nil {
 			t.Fatal(err)

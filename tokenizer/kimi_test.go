@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 func writeKimiDir(t *testing.T, ranks [][]byte, config string) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	var buf bytes.Buffer
 	if err := WriteTiktoken(&buf, ranks); err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func TestLoadKimiDir(t *testing.T) {
 	if _, err := LoadKimiDir(bad, 520); err == nil || !strings.Contains(err.Error(), filepath.Join(bad, "tokenizer_config.json")) {
 		t.Errorf("bad config: %v", err)
 	}
-	if _, err := LoadKimiDir(t.TempDir(), 520); err == nil {
+	if _, err := LoadKimiDir(testdir.New(t), 520); err == nil {
 		t.Error("missing files accepted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -113,7 +114,7 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 			return finishInterrupted(w, rep, m, c)
 		}
 		if plain != nil {
-			rep.Speedup = rep.SpecTPS / rep.PlainTPS
+			rep.Speedup = rate(rep.SpecTPS, rep.PlainTPS)
 			if c.params.Greedy() {
 				same := sameOutput(plain, spec)
 				rep.MatchesPlain = &same
@@ -181,6 +182,17 @@ func sameOutput(a, b *runtime.Result) bool {
 		}
 	}
 	return true
+}
+
+// rate returns a/b, or 0 when b is not positive or the quotient is not finite: a run too short
+// for the clock (Windows' monotonic clock advances by timer ticks) has no measured rate, and
+// JSON cannot carry an infinity.
+func rate(a, b float64) float64 {
+	r := a / b
+	if b <= 0 || math.IsInf(r, 0) || math.IsNaN(r) {
+		return 0
+	}
+	return r
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -294,7 +294,7 @@ rows:
 		}
 		row.Tokens, row.Text = spec.Tokens, m.tok.Decode(spec.Tokens)
 		row.PlainTPS, row.SpecTPS = plain.TokensPerSecond(), spec.TokensPerSecond()
-		row.Speedup, row.Tau, row.PerPosition = row.SpecTPS/row.PlainTPS, spec.Stats.Tau(), spec.Stats.PerPositionRates()
+		row.Speedup, row.Tau, row.PerPosition = rate(row.SpecTPS, row.PlainTPS), spec.Stats.Tau(), spec.Stats.PerPositionRates()
 		if greedy {
 			same := sameOutput(plain, spec)
 			row.Identical = &same
@@ -310,11 +310,11 @@ rows:
 	if len(mr.Prompts) == 0 {
 		return mr, stopped
 	}
-	mr.PlainTPS, mr.SpecTPS = float64(plainN)/plainTime, float64(specN)/specTime
-	mr.Speedup = mr.SpecTPS / mr.PlainTPS
+	mr.PlainTPS, mr.SpecTPS = rate(float64(plainN), plainTime), rate(float64(specN), specTime)
+	mr.Speedup = rate(mr.SpecTPS, mr.PlainTPS)
 	if s := &mr.Stats; s.Rounds > 0 && plainN > 0 {
 		mr.PlainStepSeconds = plainTime / float64(plainN)
-		round := func(d time.Duration) float64 { return d.Seconds() / float64(s.Rounds) / mr.PlainStepSeconds }
+		round := func(d time.Duration) float64 { return rate(d.Seconds()/float64(s.Rounds), mr.PlainStepSeconds) }
 		mr.DraftSteps, mr.VerifySteps = round(s.DraftTime), round(s.VerifyTime)
 	}
 	mr.Tau, mr.Acceptance, mr.PerPosition = mr.Stats.Tau(), mr.Stats.AcceptanceRate(), mr.Stats.PerPositionRates()

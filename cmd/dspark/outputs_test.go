@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,24 @@ func TestCalibrateOutputsAllOrNothing(t *testing.T) {
 	for _, p := range []string{js, png, gg} {
 		if _, err := os.Stat(p); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestRateFinite: a rate over a zero or unmeasured duration is 0, never an infinity or NaN
+// (which JSON cannot carry: a Windows run too short for its clock tick failed `run --json`).
+func TestRateFinite(t *testing.T) {
+	for _, c := range []struct{ a, b, want float64 }{
+		{6, 3, 2},
+		{1, 0, 0},
+		{0, 0, 0},
+		{1, -1, 0},
+		{math.Inf(1), 2, 0},
+		{math.NaN(), 2, 0},
+		{1e300, 1e-300, 0},
+	} {
+		if got := rate(c.a, c.b); got != c.want {
+			t.Errorf("rate(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }

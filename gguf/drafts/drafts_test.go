@@ -10,6 +10,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	fx "github.com/dspark-dev/dspark/internal/draftfixture"
+	"github.com/dspark-dev/dspark/internal/testdir"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 )
 
@@ -282,7 +283,7 @@ func TestFixtures(t *testing.T) {
 func TestMLA(t *testing.T) {
 	ts := testmodel.DefaultTarget()
 	ds := testmodel.DefaultDraft(ts)
-	p := filepath.Join(t.TempDir(), "mla.gguf")
+	p := filepath.Join(testdir.New(t), "mla.gguf")
 	testmodel.BuildDraft(ts, ds, 1).Write(t, p)
 	f, err := gguf.Open(p)
 	if err != nil {
@@ -355,7 +356,7 @@ func TestOffByOneNeedsTarget(t *testing.T) {
 	}
 	// The MLA schema's runtime taps the last layer: not a finding there.
 	ts := testmodel.DefaultTarget()
-	p := filepath.Join(t.TempDir(), "mla.gguf")
+	p := filepath.Join(testdir.New(t), "mla.gguf")
 	testmodel.BuildDraft(ts, testmodel.DefaultDraft(ts), 1).Write(t, p)
 	m, err := gguf.Open(p)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // fixture is a small model description that tests mutate before writing it.
@@ -60,7 +61,7 @@ func (fx *fixture) sparseFile(t *testing.T) *gguf.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), "sparse.gguf")
+	p := filepath.Join(testdir.New(t), "sparse.gguf")
 	if err := os.WriteFile(p, l.Header, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 const childEnv = "ATOMICFILE_TEST_SIGNAL_DIR"
@@ -55,7 +57,7 @@ func TestSignalInterruptsWrites(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("os.Process.Signal cannot send SIGINT or SIGTERM on Windows (docs/platforms.md)")
 	}
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+dir)
 	stdin, _ := cmd.StdinPipe()

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 	"unsafe"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // writeFile writes n bytes of a position-dependent pattern to a file under a directory whose
 // name has a space and non-ASCII characters, and returns its path and contents.
 func writeFile(t *testing.T, n int) (string, []byte) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "mödèls ünd spaces", "日本語")
+	dir := filepath.Join(testdir.New(t), "mödèls ünd spaces", "日本語")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

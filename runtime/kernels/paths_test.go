@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // TestKernelPaths prints which kernel paths this process tested and which it could not, one
@@ -44,7 +46,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if len(hs) != 2 {
 		t.Fatalf("go env GOHOSTOS GOHOSTARCH printed %q", host)
 	}
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	cmd := exec.Command(gobin, "run", "./_generate", "-dir", dir)
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOOS="+hs[0], "GOARCH="+hs[1])
 	if out, err := cmd.CombinedOutput(); err != nil {

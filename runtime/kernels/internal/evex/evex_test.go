@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dspark-dev/dspark/internal/testdir"
 )
 
 // TestVDPBF16PSHandDerived checks encodings derived by hand from the Intel SDM's definition
@@ -95,7 +97,7 @@ func gnuAs(t *testing.T, src string) (names []string, encs [][]byte) {
 		fmt.Fprintln(os.Stderr, "evex: GNU as/objdump not found; encodings checked against the hand-derived tables only")
 		t.Skip("GNU as or objdump not installed")
 	}
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	s, o := filepath.Join(dir, "x.s"), filepath.Join(dir, "x.o")
 	if err := os.WriteFile(s, []byte(src), 0o644); err != nil {
 		t.Fatal(err)

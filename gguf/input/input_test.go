@@ -275,7 +275,8 @@ func TestOpenHTTP(t *testing.T) {
 	u := srv.URL + "/" + filepath.Base(paths[0])
 	in, err = Open(context.Background(), u, Options{Client: srv.Client()})
 	checkHeader(t, "split over ranges", in, err, SourceHTTPSplit, total)
-	os.Remove(paths[1])
+	in.Close()
+	removeServed(t, paths[1])
 	_, err = Open(context.Background(), u, Options{Client: srv.Client()})
 	want := fmt.Sprintf("gguf: split set %s: shard 2 of 2: %s/%s: HTTP 404 Not Found", u, srv.URL, filepath.Base(paths[1]))
 	if err == nil || err.Error() != want {
@@ -352,4 +353,22 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("error does not name the file: %v", err)
 		}
 	})
+}
+
+// removeServed removes a file the test's HTTP server has served. On Windows a file cannot be
+// deleted while open, and the server's goroutine of a request the client stopped reading may
+// still hold it for a moment: retry for a while, then fail.
+func removeServed(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.Remove(path)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -26,14 +26,15 @@ type synthFlags struct {
 	seed                                    uint64
 	noQLoRA, tied, dense, fp8, groupRouting bool
 	dflashNames, withTokenizer, quiet       bool
-	force, causal                           bool
+	force, causal, moe, wrapper             bool
 	layers, heads, taps, block, markovRank  int
+	mtp                                     int
 }
 
 func newSynthCmd() *cobra.Command {
 	var f synthFlags
 	cmd := &cobra.Command{
-		Use:   "synth --kind target|dspark|dflash [--arch deepseek2|qwen3] [--backbone mla|gqa] --preset tiny|demo|small|qwen3-8b|k3-full --out DIR",
+		Use:   "synth --kind target|dspark|dflash [--arch deepseek2|qwen3|qwen35] [--backbone mla|gqa] --preset tiny|demo|small|qwen3-8b|k3-full --out DIR",
 		Short: "Write a synthetic Hugging Face checkpoint with the real schema (for tests and benchmarks)",
 		Long: `synth writes a complete, deterministic (per --seed) Hugging Face checkpoint directory:
 
@@ -42,6 +43,11 @@ func newSynthCmd() *cobra.Command {
                   tokenizer_config.json, generation_config.json.
                   With --arch qwen3: a dense Qwen3ForCausalLM (presets tiny and small) with a
                   Qwen-style tokenizer.json and tokenizer_config.json.
+                  With --arch qwen35: a Qwen3.5 hybrid (Gated DeltaNet + gated attention)
+                  Qwen3_5ForCausalLM, or Qwen3_5MoeForCausalLM with --moe (presets tiny and
+                  small); --mtp N adds the mtp.* block, --wrapper writes the released
+                  multimodal layout (Qwen3_5*ForConditionalGeneration, text_config,
+                  model.language_model.* and a small vision tower).
   --kind dspark   a K3DSparkModel draft (68 tensors for 5 layers) paired with --target DIR
                   (hidden size, vocab, layer ids, embed_tokens copied byte for byte). Without
                   --target it pairs with the target synth would write for the same preset and
@@ -60,7 +66,10 @@ See docs/synth.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "kind", "", "what to write: target, dspark or dflash (required)")
-	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style) or qwen3 (dense Qwen3)")
+	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style), qwen3 (dense Qwen3) or qwen35 (Qwen3.5 hybrid)")
+	fl.BoolVar(&f.moe, "moe", false, "target --arch qwen35: the MoE variant (Qwen3_5MoeForCausalLM)")
+	fl.BoolVar(&f.wrapper, "wrapper", false, "target --arch qwen35: the multimodal wrapper layout of the released checkpoints")
+	fl.IntVar(&f.mtp, "mtp", 0, "target --arch qwen35: multi-token-prediction layers (mtp.* tensors), 0..4")
 	fl.StringVar(&f.backbone, "backbone", "", "dspark/dflash: the draft backbone, "+strings.Join(synth.Backbones, " or ")+" (default: mla for dspark, gqa for dflash)")
 	fl.StringVar(&f.preset, "preset", synth.Tiny, "size: "+strings.Join(synth.Presets, ", "))
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the pseudo-random weights")
@@ -138,7 +147,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.brk != "" && !slices.Contains(synth.Breaks, f.brk) {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
-	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing"}
+	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing", "moe", "wrapper", "mtp"}
 	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone"}
 	wrong := targetOnly
 	if f.kind == "target" {
@@ -185,8 +194,27 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 					return usagef("--%s does not apply to --arch qwen3", name)
 				}
 			}
+		case "qwen35":
+			if !slices.Contains(synth.Qwen35Presets, f.preset) {
+				return usagef("--preset %s has no qwen35 target (qwen35 presets: %s)", f.preset, strings.Join(synth.Qwen35Presets, ", "))
+			}
+			for _, name := range []string{"no-q-lora", "dense", "fp8", "group-routing", "break"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s does not apply to --arch qwen35", name)
+				}
+			}
+			if f.mtp < 0 || f.mtp > 4 {
+				return usagef("--mtp must be in 0..4, got %d", f.mtp)
+			}
 		default:
-			return usagef("--arch must be deepseek2 or qwen3, got %q", f.arch)
+			return usagef("--arch must be deepseek2, qwen3 or qwen35, got %q", f.arch)
+		}
+		if f.arch != "qwen35" {
+			for _, name := range []string{"moe", "wrapper", "mtp"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s applies to --arch qwen35 only", name)
+				}
+			}
 		}
 	}
 	return nil
@@ -212,11 +240,19 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 
 	qopts := synth.Qwen3Options{Preset: f.preset, Seed: f.seed, Tied: f.tied}
 	qwen3 := f.kind == "target" && f.arch == "qwen3"
+	q35opts := synth.Qwen35Options{Preset: f.preset, Seed: f.seed, Tied: f.tied, MoE: f.moe, MTP: f.mtp, Wrapper: f.wrapper}
+	qwen35 := f.kind == "target" && f.arch == "qwen35"
 
 	var total int64
 	switch {
 	case qwen3:
 		p, err := synth.PlanQwen3(qopts, f.brk)
+		if err != nil {
+			return err
+		}
+		total = p.Roster.Bytes()
+	case qwen35:
+		p, err := synth.PlanQwen35(q35opts, f.brk)
 		if err != nil {
 			return err
 		}
@@ -252,6 +288,8 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	switch {
 	case qwen3:
 		res, err = synth.Qwen3Target(f.out, qopts, wo)
+	case qwen35:
+		res, err = synth.Qwen35Target(f.out, q35opts, wo)
 	case f.kind == "target":
 		res, err = synth.Target(f.out, topts, wo)
 	default:

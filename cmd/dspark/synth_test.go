@@ -99,6 +99,12 @@ func TestSynthUsageErrors(t *testing.T) {
 		{"--kind", "target", "--arch", "qwen3", "--no-q-lora", "--out", out},
 		{"--kind", "target", "--arch", "qwen3", "--dense", "--out", out},
 		{"--kind", "target", "--arch", "qwen3", "--break", "wrong-shape", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--preset", "demo", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--fp8", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--mtp", "5", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--moe", "--out", out},
+		{"--kind", "target", "--wrapper", "--out", out},
+		{"--kind", "dspark", "--mtp", "1", "--out", out},
 	} {
 		_, err := runSynthArgs(t, args...)
 		var ue usageError
@@ -186,5 +192,28 @@ func TestSynthDraftVariant(t *testing.T) {
 	}
 	if !strings.Contains(text, "dflash.attention.causal") || !strings.Contains(text, "true") {
 		t.Errorf("inspect does not show causal block attention:\n%s", text)
+	}
+}
+
+// TestSynthQwen35 writes the tiny Qwen3.5 MoE wrapper with an MTP block from the CLI.
+func TestSynthQwen35(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q35")
+	out, err := runSynthArgs(t, "--kind", "target", "--arch", "qwen35", "--moe", "--mtp", "1", "--wrapper", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "wrote tiny target (qwen35)") {
+		t.Errorf("summary %q", out)
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, name := range []string{"model.language_model.layers.0.linear_attn.A_log", "model.language_model.layers.3.mlp.experts.gate_up_proj",
+		"mtp.layers.0.self_attn.q_proj.weight", "model.visual.merger.norm.weight"} {
+		if _, ok := ck.Tensor(name); !ok {
+			t.Errorf("no %s", name)
+		}
 	}
 }

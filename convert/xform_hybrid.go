@@ -50,11 +50,11 @@ const (
 // vHeadT gathers rows or columns through a permutation (the v-head reordering) and applies
 // a value op. Its producer holds the permutation (prepare).
 type vHeadT struct {
-	axis          int
-	off, head     string
-	squeeze       bool
-	reorder       bool
-	op            valueOp
+	axis      int
+	off, head string
+	squeeze   bool
+	reorder   bool
+	op        valueOp
 }
 
 func (x *vHeadT) String() string {
@@ -86,9 +86,9 @@ func (x *vHeadT) outShape(shape []int64) []int64 {
 }
 
 func (x *vHeadT) dims(shape []int64, _ dims, _ layerPlan) []uint64 { return reverse(x.outShape(shape)) }
-func (*vHeadT) perExpert() bool                                     { return false }
-func (*vHeadT) view(*producer, int64, int64) ([]byte, bool)         { return nil, false }
-func (*vHeadT) releaseChunk(*producer, int64, int64)                {}
+func (*vHeadT) perExpert() bool                                    { return false }
+func (*vHeadT) view(*producer, int64, int64) ([]byte, bool)        { return nil, false }
+func (*vHeadT) releaseChunk(*producer, int64, int64)               {}
 
 // vHeadPerm returns the permutation of n indices that reorders the value heads from index
 // off on, viewed as [nk, nv/nk, head]: perm[out] = the source index of output index out.

@@ -200,9 +200,9 @@ func qwen35Schema(moe bool) *Schema {
 			{Name: "conv_channels", Expr: "2 * ssm.group_count * ssm.state_size + ssm.inner_size",
 				Doc: "channels of the DeltaNet convolution: q, k and v"},
 		},
-		Tensors:     tensors,
-		Rules:       rules,
-		NotRun:      "the qwen35 runtime is not built yet (issue 44)",
+		Tensors: tensors,
+		Rules:   rules,
+		NotRun:  "the qwen35 runtime is not built yet (issue 44)",
 	}
 }
 

@@ -309,7 +309,7 @@ func TestQwen35Metadata(t *testing.T) {
 			"attention.recurrent_layers": "[]bool [true, true, true, false, true, true, true, false]"}},
 		{qwen35MoEWrapped, "qwen35moe", map[string]string{"block_count": "u32 9", "nextn_predict_layers": "u32 1",
 			"attention.recurrent_layers": "[]bool [true, true, true, false, true, true, true, false, false]",
-			"expert_count": "u32 8", "expert_used_count": "u32 2", "expert_feed_forward_length": "u32 40",
+			"expert_count":               "u32 8", "expert_used_count": "u32 2", "expert_feed_forward_length": "u32 40",
 			"expert_shared_feed_forward_length": "u32 56"}},
 	} {
 		p, err := NewPlan(c.dir(t), Options{})

@@ -559,3 +559,46 @@ func TestQwen35ReleaseRosters(t *testing.T) {
 		})
 	}
 }
+
+// TestQwen35Drafts converts GQA drafts paired with Qwen3.5 targets through the dflash GQA
+// path: a DSpark tapping DeltaNet and attention layers of the MoE wrapper ([0, 3, 5]) and a
+// head-less DFlash tapping DeltaNet layers only of the dense target ([1, 5]). The taps are
+// written +1 (llama.cpp's layer-input convention), the target's tokenizer with pre qwen35,
+// and the file passes inspect --check.
+func TestQwen35Drafts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		target func(testing.TB) string
+		opts   synth.DraftOptions
+		want   string
+	}{
+		{"q35-dspark", qwen35MoEWrapped, synth.DraftOptions{Seed: 21, TapIDs: []int{0, 3, 5}}, "[]i32 [1, 4, 6]"},
+		{"q35-dflash", baseQwen35, synth.DraftOptions{Seed: 22, TapIDs: []int{1, 5}, NoHeads: true, DFlashNames: true}, "[]i32 [2, 6]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tgt := c.target(t)
+			o := c.opts
+			o.Preset, o.Backbone, o.TargetDir = synth.Tiny, synth.BackboneGQA, tgt
+			dir := fixture(t, c.name, func(dir string) error {
+				_, err := synth.Draft(dir, o, synth.WriteOptions{})
+				return err
+			})
+			p, out := convertTo(t, dir, Options{Target: tgt})
+			got := metaMap(p.Meta)
+			for k, w := range map[string]string{"general.architecture": `str "dflash"`, "dflash.target_layers": c.want,
+				"tokenizer.ggml.pre": `str "qwen35"`, "dflash.target_block_count": "u32 8", "dflash.target_hidden_size": "u32 64"} {
+				if got[k] != w {
+					t.Errorf("%s = %q, want %q", k, got[k], w)
+				}
+			}
+			f, err := gguf.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if probs := lint.Check(f); len(probs) != 0 {
+				t.Errorf("inspect --check: %v", probs)
+			}
+		})
+	}
+}

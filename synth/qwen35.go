@@ -153,7 +153,8 @@ type Qwen35Rope struct {
 	RopeType            string  `json:"rope_type"`
 }
 
-// Qwen35TextConfig is the text model's config: the whole config.json of a
+// Qwen35TextConfig is the text model's config (eos_token_id is <|endoftext|>, as the
+// released configs have it; the tokenizer files name <|im_end|>): the whole config.json of a
 // Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM, or the text_config of the wrapper. Dense-only
 // and MoE-only fields are omitted from the other variant, as transformers writes them.
 type Qwen35TextConfig struct {
@@ -243,7 +244,7 @@ func Qwen35ConfigFor(opts Qwen35Options) (*Qwen35TextConfig, Qwen35Dims, error) 
 			types[i] = "full_attention"
 		}
 	}
-	c := &Qwen35TextConfig{AttnOutputGate: true, Dtype: "bfloat16", EosTokenID: ids.ImEnd,
+	c := &Qwen35TextConfig{AttnOutputGate: true, Dtype: "bfloat16", EosTokenID: ids.EndOfText,
 		FullAttentionInterval: d.Interval, HeadDim: d.HeadDim, HiddenAct: "silu", HiddenSize: d.Hidden,
 		InitializerRange: 0.02, LayerTypes: types, LinearConvKernelDim: d.ConvKernel, LinearKeyHeadDim: d.LinKDim,
 		LinearNumKeyHeads: d.LinKHeads, LinearNumValueHeads: d.LinVHeads, LinearValueHeadDim: d.LinVDim,
@@ -410,7 +411,7 @@ func Qwen35Target(dir string, opts Qwen35Options, wo WriteOptions) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	if ids.ImEnd != p.Text.EosTokenID || ids.Used > p.Text.VocabSize {
+	if ids.EndOfText != p.Text.EosTokenID || ids.Used > p.Text.VocabSize {
 		return nil, fmt.Errorf("synth: internal: the tokenizer's ids %+v do not fit the config (eos %d, vocab %d)", ids, p.Text.EosTokenID, p.Text.VocabSize)
 	}
 	gc, err := marshal(qwen3GenerationConfig{BosTokenID: ids.EndOfText, EosTokenID: []int{ids.ImEnd, ids.EndOfText},

@@ -236,3 +236,85 @@ func TestQwen35TargetWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestQwen35DraftTaps: the drafts in circulation tap DeltaNet layers too. The kind of each
+// tapped layer in its target, as section 4's table gives it (D: DeltaNet, F: full
+// attention), against the target release's layer pattern; every tap leaves the last layer
+// alone, and the draft's hidden size is its target's.
+func TestQwen35DraftTaps(t *testing.T) {
+	want := map[string]string{
+		"Qwen3.5-27B DFlash (SpecForge)": "FFFFF", "Qwen3.5-35B-A3B DFlash (SpecForge)": "FFFFF",
+		"Qwen3.5-4B DSpark (SpecForge)": "DDFDD", "Qwen3.6-27B DSpark (SpecForge)": "DDDFD", "z-lab Qwen3.8-27B-DFlash2": "DFDFD",
+	}
+	releases := map[string]Qwen35Dims{}
+	for _, r := range Qwen35Releases {
+		releases[r.Name] = r.Dims
+	}
+	for _, dr := range Qwen35DraftReleases {
+		d, ok := releases[dr.Target]
+		if !ok {
+			t.Fatalf("%s: no release %s", dr.Name, dr.Target)
+		}
+		got := ""
+		for _, id := range dr.TapIDs {
+			if id >= d.Layers-1 {
+				t.Errorf("%s: tap %d of a %d-layer target", dr.Name, id, d.Layers)
+			}
+			got += map[bool]string{true: "F", false: "D"}[d.FullAttention(id)]
+		}
+		if got != want[dr.Name] {
+			t.Errorf("%s: tapped kinds %s, want %s", dr.Name, got, want[dr.Name])
+		}
+		if dr.Hidden != 0 && dr.Hidden != d.Hidden {
+			t.Errorf("%s: hidden %d, target %d", dr.Name, dr.Hidden, d.Hidden)
+		}
+	}
+}
+
+// TestQwen35GQADraft pairs GQA drafts with a tiny Qwen3.5 wrapper on disk: the taps given
+// (DeltaNet and attention layers), the target's ids (eos <|endoftext|> as its bos), its
+// wrapped embedding copied byte for byte; taps out of range are refused.
+func TestQwen35GQADraft(t *testing.T) {
+	root := tempDir(t)
+	tgt := filepath.Join(root, "t")
+	if _, err := Qwen35Target(tgt, Qwen35Options{Preset: Tiny, Seed: 5, Wrapper: true, MoE: true}, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanDraft(DraftOptions{Preset: Tiny, Backbone: BackboneGQA, TargetDir: tgt, TapIDs: []int{0, 3, 5}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.GQA; !slices.Equal(c.TargetLayerIDs, []int{0, 3, 5}) || c.HiddenSize != 64 || c.VocabSize != 1024 ||
+		c.NumTargetLayers != 8 || c.BosTokenID != 960 || c.MaskTokenID != 1021 {
+		t.Fatalf("draft config %+v", c)
+	}
+	for _, ids := range [][]int{{0, 7}, {3, 3}, {-1}} {
+		if _, err := PlanDraft(DraftOptions{Preset: Tiny, Backbone: BackboneGQA, TargetDir: tgt, TapIDs: ids}, ""); err == nil {
+			t.Errorf("taps %v accepted", ids)
+		}
+	}
+	drf := filepath.Join(root, "d")
+	if _, err := Draft(drf, DraftOptions{Preset: Tiny, Backbone: BackboneGQA, TargetDir: tgt, TapIDs: []int{1, 2, 3}}, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tck, err := safetensors.OpenCheckpoint(tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tck.Close()
+	dck, err := safetensors.OpenCheckpoint(drf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dck.Close()
+	te, _ := tck.Tensor("model.language_model.embed_tokens.weight")
+	de, ok := dck.Tensor("embed_tokens.weight")
+	if !ok {
+		t.Fatal("the draft has no embed_tokens")
+	}
+	a, _ := tck.TensorData(te)
+	b, _ := dck.TensorData(de)
+	if string(a) != string(b) {
+		t.Error("the draft's embed_tokens is not the target's")
+	}
+}

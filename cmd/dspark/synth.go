@@ -22,13 +22,14 @@ import (
 // synthFlags are the flags of `dspark synth`.
 type synthFlags struct {
 	kind, arch, preset, out, target, brk    string
-	shardSize, backbone                     string
+	shardSize, backbone, tapIDs             string
 	seed                                    uint64
 	noQLoRA, tied, dense, fp8, groupRouting bool
 	dflashNames, withTokenizer, quiet       bool
 	force, causal, moe, wrapper             bool
 	layers, heads, taps, block, markovRank  int
 	mtp                                     int
+	taps2                                   []int // --tap-ids, parsed
 }
 
 func newSynthCmd() *cobra.Command {
@@ -88,6 +89,7 @@ See docs/synth.md.`,
 	fl.IntVar(&f.layers, "layers", 0, "dspark: draft layers (default: the preset's)")
 	fl.IntVar(&f.heads, "heads", 0, "dspark: attention heads (default: the preset's; head dims stay the preset's)")
 	fl.IntVar(&f.taps, "taps", 0, "dspark: tapped target layers (default: the preset's)")
+	fl.StringVar(&f.tapIDs, "tap-ids", "", "dspark/dflash --backbone gqa: the tapped target layers, comma-separated HF ids (any layer but the last, DeltaNet layers of a qwen35 target included)")
 	fl.IntVar(&f.block, "block", 0, "dspark: block size (default: the preset's)")
 	fl.IntVar(&f.markovRank, "markov-rank", 0, "dspark: Markov head rank (default: the preset's)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar and no summary")
@@ -148,7 +150,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
 	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing", "moe", "wrapper", "mtp"}
-	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone"}
+	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone", "tap-ids"}
 	wrong := targetOnly
 	if f.kind == "target" {
 		wrong = draftOnly
@@ -177,6 +179,21 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	}{{"layers", f.layers}, {"heads", f.heads}, {"taps", f.taps}, {"block", f.block}, {"markov-rank", f.markovRank}} {
 		if cmd.Flags().Changed(n.name) && (n.v < 1 || n.v > 1<<16) {
 			return usagef("--%s must be in 1..65536, got %d", n.name, n.v)
+		}
+	}
+	if f.tapIDs != "" {
+		if f.backbone != synth.BackboneGQA {
+			return usagef("--tap-ids applies to GQA drafts (--backbone gqa or --kind dflash)")
+		}
+		if cmd.Flags().Changed("taps") {
+			return usagef("--tap-ids and --taps are exclusive")
+		}
+		for _, s := range strings.Split(f.tapIDs, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 0 || n > 1<<12 {
+				return usagef("--tap-ids: %q is not a layer id (want comma-separated integers in 0..4096)", s)
+			}
+			f.taps2 = append(f.taps2, n)
 		}
 	}
 	if f.kind == "target" && f.preset == synth.K3Full {
@@ -236,7 +253,7 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		Dense: f.dense, FP8: f.fp8, GroupRouting: f.groupRouting}
 	dopts := synth.DraftOptions{Preset: f.preset, Seed: f.seed, TargetDir: f.target, DFlashNames: f.dflashNames,
 		WithTokenizer: f.withTokenizer, Causal: f.causal, Layers: f.layers, Heads: f.heads, Taps: f.taps,
-		BlockSize: f.block, MarkovRank: f.markovRank, Backbone: f.backbone, NoHeads: f.kind == "dflash"}
+		BlockSize: f.block, MarkovRank: f.markovRank, Backbone: f.backbone, NoHeads: f.kind == "dflash", TapIDs: f.taps2}
 
 	qopts := synth.Qwen3Options{Preset: f.preset, Seed: f.seed, Tied: f.tied}
 	qwen3 := f.kind == "target" && f.arch == "qwen3"

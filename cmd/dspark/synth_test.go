@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,6 +106,10 @@ func TestSynthUsageErrors(t *testing.T) {
 		{"--kind", "target", "--arch", "qwen3", "--moe", "--out", out},
 		{"--kind", "target", "--wrapper", "--out", out},
 		{"--kind", "dspark", "--mtp", "1", "--out", out},
+		{"--kind", "dflash", "--tap-ids", "1,x", "--out", out},
+		{"--kind", "dspark", "--tap-ids", "1,2", "--out", out},
+		{"--kind", "dflash", "--tap-ids", "1,2", "--taps", "2", "--out", out},
+		{"--kind", "target", "--tap-ids", "1", "--out", out},
 	} {
 		_, err := runSynthArgs(t, args...)
 		var ue usageError
@@ -215,5 +220,32 @@ func TestSynthQwen35(t *testing.T) {
 		if _, ok := ck.Tensor(name); !ok {
 			t.Errorf("no %s", name)
 		}
+	}
+}
+
+// TestSynthQwen35Draft: a head-less DFlash draft tapping two DeltaNet layers of a tiny
+// Qwen3.5 target (--tap-ids), converted with --target.
+func TestSynthQwen35Draft(t *testing.T) {
+	root := t.TempDir()
+	tgt, drf := filepath.Join(root, "t"), filepath.Join(root, "d")
+	if _, err := runSynthArgs(t, "--kind", "target", "--arch", "qwen35", "--out", tgt, "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSynthArgs(t, "--kind", "dflash", "--target", tgt, "--tap-ids", "1,5", "--out", drf, "-q"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(drf, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		IDs []int `json:"target_layer_ids"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil || !slices.Equal(cfg.IDs, []int{1, 5}) {
+		t.Errorf("config.json %s (%v)", b, err)
+	}
+	out, err := runConvertArgs(t, drf, "--target", tgt, "-o", filepath.Join(root, "d.gguf"), "--verify")
+	if err != nil || !strings.Contains(out, "verify: OK") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

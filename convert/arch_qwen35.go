@@ -50,12 +50,19 @@ var qwen35Rules = []Rule{
 	{Src: "layers.{i}.mlp.up_proj.weight", Tensor: schema.FFNUp, Shape: []string{"ffn", "hidden"}, When: "!moe"},
 	{Src: "layers.{i}.mlp.down_proj.weight", Tensor: schema.FFNDown, Shape: []string{"hidden", "ffn"}, When: "!moe"},
 	{Src: "layers.{i}.mlp.gate.weight", Tensor: schema.FFNGateInp, Shape: []string{"experts", "hidden"}, When: "moe"},
+	// Fused 3-D experts (transformers 5) or one matrix per expert, stacked (Qwen2MoeModel).
 	{Src: "layers.{i}.mlp.experts.gate_up_proj", Tensor: schema.FFNGateExps, Shape: []string{"experts", "effn2", "hidden"},
-		Xform: ExpertsGate, When: "moe"},
+		Xform: ExpertsGate, When: "fused"},
+	{Src: "layers.{i}.mlp.experts.{e}.gate_proj.weight", Tensor: schema.FFNGateExps, Shape: []string{"effn", "hidden"},
+		Xform: Stack, When: "!fused"},
 	{Src: "layers.{i}.mlp.experts.gate_up_proj", Tensor: schema.FFNUpExps, Shape: []string{"experts", "effn2", "hidden"},
-		Xform: ExpertsUp, When: "moe"},
+		Xform: ExpertsUp, When: "fused"},
+	{Src: "layers.{i}.mlp.experts.{e}.up_proj.weight", Tensor: schema.FFNUpExps, Shape: []string{"effn", "hidden"},
+		Xform: Stack, When: "!fused"},
 	{Src: "layers.{i}.mlp.experts.down_proj", Tensor: schema.FFNDownExps, Shape: []string{"experts", "hidden", "effn"},
-		Xform: ExpertsCopy, When: "moe"},
+		Xform: ExpertsCopy, When: "fused"},
+	{Src: "layers.{i}.mlp.experts.{e}.down_proj.weight", Tensor: schema.FFNDownExps, Shape: []string{"hidden", "effn"},
+		Xform: Stack, When: "!fused"},
 	{Src: "layers.{i}.mlp.shared_expert_gate.weight", Tensor: schema.FFNGateInpShexp, Shape: []string{"one", "hidden"}, When: "moe"},
 	{Src: "layers.{i}.mlp.shared_expert.gate_proj.weight", Tensor: schema.FFNGateShexp, Shape: []string{"sffn", "hidden"}, When: "moe"},
 	{Src: "layers.{i}.mlp.shared_expert.up_proj.weight", Tensor: schema.FFNUpShexp, Shape: []string{"sffn", "hidden"}, When: "moe"},
@@ -72,7 +79,7 @@ var qwen35Rules = []Rule{
 func qwen35RulesFor(moe bool) []Rule {
 	var out []Rule
 	for _, r := range qwen35Rules {
-		if r.When == "moe" && !moe || r.When == "!moe" && moe {
+		if (r.When == "moe" || r.When == "fused" || r.When == "!fused") && !moe || r.When == "!moe" && moe {
 			continue
 		}
 		out = append(out, r)
@@ -272,14 +279,17 @@ func readQwen35(c0 *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, 
 	kv.set(schema.FullAttentionInterval, interval)
 	kv.set(schema.RopeDimensionCount, int64(float64(d["head"])*partial))
 
-	lp := layerPlan{count: blocks, firstMoE: blocks, kinds: kinds}
+	lp := layerPlan{count: blocks, firstMoE: blocks, kinds: kinds, experts: d["experts"]}
+	// Experts: fused 3-D tensors (transformers 5, and a config-only expectation) unless the
+	// checkpoint stores one matrix per expert.
+	fused := moe && !ro.has("layers.0.mlp.experts.0.gate_proj.weight")
 	var notes []string
-	if moe {
-		notes = append(notes, "the routed experts are read as the fused 3-D gate_up_proj / down_proj of transformers 5 checkpoints")
+	if moe && !fused {
+		notes = append(notes, "the routed experts are stored one matrix per expert: stacked into ffn_{gate,up,down}_exps")
 	}
 	return &archSpec{
 		dims:     d,
-		features: features{"tied": tied, "moe": moe},
+		features: features{"tied": tied, "moe": moe, "fused": fused},
 		layers:   lp,
 		rename:   qwen35Rename(layers),
 		dropped: func(name string) bool {

@@ -602,3 +602,58 @@ func TestQwen35Drafts(t *testing.T) {
 		})
 	}
 }
+
+// TestQwen35PerExpertStacked: a MoE checkpoint storing one matrix per expert (the layout
+// llama.cpp's Qwen2MoeModel stacks) converts to the same tensors as the fused one: each
+// ffn_*_exps is its experts' matrices concatenated in expert order, byte for byte.
+func TestQwen35PerExpertStacked(t *testing.T) {
+	dir := qwen35Fixture(t, "qwen35moe-per-expert", synth.Qwen35Options{Seed: 9, MoE: true, PerExpert: true, MTP: 1})
+	_, out := convertTo(t, dir, Options{})
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, l := range []int{0, 3, 8} { // DeltaNet, attention and MTP blocks
+		for w, g := range map[string]string{"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps"} {
+			var want []byte
+			for e := range 8 {
+				n := fmt.Sprintf("model.layers.%d.mlp.experts.%d.%s_proj.weight", l, e, w)
+				if l == 8 {
+					n = fmt.Sprintf("mtp.layers.0.mlp.experts.%d.%s_proj.weight", e, w)
+				}
+				ti, ok := ck.Tensor(n)
+				if !ok {
+					t.Fatalf("no %s", n)
+				}
+				b, err := ck.TensorData(ti)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, b...)
+			}
+			gt, ok := f.Tensor(fmt.Sprintf("blk.%d.%s.weight", l, g))
+			if !ok {
+				t.Fatalf("no blk.%d.%s", l, g)
+			}
+			got, err := f.TensorData(gt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("blk.%d.%s.weight is not its experts stacked", l, g)
+			}
+			if g == "ffn_down_exps" && !slices.Equal(gt.Dims, []uint64{40, 64, 8}) || g != "ffn_down_exps" && !slices.Equal(gt.Dims, []uint64{64, 40, 8}) {
+				t.Errorf("%s dims %v", gt.Name, gt.Dims)
+			}
+		}
+	}
+	if probs := lint.Check(f); len(probs) != 0 {
+		t.Errorf("inspect --check: %v", probs)
+	}
+}

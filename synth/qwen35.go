@@ -23,6 +23,10 @@ type Qwen35Dims struct {
 	ConvKernel                             int
 	Experts, TopK, ExpertFFN, SharedFFN    int
 	MTP                                    int
+	// PerExpert stores the routed experts one matrix per expert
+	// (mlp.experts.{e}.{gate,up,down}_proj.weight, the older layout) instead of the fused
+	// 3-D gate_up_proj / down_proj of transformers 5.
+	PerExpert bool
 }
 
 // MoE reports whether the dims describe a Qwen3_5MoeForCausalLM.
@@ -105,6 +109,8 @@ type Qwen35Options struct {
 	Tied   bool // tie_word_embeddings: no lm_head.weight
 	// MTP is mtp_num_hidden_layers: the mtp.* block is written when > 0.
 	MTP int
+	// PerExpert stores the experts one matrix per expert (see Qwen35Dims.PerExpert).
+	PerExpert bool
 	// Wrapper writes the released multimodal layout: Qwen3_5(Moe)ForConditionalGeneration,
 	// the text model under text_config and model.language_model.*, and a small vision tower
 	// (model.visual.*) that convert skips.
@@ -140,7 +146,7 @@ func (opts Qwen35Options) dims() (Qwen35Dims, error) {
 	if opts.MTP < 0 || opts.MTP > 4 {
 		return d, fmt.Errorf("synth: %d MTP layers: want 0..4", opts.MTP)
 	}
-	d.MTP = opts.MTP
+	d.MTP, d.PerExpert = opts.MTP, opts.PerExpert
 	return d, nil
 }
 
@@ -365,9 +371,18 @@ func qwen35Layer(d Qwen35Dims, p string, full bool) Roster {
 			linear(m+"down_proj.weight", h, d.FFN))
 	}
 	e, f := int64(d.Experts), int64(d.ExpertFFN)
-	return append(r, linear(m+"gate.weight", d.Experts, h),
-		bf16(m+"experts.gate_up_proj", 0, 1/math.Sqrt(float64(h)), e, 2*f, int64(h)),
-		bf16(m+"experts.down_proj", 0, 1/math.Sqrt(float64(f)), e, int64(h), f),
+	r = append(r, linear(m+"gate.weight", d.Experts, h))
+	if d.PerExpert {
+		for x := range d.Experts {
+			q := fmt.Sprintf("%sexperts.%d.", m, x)
+			r = append(r, linear(q+"gate_proj.weight", d.ExpertFFN, h), linear(q+"up_proj.weight", d.ExpertFFN, h),
+				linear(q+"down_proj.weight", h, d.ExpertFFN))
+		}
+	} else {
+		r = append(r, bf16(m+"experts.gate_up_proj", 0, 1/math.Sqrt(float64(h)), e, 2*f, int64(h)),
+			bf16(m+"experts.down_proj", 0, 1/math.Sqrt(float64(f)), e, int64(h), f))
+	}
+	return append(r,
 		linear(m+"shared_expert.gate_proj.weight", d.SharedFFN, h), linear(m+"shared_expert.up_proj.weight", d.SharedFFN, h),
 		linear(m+"shared_expert.down_proj.weight", h, d.SharedFFN), linear(m+"shared_expert_gate.weight", 1, h))
 }
@@ -379,9 +394,11 @@ func Qwen35StepBytes(d Qwen35Dims) int64 {
 	var n int64
 	for l := range d.Layers {
 		for _, t := range qwen35Layer(d, "", d.FullAttention(l)) {
-			switch t.Name {
-			case "mlp.experts.gate_up_proj", "mlp.experts.down_proj":
+			switch {
+			case t.Name == "mlp.experts.gate_up_proj" || t.Name == "mlp.experts.down_proj":
 				n += t.Bytes() / int64(d.Experts) * int64(d.TopK)
+			case strings.HasPrefix(t.Name, "mlp.experts."): // one expert's matrix: top-k of them
+				n += t.Bytes() * int64(d.TopK) / int64(d.Experts)
 			default:
 				n += t.Bytes()
 			}

@@ -128,6 +128,15 @@ func TestQwen35SmallStepBytes(t *testing.T) {
 		if got := Qwen35StepBytes(p.Dims); got != want || got < 200e6 {
 			t.Errorf("moe %v: a step reads %d bytes, want %d (>= 200 MB)", moe, got, want)
 		}
+		if moe {
+			pe, err := PlanQwen35(Qwen35Options{Preset: Small, MoE: true, PerExpert: true}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Qwen35StepBytes(pe.Dims); got != want || pe.Roster.Bytes() != p.Roster.Bytes() {
+				t.Errorf("per-expert layout: a step reads %d bytes, want %d; %d bytes in all, fused %d", got, want, pe.Roster.Bytes(), p.Roster.Bytes())
+			}
+		}
 	}
 }
 

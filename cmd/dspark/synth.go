@@ -26,7 +26,7 @@ type synthFlags struct {
 	seed                                    uint64
 	noQLoRA, tied, dense, fp8, groupRouting bool
 	dflashNames, withTokenizer, quiet       bool
-	force, causal, moe, wrapper             bool
+	force, causal, moe, wrapper, perExpert  bool
 	layers, heads, taps, block, markovRank  int
 	mtp                                     int
 	taps2                                   []int // --tap-ids, parsed
@@ -70,6 +70,7 @@ See docs/synth.md.`,
 	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style), qwen3 (dense Qwen3) or qwen35 (Qwen3.5 hybrid)")
 	fl.BoolVar(&f.moe, "moe", false, "target --arch qwen35: the MoE variant (Qwen3_5MoeForCausalLM)")
 	fl.BoolVar(&f.wrapper, "wrapper", false, "target --arch qwen35: the multimodal wrapper layout of the released checkpoints")
+	fl.BoolVar(&f.perExpert, "per-expert", false, "target --arch qwen35 --moe: one matrix per expert instead of the fused 3-D experts")
 	fl.IntVar(&f.mtp, "mtp", 0, "target --arch qwen35: multi-token-prediction layers (mtp.* tensors), 0..4")
 	fl.StringVar(&f.backbone, "backbone", "", "dspark/dflash: the draft backbone, "+strings.Join(synth.Backbones, " or ")+" (default: mla for dspark, gqa for dflash)")
 	fl.StringVar(&f.preset, "preset", synth.Tiny, "size: "+strings.Join(synth.Presets, ", "))
@@ -149,7 +150,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.brk != "" && !slices.Contains(synth.Breaks, f.brk) {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
-	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing", "moe", "wrapper", "mtp"}
+	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing", "moe", "wrapper", "mtp", "per-expert"}
 	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone", "tap-ids"}
 	wrong := targetOnly
 	if f.kind == "target" {
@@ -220,6 +221,9 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 					return usagef("--%s does not apply to --arch qwen35", name)
 				}
 			}
+			if f.perExpert && !f.moe {
+				return usagef("--per-expert applies to --moe targets")
+			}
 			if f.mtp < 0 || f.mtp > 4 {
 				return usagef("--mtp must be in 0..4, got %d", f.mtp)
 			}
@@ -227,7 +231,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 			return usagef("--arch must be deepseek2, qwen3 or qwen35, got %q", f.arch)
 		}
 		if f.arch != "qwen35" {
-			for _, name := range []string{"moe", "wrapper", "mtp"} {
+			for _, name := range []string{"moe", "wrapper", "mtp", "per-expert"} {
 				if cmd.Flags().Changed(name) {
 					return usagef("--%s applies to --arch qwen35 only", name)
 				}
@@ -257,7 +261,7 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 
 	qopts := synth.Qwen3Options{Preset: f.preset, Seed: f.seed, Tied: f.tied}
 	qwen3 := f.kind == "target" && f.arch == "qwen3"
-	q35opts := synth.Qwen35Options{Preset: f.preset, Seed: f.seed, Tied: f.tied, MoE: f.moe, MTP: f.mtp, Wrapper: f.wrapper}
+	q35opts := synth.Qwen35Options{Preset: f.preset, Seed: f.seed, Tied: f.tied, MoE: f.moe, MTP: f.mtp, Wrapper: f.wrapper, PerExpert: f.perExpert}
 	qwen35 := f.kind == "target" && f.arch == "qwen35"
 
 	var total int64

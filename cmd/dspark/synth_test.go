@@ -110,6 +110,7 @@ func TestSynthUsageErrors(t *testing.T) {
 		{"--kind", "dspark", "--tap-ids", "1,2", "--out", out},
 		{"--kind", "dflash", "--tap-ids", "1,2", "--taps", "2", "--out", out},
 		{"--kind", "target", "--tap-ids", "1", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--per-expert", "--out", out},
 	} {
 		_, err := runSynthArgs(t, args...)
 		var ue usageError

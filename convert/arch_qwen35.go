@@ -164,15 +164,23 @@ func readQwen35(c0 *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, 
 	if interval < 1 {
 		r.fail("full_attention_interval must be >= 1, got %d", interval)
 	}
-	// rope_parameters (transformers 5) or the top-level fields of older configs.
-	theta, _ := r.OptFloat(10000, "rope_parameters.rope_theta", "rope_theta")
-	partial, _ := r.OptFloat(0.25, "rope_parameters.partial_rotary_factor", "partial_rotary_factor")
-	if rt := r.OptStr("default", "rope_parameters.rope_type", "rope_parameters.type"); rt != "default" {
-		r.fail("rope_parameters.rope_type %q is not supported (llama.cpp's qwen35 reads no rope scaling keys)", rt)
+	// rope_parameters (transformers 5), else rope_scaling, else the top-level fields (as
+	// llama.cpp's TextModel mirrors them).
+	rp := "rope_parameters"
+	if !c.Has(rp) && c.Has("rope_scaling") {
+		rp = "rope_scaling"
+	}
+	theta, _ := r.OptFloat(10000, rp+".rope_theta", "rope_theta")
+	partial, _ := r.OptFloat(0.25, rp+".partial_rotary_factor", "partial_rotary_factor")
+	if partial <= 0 || partial > 1 {
+		r.fail("partial_rotary_factor must be in (0, 1], got %v", partial)
+	}
+	if rt := r.OptStr("default", rp+".rope_type", rp+".type"); rt != "default" {
+		r.fail("%s.rope_type %q is not supported (llama.cpp's qwen35 reads no rope scaling keys)", rp, rt)
 	}
 	sections := []int64{11, 11, 10, 0}
-	if c.Has("rope_parameters.mrope_section") {
-		s := r.Ints("rope_parameters.mrope_section")
+	if c.Has(rp + ".mrope_section") {
+		s := r.Ints(rp + ".mrope_section")
 		sections = append(s, 0, 0, 0, 0)[:4]
 	}
 	var types []string

@@ -158,6 +158,9 @@ func readQwen35(c0 *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, 
 	if act := r.OptStr("silu", "hidden_act"); act != "silu" {
 		r.fail("hidden_act %q is not supported (Qwen3.5 uses silu)", act)
 	}
+	if m := r.OptStr("", "quantization_config.quant_method"); m != "" {
+		r.fail("quantization_config.quant_method %q: quantized Qwen3.5 checkpoints are not supported (convert the BF16 release)", m)
+	}
 	if !r.OptBool(true, "attn_output_gate") {
 		r.fail("attn_output_gate = false is not supported (llama.cpp's qwen35 always gates the attention output)")
 	}

@@ -376,6 +376,8 @@ func TestQwen35BadInput(t *testing.T) {
 			[]string{"linear_num_value_heads 6 is not a multiple of linear_num_key_heads 4"}},
 		{"missing ssm field", func(c map[string]any) { delete(c, "linear_conv_kernel_dim") }, []string{"linear_conv_kernel_dim"}},
 		{"missing MTP block", func(c map[string]any) { c["mtp_num_hidden_layers"] = 1 }, []string{"layers.8."}},
+		{"fp8", func(c map[string]any) { c["quantization_config"] = map[string]any{"quant_method": "fp8"} },
+			[]string{`quantization_config.quant_method "fp8": quantized Qwen3.5 checkpoints are not supported`}},
 		{"rope scaling", func(c map[string]any) { c["rope_parameters"].(map[string]any)["rope_type"] = "yarn" },
 			[]string{`rope_type "yarn" is not supported`}},
 	}

@@ -177,8 +177,10 @@ func TestSynthDraftVariant(t *testing.T) {
 		}
 	}
 	out := filepath.Join(root, "d.gguf")
-	if code := execute([]string{"convert", drf, "--target", tgt, "-o", out, "--quiet"}); code != exitOK {
-		t.Fatalf("convert exit %d", code)
+	// A fresh command: the global root's convert keeps the flags of earlier tests (a
+	// --dry-run left set by small_test.go's runCLI made this write nothing).
+	if text, err := runConvertArgs(t, drf, "--target", tgt, "-o", out, "--quiet"); err != nil {
+		t.Fatalf("convert: %v\n%s", err, text)
 	}
 	f, err := gguf.Open(out)
 	if err != nil {

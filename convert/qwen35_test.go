@@ -566,7 +566,8 @@ func TestQwen35ReleaseRosters(t *testing.T) {
 // path: a DSpark tapping DeltaNet and attention layers of the MoE wrapper ([0, 3, 5]) and a
 // head-less DFlash tapping DeltaNet layers only of the dense target ([1, 5]). The taps are
 // written +1 (llama.cpp's layer-input convention), the target's tokenizer with pre qwen35,
-// and the file passes inspect --check.
+// the degenerate M-RoPE sections [head_dim/2, 0, 0, 0] llama.cpp writes for a draft of an
+// M-RoPE target, and the file passes inspect --check.
 func TestQwen35Drafts(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -588,7 +589,8 @@ func TestQwen35Drafts(t *testing.T) {
 			p, out := convertTo(t, dir, Options{Target: tgt})
 			got := metaMap(p.Meta)
 			for k, w := range map[string]string{"general.architecture": `str "dflash"`, "dflash.target_layers": c.want,
-				"tokenizer.ggml.pre": `str "qwen35"`, "dflash.target_block_count": "u32 8", "dflash.target_hidden_size": "u32 64"} {
+				"tokenizer.ggml.pre": `str "qwen35"`, "dflash.target_block_count": "u32 8", "dflash.target_hidden_size": "u32 64",
+				"dflash.rope.dimension_sections": "[]i32 [12, 0, 0, 0]"} { // head_dim 24: M-RoPE target, temporal section only
 				if got[k] != w {
 					t.Errorf("%s = %q, want %q", k, got[k], w)
 				}

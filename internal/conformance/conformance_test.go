@@ -210,6 +210,14 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 			t.Fatal(err)
 		}
 		c.written(t, convertTo(t, dir, filepath.Join(root, name+".gguf"), convert.Options{}))
+		if name == "q35-mtp" { // a GQA draft of an M-RoPE target: dflash.rope.dimension_sections
+			ddir := filepath.Join(root, "d-gqa-q35")
+			if _, err := synth.Draft(ddir, synth.DraftOptions{Preset: synth.Tiny, Seed: 17, Backbone: synth.BackboneGQA,
+				TargetDir: dir, TapIDs: []int{1, 3}}, synth.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			c.written(t, convertTo(t, ddir, filepath.Join(root, "d-gqa-q35.gguf"), convert.Options{Target: dir}))
+		}
 	}
 	gqaDrafts := map[string]struct {
 		opts synth.DraftOptions

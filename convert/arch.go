@@ -72,6 +72,8 @@ type archSpec struct {
 	features features
 	layers   layerPlan
 	dropped  func(string) bool // source tensors known and deliberately skipped (MTP layers)
+	// rename maps normalized source names to the names the rules use (nil: none).
+	rename func(string) string
 	// cross compares counts the config declares with the checkpoint's shapes (run after
 	// the config, tokenizer and target checks, before the roster check).
 	cross   func(ro *roster) error
@@ -107,7 +109,7 @@ const (
 )
 
 // registry lists every supported architecture; adding one is one file plus a line here.
-var registry = []*Arch{dflashArch, dflashGQAArch, deepseek2Arch, qwen3Arch}
+var registry = []*Arch{dflashArch, dflashGQAArch, deepseek2Arch, qwen3Arch, qwen35Arch, qwen35MoEArch}
 
 // LookupArch finds the registry entry for an HF architectures[0] value, or returns an error
 // listing the supported ones.

@@ -233,6 +233,11 @@ func readDFlashGQA(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 		kv.set(schema.Causal, true)
 	}
 	kv.set(schema.RopeFreqBase, rope.Theta)
+	if targetUsesMRoPE(opt.Target) {
+		// llama.cpp's DFlashModel: the draft of an M-RoPE target (Qwen3.5) ropes on the
+		// temporal section only, written as degenerate sections.
+		kv.set(schema.RopeDimensionSections, []int64{d["head_dim"] / 2, 0, 0, 0})
+	}
 	kv.set(schema.TargetLayers, plus1)
 	kv.set(schema.TargetHiddenSize, d["hidden"])
 	kv.set(schema.TargetBlockCount, depth)
@@ -257,4 +262,22 @@ func readDFlashGQA(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec
 		draft: &draftSpec{targetHidden: d["hidden"], targetLayers: depth, layerIDs: ids, hidden: d["hidden"], vocab: d["vocab"],
 			noLastTap: true, exactTables: true},
 	}, nil
+}
+
+// targetUsesMRoPE reports whether the --target config (its text_config, if any) has an
+// mrope_section in rope_parameters or rope_scaling, as llama.cpp's _target_uses_mrope. A
+// missing or unreadable target is false here (the target checks report it).
+func targetUsesMRoPE(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	c, err := LoadConfig(dir)
+	if err != nil {
+		return false
+	}
+	c = textConfig(c)
+	if c.Has("rope_parameters") {
+		return c.Has("rope_parameters.mrope_section")
+	}
+	return c.Has("rope_scaling.mrope_section")
 }

@@ -30,6 +30,12 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte(`{"architectures":["DFlashDraftModel"],"hidden_size":64,"intermediate_size":112,"num_hidden_layers":2,
 "num_attention_heads":4,"num_key_value_heads":0,"head_dim":24,"rms_norm_eps":1e-6,"rope_theta":1000000,"vocab_size":1024,
 "num_target_layers":3,"block_size":16,"dflash_config":{"mask_token_id":1021,"aux_hidden_state_layer_ids":[0,1]}}`))
+	f.Add([]byte(`{"architectures":["Qwen3_5MoeForConditionalGeneration"],"text_config":{"hidden_size":64,"num_hidden_layers":4,
+"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"rms_norm_eps":1e-6,"max_position_embeddings":4096,"vocab_size":1024,
+"linear_conv_kernel_dim":4,"linear_key_head_dim":16,"linear_value_head_dim":16,"linear_num_key_heads":2,"linear_num_value_heads":6,
+"layer_types":["linear_attention","linear_attention","linear_attention","full_attention"],"num_experts":4,"num_experts_per_tok":2,
+"moe_intermediate_size":8,"shared_expert_intermediate_size":8,"mtp_num_hidden_layers":1,
+"rope_parameters":{"rope_theta":1e7,"partial_rotary_factor":0.25,"mrope_section":[11,11,10]}}}`))
 	f.Add([]byte(`{"hidden_size": 1.5, "rope_parameters": null, "x": [[[]]]}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -104,6 +104,8 @@ func TestGolden(t *testing.T) {
 		{"qwen3-tied-q8_0", func(t testing.TB) string {
 			return qwen3Fixture(t, "qwen3-tied-golden", synth.Qwen3Options{Seed: 8, Tied: true})
 		}, Options{OutType: Q8_0}},
+		{"qwen35", baseQwen35, Options{}},
+		{"qwen35moe-mtp-wrapper-q8_0", qwen35MoEWrapped, Options{OutType: Q8_0}},
 		{"draft-dspark", baseDraft, Options{}},
 		{"draft-dflash-names-keep-embd", func(t testing.TB) string {
 			return draftFixture(t, "draft-dflash", synth.DraftOptions{Seed: 7, TargetDir: baseTarget(t), DFlashNames: true}, "")

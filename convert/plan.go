@@ -127,6 +127,11 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 		return err
 	}
 	p.Notes = append(p.Notes, spec.notes...)
+	if spec.rename != nil {
+		if ro, err = ro.renamed(spec.rename); err != nil {
+			return fmt.Errorf("%s: %w", p.Dir, err)
+		}
+	}
 	p.Family = familyName(arch, spec.layers.familyAlts)
 	exp, err := expand(arch, spec.dims, spec.features, spec.layers)
 	if err != nil {
@@ -337,6 +342,9 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		}
 		prod.per = prod.srcs[0].t.Elements()
 		prod.n = t.Elements()
+		if pr, ok := prod.xform.(preparer); ok {
+			pr.prepare(prod, e.dimEnv, e.shape)
+		}
 		t.prod = prod
 		t.Bytes = typeBytes(t.Type, prod.n)
 		p.Params += uint64(prod.n)
@@ -349,6 +357,8 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 			case !spec.dropped(n):
 			case n == "lm_head.weight":
 				skipped = append(skipped, st.Name+" (tie_word_embeddings: the output is token_embd)")
+			case qwen35Vision(n):
+				skipped = append(skipped, st.Name+" (vision tower)")
 			default:
 				skipped = append(skipped, st.Name+" (MTP layer)")
 			}

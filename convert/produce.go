@@ -97,10 +97,28 @@ type producer struct {
 	n               int64      // output elements
 	per             int64      // elements per source (Stack)
 	nope, v, rkv, h int64      // kv_b split geometry
+	// The hybrid transforms (xform_hybrid.go): a row or column permutation over rows of
+	// cols elements, a value op (its output is F32), the expert count of a fused tensor.
+	perm    []int64
+	cols    int64
+	byCol   bool
+	op      valueOp
+	experts int64
+	scratch []byte
 }
 
-// dtype is the element dtype read yields.
-func (p *producer) dtype() safetensors.Dtype { return p.srcs[0].elemDtype() }
+// preparer is a transform that derives per-tensor geometry for its producer.
+type preparer interface {
+	prepare(p *producer, d dims, shape []int64)
+}
+
+// dtype is the element dtype read yields (F32 when a value op computes the elements).
+func (p *producer) dtype() safetensors.Dtype {
+	if p.op != opNone {
+		return safetensors.F32
+	}
+	return p.srcs[0].elemDtype()
+}
 
 // view returns a zero-copy slice of the output elements [start, start+n) when they are
 // contiguous source bytes (Copy, or Stack within one expert, of a non-FP8 source).

@@ -32,9 +32,24 @@ type roster struct {
 	byName map[string]SrcTensor // normalized name -> tensor (original name inside)
 }
 
-// normalizeName removes the optional "model." prefix of HF checkpoints.
+// normalizeName removes the optional "model." prefix of HF checkpoints, and the
+// "language_model." of a multimodal wrapper's text model (as llama.cpp's filter_tensors).
 func normalizeName(name string) string {
-	return strings.TrimPrefix(name, "model.")
+	return strings.TrimPrefix(strings.TrimPrefix(name, "model."), "language_model.")
+}
+
+// renamed returns the roster with every normalized name passed through rename (an
+// architecture's own source names, such as Qwen3.5's mtp.* block as layer N).
+func (r *roster) renamed(rename func(string) string) (*roster, error) {
+	out := &roster{byName: make(map[string]SrcTensor, len(r.byName))}
+	for n, t := range r.byName {
+		m := rename(n)
+		if prev, ok := out.byName[m]; ok {
+			return nil, fmt.Errorf("tensor names %s and %s both map to %s", prev.Name, t.Name, m)
+		}
+		out.byName[m] = t
+	}
+	return out, nil
 }
 
 func newRoster(tensors []SrcTensor) (*roster, error) {

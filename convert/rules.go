@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -116,6 +117,9 @@ type layerPlan struct {
 	firstMoE   int64 // leading dense block count
 	experts    int64 // routed experts per MoE layer
 	familyAlts int   // which "|" alternative of Src to use
+	// kinds, for a hybrid architecture, is the kind of each block (schema.Kind names); a
+	// tensor declared for some kinds is expanded in those blocks only.
+	kinds []string
 }
 
 // alt picks the family alternative of a "|" pattern (falling back to the first one).
@@ -181,6 +185,10 @@ func expand(a *Arch, d dims, f features, lp layerPlan) ([]expected, error) {
 		for i := range a.Rules {
 			r := &a.Rules[i]
 			if scopes[i] == schema.Global || !f.applies(r.When) || !inScope(lp, scopes[i], layer) {
+				continue
+			}
+			if decl, _ := a.Schema.TensorDecl(r.Tensor); decl != nil && len(decl.Kinds) > 0 && lp.kinds != nil &&
+				!slices.Contains(decl.Kinds, lp.kinds[layer]) {
 				continue
 			}
 			if err := one(r, layer); err != nil {

@@ -28,7 +28,7 @@ func (p *Plan) checkTargetConfig(opt Options, spec *archSpec) (specialIDs, error
 	if err != nil {
 		return specialIDs{}, fmt.Errorf("--target: %w", err)
 	}
-	r := &cfgReader{c: tcfg}
+	r := &cfgReader{c: textConfig(tcfg)} // a multimodal wrapper's language model
 	hidden := r.Positive("hidden_size")
 	layers := r.Positive("num_hidden_layers")
 	vocab := r.Positive("vocab_size")

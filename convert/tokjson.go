@@ -18,6 +18,17 @@ import (
 // (both optional); add_bos_token (false unless tokenizer_config.json says otherwise); the
 // chat template.
 func loadHFTokenizer(dir string, vocabSize int64) (*tokenizerInfo, error) {
+	return loadHFTokenizerPre(dir, vocabSize, preQwen2)
+}
+
+// loadQwen35Tokenizer is loadHFTokenizer with llama.cpp's qwen35 pre-tokenizer (qwen2's
+// split with combining marks in letter runs).
+func loadQwen35Tokenizer(dir string, vocabSize int64) (*tokenizerInfo, error) {
+	return loadHFTokenizerPre(dir, vocabSize, preQwen35)
+}
+
+// loadHFTokenizerPre reads a tokenizer.json checkpoint with tokenizer.ggml.pre = pre.
+func loadHFTokenizerPre(dir string, vocabSize int64, pre string) (*tokenizerInfo, error) {
 	tpath := filepath.Join(dir, "tokenizer.json")
 	b, err := os.ReadFile(tpath)
 	if err != nil {
@@ -27,7 +38,7 @@ func loadHFTokenizer(dir string, vocabSize int64) (*tokenizerInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &tokenizerInfo{pre: preQwen2, maxID: len(t.Vocab) - 1,
+	info := &tokenizerInfo{pre: pre, maxID: len(t.Vocab) - 1,
 		defines: fmt.Sprintf("%d model.vocab ids + %d added tokens of tokenizer.json", len(t.Vocab), len(t.Added))}
 	for _, a := range t.Added {
 		info.maxID = max(info.maxID, a.ID)

@@ -29,8 +29,9 @@ type tokenizerInfo struct {
 
 // Pre-tokenizer names (tokenizer.ggml.pre).
 const (
-	preKimi  = "kimi-k2"
-	preQwen2 = "qwen2"
+	preKimi   = "kimi-k2"
+	preQwen2  = "qwen2"
+	preQwen35 = "qwen35"
 )
 
 // tokenizerLoader reads the tokenizer files of a checkpoint directory into the GGUF

@@ -40,6 +40,9 @@ type DraftOptions struct {
 	NoHeads bool
 	// GQA, when set, replaces the preset's GQA draft dimensions.
 	GQA *GQADims
+	// TapIDs, when set, are the GQA draft's target_layer_ids (HF: the output of each layer),
+	// any layer of the target but its last: DeltaNet layers of a Qwen3.5 target included.
+	TapIDs []int
 }
 
 // RopeParameters is the YaRN block of the draft config (transformers 5 `rope_parameters`).

@@ -264,6 +264,14 @@ func gqaDims(opts DraftOptions) (GQADims, *pairedTarget, error) {
 // gqaConfigFor returns the GQA draft config opts describe, paired with t.
 func gqaConfigFor(opts DraftOptions, d GQADims, t pairedTarget) (*GQAConfig, error) {
 	ids := d.LayerIDs
+	if opts.TapIDs != nil {
+		ids = opts.TapIDs
+		for i, id := range ids {
+			if id < 0 || id >= t.Layers-1 || i > 0 && id <= ids[i-1] {
+				return nil, fmt.Errorf("synth: tapped layers %v: want increasing ids in 0..%d (the %d-layer target's last layer is never tapped)", ids, t.Layers-2, t.Layers)
+			}
+		}
+	}
 	if ids == nil {
 		var err error
 		if ids, err = gqaLayerIDs(d.Taps, t.Layers); err != nil {

@@ -148,15 +148,26 @@ func readTarget(dir string) (pairedTarget, error) {
 // target without pad_token_id (Qwen3's configs; its tokenizer pads with <|endoftext|>, the
 // bos) pads with its bos.
 func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
-	var c struct {
+	type fields struct {
 		VocabSize       *int `json:"vocab_size"`
 		HiddenSize      *int `json:"hidden_size"`
 		NumHiddenLayers *int `json:"num_hidden_layers"`
 		BosTokenID      *int `json:"bos_token_id"`
 		PadTokenID      *int `json:"pad_token_id"`
+		EosTokenID      *int `json:"eos_token_id"`
+	}
+	var c struct {
+		fields
+		TextConfig *fields `json:"text_config"`
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
 		return pairedTarget{}, fmt.Errorf("synth: target %s: %w", path, err)
+	}
+	if c.TextConfig != nil { // a multimodal wrapper: the language model's fields
+		c.fields = *c.TextConfig
+	}
+	if c.BosTokenID == nil { // Qwen3.5: no bos; eos_token_id is <|endoftext|>, Qwen3's bos
+		c.BosTokenID = c.EosTokenID
 	}
 	if c.PadTokenID == nil {
 		c.PadTokenID = c.BosTokenID

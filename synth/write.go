@@ -233,7 +233,17 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 // embeddingSource returns a Data function copying the target's model.embed_tokens.weight,
 // after checking that it has the draft embedding's dtype and shape.
 func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
-	return copySource(ck, dir, "model.embed_tokens.weight", want)
+	return copySource(ck, dir, targetEmbedding(ck), want)
+}
+
+// targetEmbedding names a target's embedding: model.embed_tokens.weight, or
+// model.language_model.embed_tokens.weight in a multimodal wrapper (Qwen3.5's releases).
+func targetEmbedding(ck *safetensors.Checkpoint) string {
+	const wrapped = "model.language_model.embed_tokens.weight"
+	if _, ok := ck.Tensor(wrapped); ok {
+		return wrapped
+	}
+	return "model.embed_tokens.weight"
 }
 
 // headSource returns a Data function copying the target's output head: its lm_head.weight,
@@ -242,7 +252,7 @@ func headSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.W
 	if _, ok := ck.Tensor("lm_head.weight"); ok {
 		return copySource(ck, dir, "lm_head.weight", want)
 	}
-	return copySource(ck, dir, "model.embed_tokens.weight", want)
+	return copySource(ck, dir, targetEmbedding(ck), want)
 }
 
 // copySource returns a Data function copying the target's tensor name, after checking that

@@ -274,3 +274,31 @@ func TestConvertHelpListsRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertQwen35 converts a synthetic Qwen3.5 MoE wrapper with an MTP block through the
+// CLI with --verify: the dry-run plan names the hybrid transforms, the written file verifies
+// (bytes re-derived from the checkpoint, keys, lint).
+func TestConvertQwen35(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q35")
+	if _, err := synth.Qwen35Target(dir, synth.Qwen35Options{Preset: synth.Tiny, Seed: 4, MoE: true, MTP: 1, Wrapper: true}, synth.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runConvertArgs(t, dir, "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"-> qwen35moe", "blk.0.ssm_a", "v heads grouped->tiled (rows), -exp", "v heads grouped->tiled (columns)",
+		"experts gate_up[F:]", "blk.8.nextn.eh_proj.weight", "model.visual.merger.norm.weight (vision tower)"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("dry run does not show %q", w)
+		}
+	}
+	gg := filepath.Join(t.TempDir(), "q35.gguf")
+	out, err = runConvertArgs(t, dir, "-o", gg, "--verify", "--outtype", "q8_0")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "verify: OK") {
+		t.Errorf("no verify OK in %s", out)
+	}
+}

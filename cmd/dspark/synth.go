@@ -22,18 +22,20 @@ import (
 // synthFlags are the flags of `dspark synth`.
 type synthFlags struct {
 	kind, arch, preset, out, target, brk    string
-	shardSize, backbone                     string
+	shardSize, backbone, tapIDs             string
 	seed                                    uint64
 	noQLoRA, tied, dense, fp8, groupRouting bool
 	dflashNames, withTokenizer, quiet       bool
-	force, causal                           bool
+	force, causal, moe, wrapper, perExpert  bool
 	layers, heads, taps, block, markovRank  int
+	mtp                                     int
+	taps2                                   []int // --tap-ids, parsed
 }
 
 func newSynthCmd() *cobra.Command {
 	var f synthFlags
 	cmd := &cobra.Command{
-		Use:   "synth --kind target|dspark|dflash [--arch deepseek2|qwen3] [--backbone mla|gqa] --preset tiny|demo|small|qwen3-8b|k3-full --out DIR",
+		Use:   "synth --kind target|dspark|dflash [--arch deepseek2|qwen3|qwen35] [--backbone mla|gqa] --preset tiny|demo|small|qwen3-8b|k3-full --out DIR",
 		Short: "Write a synthetic Hugging Face checkpoint with the real schema (for tests and benchmarks)",
 		Long: `synth writes a complete, deterministic (per --seed) Hugging Face checkpoint directory:
 
@@ -42,6 +44,11 @@ func newSynthCmd() *cobra.Command {
                   tokenizer_config.json, generation_config.json.
                   With --arch qwen3: a dense Qwen3ForCausalLM (presets tiny and small) with a
                   Qwen-style tokenizer.json and tokenizer_config.json.
+                  With --arch qwen35: a Qwen3.5 hybrid (Gated DeltaNet + gated attention)
+                  Qwen3_5ForCausalLM, or Qwen3_5MoeForCausalLM with --moe (presets tiny and
+                  small); --mtp N adds the mtp.* block, --wrapper writes the released
+                  multimodal layout (Qwen3_5*ForConditionalGeneration, text_config,
+                  model.language_model.* and a small vision tower).
   --kind dspark   a K3DSparkModel draft (68 tensors for 5 layers) paired with --target DIR
                   (hidden size, vocab, layer ids, embed_tokens copied byte for byte). Without
                   --target it pairs with the target synth would write for the same preset and
@@ -60,7 +67,11 @@ See docs/synth.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "kind", "", "what to write: target, dspark or dflash (required)")
-	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style) or qwen3 (dense Qwen3)")
+	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style), qwen3 (dense Qwen3) or qwen35 (Qwen3.5 hybrid)")
+	fl.BoolVar(&f.moe, "moe", false, "target --arch qwen35: the MoE variant (Qwen3_5MoeForCausalLM)")
+	fl.BoolVar(&f.wrapper, "wrapper", false, "target --arch qwen35: the multimodal wrapper layout of the released checkpoints")
+	fl.BoolVar(&f.perExpert, "per-expert", false, "target --arch qwen35 --moe: one matrix per expert instead of the fused 3-D experts")
+	fl.IntVar(&f.mtp, "mtp", 0, "target --arch qwen35: multi-token-prediction layers (mtp.* tensors), 0..4")
 	fl.StringVar(&f.backbone, "backbone", "", "dspark/dflash: the draft backbone, "+strings.Join(synth.Backbones, " or ")+" (default: mla for dspark, gqa for dflash)")
 	fl.StringVar(&f.preset, "preset", synth.Tiny, "size: "+strings.Join(synth.Presets, ", "))
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the pseudo-random weights")
@@ -79,6 +90,7 @@ See docs/synth.md.`,
 	fl.IntVar(&f.layers, "layers", 0, "dspark: draft layers (default: the preset's)")
 	fl.IntVar(&f.heads, "heads", 0, "dspark: attention heads (default: the preset's; head dims stay the preset's)")
 	fl.IntVar(&f.taps, "taps", 0, "dspark: tapped target layers (default: the preset's)")
+	fl.StringVar(&f.tapIDs, "tap-ids", "", "dspark/dflash --backbone gqa: the tapped target layers, comma-separated HF ids (any layer but the last, DeltaNet layers of a qwen35 target included)")
 	fl.IntVar(&f.block, "block", 0, "dspark: block size (default: the preset's)")
 	fl.IntVar(&f.markovRank, "markov-rank", 0, "dspark: Markov head rank (default: the preset's)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar and no summary")
@@ -138,8 +150,8 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.brk != "" && !slices.Contains(synth.Breaks, f.brk) {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
-	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing"}
-	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone"}
+	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing", "moe", "wrapper", "mtp", "per-expert"}
+	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone", "tap-ids"}
 	wrong := targetOnly
 	if f.kind == "target" {
 		wrong = draftOnly
@@ -170,6 +182,21 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 			return usagef("--%s must be in 1..65536, got %d", n.name, n.v)
 		}
 	}
+	if f.tapIDs != "" {
+		if f.backbone != synth.BackboneGQA {
+			return usagef("--tap-ids applies to GQA drafts (--backbone gqa or --kind dflash)")
+		}
+		if cmd.Flags().Changed("taps") {
+			return usagef("--tap-ids and --taps are exclusive")
+		}
+		for _, s := range strings.Split(f.tapIDs, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 0 || n > 1<<12 {
+				return usagef("--tap-ids: %q is not a layer id (want comma-separated integers in 0..4096)", s)
+			}
+			f.taps2 = append(f.taps2, n)
+		}
+	}
 	if f.kind == "target" && f.preset == synth.K3Full {
 		return usagef("--preset %s is draft-only: use --kind dspark", synth.K3Full)
 	}
@@ -185,8 +212,30 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 					return usagef("--%s does not apply to --arch qwen3", name)
 				}
 			}
+		case "qwen35":
+			if !slices.Contains(synth.Qwen35Presets, f.preset) {
+				return usagef("--preset %s has no qwen35 target (qwen35 presets: %s)", f.preset, strings.Join(synth.Qwen35Presets, ", "))
+			}
+			for _, name := range []string{"no-q-lora", "dense", "fp8", "group-routing", "break"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s does not apply to --arch qwen35", name)
+				}
+			}
+			if f.perExpert && !f.moe {
+				return usagef("--per-expert applies to --moe targets")
+			}
+			if f.mtp < 0 || f.mtp > 4 {
+				return usagef("--mtp must be in 0..4, got %d", f.mtp)
+			}
 		default:
-			return usagef("--arch must be deepseek2 or qwen3, got %q", f.arch)
+			return usagef("--arch must be deepseek2, qwen3 or qwen35, got %q", f.arch)
+		}
+		if f.arch != "qwen35" {
+			for _, name := range []string{"moe", "wrapper", "mtp", "per-expert"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s applies to --arch qwen35 only", name)
+				}
+			}
 		}
 	}
 	return nil
@@ -208,15 +257,23 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		Dense: f.dense, FP8: f.fp8, GroupRouting: f.groupRouting}
 	dopts := synth.DraftOptions{Preset: f.preset, Seed: f.seed, TargetDir: f.target, DFlashNames: f.dflashNames,
 		WithTokenizer: f.withTokenizer, Causal: f.causal, Layers: f.layers, Heads: f.heads, Taps: f.taps,
-		BlockSize: f.block, MarkovRank: f.markovRank, Backbone: f.backbone, NoHeads: f.kind == "dflash"}
+		BlockSize: f.block, MarkovRank: f.markovRank, Backbone: f.backbone, NoHeads: f.kind == "dflash", TapIDs: f.taps2}
 
 	qopts := synth.Qwen3Options{Preset: f.preset, Seed: f.seed, Tied: f.tied}
 	qwen3 := f.kind == "target" && f.arch == "qwen3"
+	q35opts := synth.Qwen35Options{Preset: f.preset, Seed: f.seed, Tied: f.tied, MoE: f.moe, MTP: f.mtp, Wrapper: f.wrapper, PerExpert: f.perExpert}
+	qwen35 := f.kind == "target" && f.arch == "qwen35"
 
 	var total int64
 	switch {
 	case qwen3:
 		p, err := synth.PlanQwen3(qopts, f.brk)
+		if err != nil {
+			return err
+		}
+		total = p.Roster.Bytes()
+	case qwen35:
+		p, err := synth.PlanQwen35(q35opts, f.brk)
 		if err != nil {
 			return err
 		}
@@ -252,6 +309,8 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	switch {
 	case qwen3:
 		res, err = synth.Qwen3Target(f.out, qopts, wo)
+	case qwen35:
+		res, err = synth.Qwen35Target(f.out, q35opts, wo)
 	case f.kind == "target":
 		res, err = synth.Target(f.out, topts, wo)
 	default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,17 @@ func TestSynthUsageErrors(t *testing.T) {
 		{"--kind", "target", "--arch", "qwen3", "--no-q-lora", "--out", out},
 		{"--kind", "target", "--arch", "qwen3", "--dense", "--out", out},
 		{"--kind", "target", "--arch", "qwen3", "--break", "wrong-shape", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--preset", "demo", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--fp8", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--mtp", "5", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--moe", "--out", out},
+		{"--kind", "target", "--wrapper", "--out", out},
+		{"--kind", "dspark", "--mtp", "1", "--out", out},
+		{"--kind", "dflash", "--tap-ids", "1,x", "--out", out},
+		{"--kind", "dspark", "--tap-ids", "1,2", "--out", out},
+		{"--kind", "dflash", "--tap-ids", "1,2", "--taps", "2", "--out", out},
+		{"--kind", "target", "--tap-ids", "1", "--out", out},
+		{"--kind", "target", "--arch", "qwen35", "--per-expert", "--out", out},
 	} {
 		_, err := runSynthArgs(t, args...)
 		var ue usageError
@@ -165,8 +177,10 @@ func TestSynthDraftVariant(t *testing.T) {
 		}
 	}
 	out := filepath.Join(root, "d.gguf")
-	if code := execute([]string{"convert", drf, "--target", tgt, "-o", out, "--quiet"}); code != exitOK {
-		t.Fatalf("convert exit %d", code)
+	// A fresh command: the global root's convert keeps the flags of earlier tests (a
+	// --dry-run left set by small_test.go's runCLI made this write nothing).
+	if text, err := runConvertArgs(t, drf, "--target", tgt, "-o", out, "--quiet"); err != nil {
+		t.Fatalf("convert: %v\n%s", err, text)
 	}
 	f, err := gguf.Open(out)
 	if err != nil {
@@ -186,5 +200,55 @@ func TestSynthDraftVariant(t *testing.T) {
 	}
 	if !strings.Contains(text, "dflash.attention.causal") || !strings.Contains(text, "true") {
 		t.Errorf("inspect does not show causal block attention:\n%s", text)
+	}
+}
+
+// TestSynthQwen35 writes the tiny Qwen3.5 MoE wrapper with an MTP block from the CLI.
+func TestSynthQwen35(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "q35")
+	out, err := runSynthArgs(t, "--kind", "target", "--arch", "qwen35", "--moe", "--mtp", "1", "--wrapper", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "wrote tiny target (qwen35)") {
+		t.Errorf("summary %q", out)
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, name := range []string{"model.language_model.layers.0.linear_attn.A_log", "model.language_model.layers.3.mlp.experts.gate_up_proj",
+		"mtp.layers.0.self_attn.q_proj.weight", "model.visual.merger.norm.weight"} {
+		if _, ok := ck.Tensor(name); !ok {
+			t.Errorf("no %s", name)
+		}
+	}
+}
+
+// TestSynthQwen35Draft: a head-less DFlash draft tapping two DeltaNet layers of a tiny
+// Qwen3.5 target (--tap-ids), converted with --target.
+func TestSynthQwen35Draft(t *testing.T) {
+	root := t.TempDir()
+	tgt, drf := filepath.Join(root, "t"), filepath.Join(root, "d")
+	if _, err := runSynthArgs(t, "--kind", "target", "--arch", "qwen35", "--out", tgt, "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSynthArgs(t, "--kind", "dflash", "--target", tgt, "--tap-ids", "1,5", "--out", drf, "-q"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(drf, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		IDs []int `json:"target_layer_ids"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil || !slices.Equal(cfg.IDs, []int{1, 5}) {
+		t.Errorf("config.json %s (%v)", b, err)
+	}
+	out, err := runConvertArgs(t, drf, "--target", tgt, "-o", filepath.Join(root, "d.gguf"), "--verify")
+	if err != nil || !strings.Contains(out, "verify: OK") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -51,7 +51,8 @@ var tokenizerKeys = []Key{
 	{Name: TokCLS, Global: true, Type: u32, Doc: "classifier token", NotProduced: "not a Kimi token", NotRead: "not a Kimi token"},
 	{Name: TokChatTemplate, Global: true, Type: str, Doc: "Jinja chat template", NotRead: "the runtime takes raw prompts"},
 	{Name: TokMask, Global: true, Type: u32, Doc: "mask token (a draft block's non-anchor rows)", NotProduced: "targets have no mask token (drafts override this key)", NotRead: "read by the drafts only"},
-	{Name: TokAddBOS, Global: true, Type: bl, Doc: "prepend bos", NotProduced: "Kimi prompts start without bos", NotRead: "prompts are given as they are"},
+	{Name: TokAddBOS, Global: true, Type: bl, NotRead: "prompts are given as they are",
+		Doc: "prepend bos (written from a Hugging Face tokenizer: the drafts of Qwen targets; Kimi's tokenizer files name none)"},
 	{Name: TokAddEOS, Global: true, Type: bl, Doc: "append eos", NotProduced: "never appended", NotRead: "prompts are given as they are"},
 }
 

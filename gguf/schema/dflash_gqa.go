@@ -43,6 +43,10 @@ var DFlashGQA = register(&Schema{
 		{Name: RopeDimensionCount, Type: u32, Default: "attention.key_length", Min: "1",
 			Doc: "rotated dims per head (llama.cpp's default: the whole head)", NotProduced: "Qwen3 rotates the whole head, llama.cpp's default"},
 		{Name: RopeFreqBase, Type: f32, Default: "10000", Doc: "RoPE theta (NEOX-style rotation: pairs i and i + d/2)"},
+		{Name: RopeDimensionSections, Type: arr, Elem: i32,
+			Doc: "[head_dim/2, 0, 0, 0] for a draft of an M-RoPE target (Qwen3.5; llama.cpp's converter writes it): " +
+				"llama.cpp then ropes the temporal section only, the whole head",
+			NotRead: "for text the temporal position is the token's: the runtime's full-head NEOX RoPE is the same rotation"},
 		{Name: RopeScalingType, Type: str, Doc: `rotary scaling ("none" or absent: plain RoPE)`,
 			NotProduced: "convert refuses rope scaling for GQA drafts (the runtime does not run it yet)"},
 		{Name: LogitScale, Type: f32, Doc: "a logit multiplier (1 or absent: none)",

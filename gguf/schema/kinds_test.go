@@ -133,7 +133,7 @@ func TestKindsMismatch(t *testing.T) {
 		t.Errorf("violations %q", got)
 	}
 	src = qwen35Source([]string{R, A}, gguf.KV{Key: "qwen35." + RecurrentLayers, Value: gguf.F32s([]float32{1, 0})})
-	if _, probs := Qwen35.Resolve(src); len(probs) != 1 || !strings.Contains(probs[0].Msg, "llama.cpp reads []u32") {
+	if _, probs := Qwen35.Resolve(src); len(probs) != 1 || !strings.Contains(probs[0].Msg, "llama.cpp reads []bool") {
 		t.Errorf("problems of an f32 array: %v", probs)
 	}
 }

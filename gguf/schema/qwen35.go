@@ -57,9 +57,9 @@ func qwen35Schema(moe bool) *Schema {
 		{Name: SSMInnerSize, Type: u32, Required: true, Min: "1", Doc: "DeltaNet value width (value heads x head size)"},
 		{Name: FullAttentionInterval, Type: u32, Default: "4", Min: "1",
 			Doc: "block i is full attention iff (i + 1) % interval == 0 (unless attention.recurrent_layers says otherwise)"},
-		{Name: RecurrentLayers, Type: arr, Elem: u32, AlsoElem: []gguf.ValueType{i32, bl},
-			Doc:         "per block: nonzero for a Gated DeltaNet block (wins over full_attention_interval)",
-			NotProduced: "llama.cpp's converter writes full_attention_interval only"},
+		{Name: RecurrentLayers, Type: arr, Elem: bl, AlsoElem: []gguf.ValueType{u32, i32},
+			Doc: "per block: true (nonzero) for a Gated DeltaNet block, wins over full_attention_interval " +
+				"(llama.cpp's converter writes bools from config.json's layer_types, false for the nextn blocks)"},
 		{Name: TokAddBOS, Global: true, Type: bl, Doc: "prepend bos (false for Qwen3.5)",
 			NotRead: "prompts are given as they are (Qwen3.5 prepends nothing)"},
 	}
@@ -145,8 +145,9 @@ func qwen35Schema(moe bool) *Schema {
 				NotProduced: "convert writes gate and up apart", NotRun: "the runtime binds gate and up apart"},
 			Tensor{Name: FFNDownExps, Scope: EveryLayer, Dims: []string{"expert_feed_forward_length", "embedding_length", "expert_count"},
 				Why: "expert_feed_forward_length, embedding_length, expert_count"},
-			Tensor{Name: FFNGateInpShexp, Scope: EveryLayer, F32: true, Dims: []string{"embedding_length"},
-				Why: "embedding_length", Doc: "the shared expert's sigmoid gate (one scalar per token)"},
+			Tensor{Name: FFNGateInpShexp, Scope: EveryLayer, F32: true, Dims: []string{"embedding_length", "1"},
+				Why: "embedding_length, 1 (HF's [1, H] unsqueezed, as llama.cpp's converter writes it)",
+				Doc: "the shared expert's sigmoid gate (one scalar per token)"},
 			Tensor{Name: FFNGateShexp, Scope: EveryLayer, Dims: []string{"embedding_length", "expert_shared_feed_forward_length"},
 				Why: "embedding_length, expert_shared_feed_forward_length"},
 			Tensor{Name: FFNUpShexp, Scope: EveryLayer, Dims: []string{"embedding_length", "expert_shared_feed_forward_length"},
@@ -199,10 +200,9 @@ func qwen35Schema(moe bool) *Schema {
 			{Name: "conv_channels", Expr: "2 * ssm.group_count * ssm.state_size + ssm.inner_size",
 				Doc: "channels of the DeltaNet convolution: q, k and v"},
 		},
-		Tensors:     tensors,
-		Rules:       rules,
-		NotProduced: "convert of Qwen3_5ForCausalLM checkpoints is not built yet (issue 44)",
-		NotRun:      "the qwen35 runtime is not built yet (issue 44)",
+		Tensors: tensors,
+		Rules:   rules,
+		NotRun:  "the qwen35 runtime is not built yet (issue 44)",
 	}
 }
 

@@ -196,6 +196,29 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 		runtime.EOSOf(tg.Values())
 		c.loaded(tg.Values())
 	}
+	// Qwen3.5 hybrids: converted (every key and tensor not marked NotProduced, MTP block
+	// included, dense and MoE, text-only and wrapped); the runtime is not built yet.
+	for name, o := range map[string]synth.Qwen35Options{
+		"q35-mtp":          {Seed: 13, MTP: 1},
+		"q35-tied-wrapper": {Seed: 14, Tied: true, Wrapper: true},
+		"q35moe-mtp-wrap":  {Seed: 15, MoE: true, MTP: 1, Wrapper: true},
+		"q35moe":           {Seed: 16, MoE: true},
+	} {
+		o.Preset = synth.Tiny
+		dir := filepath.Join(root, name)
+		if _, err := synth.Qwen35Target(dir, o, synth.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c.written(t, convertTo(t, dir, filepath.Join(root, name+".gguf"), convert.Options{}))
+		if name == "q35-mtp" { // a GQA draft of an M-RoPE target: dflash.rope.dimension_sections
+			ddir := filepath.Join(root, "d-gqa-q35")
+			if _, err := synth.Draft(ddir, synth.DraftOptions{Preset: synth.Tiny, Seed: 17, Backbone: synth.BackboneGQA,
+				TargetDir: dir, TapIDs: []int{1, 3}}, synth.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			c.written(t, convertTo(t, ddir, filepath.Join(root, "d-gqa-q35.gguf"), convert.Options{Target: dir}))
+		}
+	}
 	gqaDrafts := map[string]struct {
 		opts synth.DraftOptions
 		conv convert.Options
@@ -286,6 +309,9 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 	for _, s := range schema.All() {
 		if s.NotProduced != "" || s.NotRun != "" {
 			checkUnsupported(t, c, s)
+			if s.NotProduced == "" {
+				checkProduced(t, c, s)
+			}
 			continue
 		}
 		for _, k := range s.AllKeys() {
@@ -319,6 +345,32 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 			case !u.read && d.NotRun == "":
 				t.Errorf("%s: %s is neither bound by the runtime nor marked NotRun", s.Name, d.Name)
 			}
+		}
+	}
+}
+
+// checkProduced checks the convert side of a declaration whose runtime is not built yet:
+// each key and tensor is written by convert exactly when it is not marked NotProduced.
+func checkProduced(t *testing.T, c *census, s *schema.Schema) {
+	t.Helper()
+	for _, k := range s.AllKeys() {
+		u := c.key(k)
+		name := s.FullName(k.Name)
+		switch {
+		case u.produced && k.NotProduced != "":
+			t.Errorf("%s: %s is marked not produced (%s) but convert wrote it", s.Name, name, k.NotProduced)
+		case !u.produced && k.NotProduced == "":
+			t.Errorf("%s: %s is neither written by convert nor marked NotProduced", s.Name, name)
+		}
+	}
+	for i := range s.Tensors {
+		d, _ := s.TensorDecl(s.Tensors[i].Name)
+		u := c.tensor(d)
+		switch {
+		case u.produced && d.NotProduced != "":
+			t.Errorf("%s: %s is marked not produced (%s) but convert wrote it", s.Name, d.Name, d.NotProduced)
+		case !u.produced && d.NotProduced == "":
+			t.Errorf("%s: %s is neither written by convert nor marked NotProduced", s.Name, d.Name)
 		}
 	}
 }

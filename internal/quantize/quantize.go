@@ -3,6 +3,7 @@ package quantize
 import (
 	"fmt"
 
+	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
 )
 
@@ -63,3 +64,6 @@ func Blocks(q dtype.Quant, dst []byte, src []float32) {
 		}
 	}
 }
+
+// quantOf maps a ggml type to a Quant.
+func quantOf(t gguf.GGMLType) (dtype.Quant, bool) { return dtype.QuantOf(uint32(t)) }

@@ -79,6 +79,7 @@ func planFile(in *gguf.File, opt FileOptions) ([]Choice, error) {
 	Order(ts)
 	po := Options{Overrides: opt.Overrides, OutputType: opt.OutputType, LeaveOutput: opt.LeaveOutput}
 	if !opt.LlamaCompat {
+		po.ExpertsOnlyMXFP4 = true
 		if po.Protect, err = DraftProtect(gguf.TypeQ8_0); err != nil {
 			return nil, err
 		}
@@ -184,7 +185,7 @@ func outputKVs(in *gguf.File, opt FileOptions, plan []Choice) []gguf.KV {
 	}
 	var changed, overrides []string
 	for _, c := range plan {
-		if strings.HasPrefix(c.Reason, "dspark draft default") || strings.HasPrefix(c.Reason, "--") {
+		if strings.Contains(c.Reason, "dspark") || strings.HasPrefix(c.Reason, "--") {
 			changed = append(changed, c.Name+"="+c.To.String())
 		}
 	}

@@ -261,6 +261,11 @@ type Options struct {
 	Protect     []Override     // dspark's draft defaults, applied after the mix (see DraftProtect)
 	OutputType  *gguf.GGMLType // --output-tensor-type
 	LeaveOutput bool           // --leave-output-tensor
+	// ExpertsOnlyMXFP4 gives MXFP4_MOE's MXFP4 to expert stacks ("_exps" tensors) only.
+	// llama-quantize gives it to every 3-D tensor, which in an MLA model includes the
+	// per-head attn_k_b and attn_v_b (the problem llama.cpp works around for BailingMoE3
+	// alone); dspark's default mode sets this.
+	ExpertsOnlyMXFP4 bool
 }
 
 // Tensor is one tensor of the input as the plan sees it.
@@ -419,6 +424,9 @@ func (s *state) impl(t Tensor, c category, to gguf.GGMLType, why string, opt Opt
 	}
 	if ft == "MXFP4_MOE" {
 		if len(t.Dims) > 2 && t.Dims[2] > 1 {
+			if opt.ExpertsOnlyMXFP4 && !strings.Contains(t.Name, "_exps") {
+				return gguf.TypeQ8_0, "3-D but not an expert stack (dspark default; llama-quantize: MXFP4)", nil
+			}
 			return gguf.TypeMXFP4, "expert stack", nil
 		}
 		return gguf.TypeQ8_0, "not an expert stack", nil

@@ -183,3 +183,29 @@ func ptrStr(p *float64) string {
 }
 
 func fmtFloat(v float64) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestQuantizeExitCodes runs quantize as main does: a usage error exits 2 naming the flag,
+// a refused input exits 1, and a run after a --tensor-type run starts from no overrides.
+func TestQuantizeExitCodes(t *testing.T) {
+	in := filepath.Join(quantFixtures, "input-f32.gguf")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.gguf")
+	if _, stderr, code := runRoot(t, "quantize", "--tensor-type", "fc=q3", in, out, "Q4_0"); code != exitUsage || !strings.Contains(stderr, "--tensor-type") {
+		t.Errorf("bad --tensor-type: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := runRoot(t, "quantize", "-q", filepath.Join(quantFixtures, "Q8_0.gguf"), out, "Q4_0"); code != exitFailure || !strings.Contains(stderr, "already Q8_0") {
+		t.Errorf("requantize: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := runRoot(t, "quantize", "-q", "--tensor-type", "ffn_up=q8_0", in, out, "Q4_0"); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	stdout, stderr, code := runRoot(t, "quantize", "-q", "--force", "--llama-compat", in, out, "Q4_0")
+	if code != exitOK || strings.Contains(stdout, "--tensor-type") {
+		t.Fatalf("second run: exit %d, an override leaked?\n%s%s", code, stdout, stderr)
+	}
+	got, _ := os.ReadFile(out)
+	want, _ := os.ReadFile(filepath.Join(quantFixtures, "Q4_0.gguf"))
+	if !bytes.Equal(got, want) {
+		t.Error("second run differs from llama-quantize's Q4_0")
+	}
+}

@@ -2,26 +2,34 @@ package quantize
 
 import "encoding/binary"
 
+// kvIQ4NL is kvaluesIQ4NL as float32 (the C code converts each entry as it compares).
+var kvIQ4NL = func() (t [16]float32) {
+	for i, v := range kvaluesIQ4NL {
+		t[i] = float32(v)
+	}
+	return t
+}()
+
 // bestIndexInt8 is ggml's best_index_int8 over IQ4_NL's table: the nearest entry by
 // binary search, ties to the upper entry.
 func bestIndexInt8(x float32) uint8 {
-	val := &kvaluesIQ4NL
-	if x <= float32(val[0]) {
+	val := &kvIQ4NL
+	if x <= val[0] {
 		return 0
 	}
-	if x >= float32(val[15]) {
+	if x >= val[15] {
 		return 15
 	}
 	ml, mu := 0, 15
 	for mu-ml > 1 {
 		mav := (ml + mu) / 2
-		if x < float32(val[mav]) {
+		if x < val[mav] {
 			mu = mav
 		} else {
 			ml = mav
 		}
 	}
-	if x-float32(val[mu-1]) < float32(val[mu])-x {
+	if x-val[mu-1] < val[mu]-x {
 		return uint8(mu - 1)
 	}
 	return uint8(mu)
@@ -41,7 +49,7 @@ func iq4Scale(xb []float32) float32 {
 	var sumqx, sumq2 float32
 	for _, v := range xb {
 		l := bestIndexInt8(float32(id * v))
-		q := float32(kvaluesIQ4NL[l])
+		q := kvIQ4NL[l]
 		w := float32(v * v)
 		sumqx += float32(float32(w*q) * v)
 		sumq2 += float32(float32(w*q) * q)
@@ -56,7 +64,7 @@ func iq4Scale(xb []float32) float32 {
 		sumqx, sumq2 = 0, 0
 		for _, v := range xb {
 			l := bestIndexInt8(float32(id * v))
-			q := float32(kvaluesIQ4NL[l])
+			q := kvIQ4NL[l]
 			w := float32(v * v)
 			sumqx += float32(float32(w*q) * v)
 			sumq2 += float32(float32(w*q) * q)

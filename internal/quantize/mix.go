@@ -345,9 +345,14 @@ func Plan(m Model, ft FileType, ts []Tensor, opt Options) ([]Choice, error) {
 			return nil, err
 		}
 		for _, p := range opt.Protect {
-			if p.Re.MatchString(t.Name) && !userNamed(t.Name, opt) && bits(to) < bits(p.Type) {
-				to = fallback(p.Type, t.Dims[0])
-				why = fmt.Sprintf("dspark draft default %s=%s (llama-quantize: %s)", p.Pattern, typeName(p.Type), why)
+			narrowed := to == gguf.TypeF16 && (t.Type == gguf.TypeF32 || t.Type == gguf.TypeBF16)
+			if p.Re.MatchString(t.Name) && !userNamed(t.Name, opt) && (bits(to) < bits(p.Type) || narrowed) {
+				keep := fallback(p.Type, t.Dims[0])
+				if keep == gguf.TypeF16 && (t.Type == gguf.TypeF32 || t.Type == gguf.TypeBF16) {
+					keep = t.Type // F16 would not be better, and BF16's range does not fit in it
+				}
+				why = fmt.Sprintf("dspark draft default %s=%s (llama-quantize: %s -> %s)", p.Pattern, typeName(keep), why, typeName(to))
+				to = keep
 				break
 			}
 		}

@@ -259,4 +259,21 @@ func TestPlanDraft(t *testing.T) {
 	if c := get(aware, "markov_w2.weight"); !strings.Contains(c.Reason, "--tensor-type") {
 		t.Errorf("markov_w2: reason %q does not name the user's --tensor-type", c.Reason)
 	}
+	// A head whose rows are no multiple of 32 cannot be Q8_0: it keeps its BF16 (F16 would
+	// not be more precise and cannot hold BF16's range), where llama-quantize writes F16.
+	narrow := []Tensor{{"markov_w1.weight", []uint64{16, 1000}, gguf.TypeBF16}, {"fc.weight", []uint64{48, 256}, gguf.TypeF32}}
+	for _, o := range []struct {
+		opt  Options
+		want [2]gguf.GGMLType
+	}{{Options{}, [2]gguf.GGMLType{gguf.TypeF16, gguf.TypeF16}}, {Options{Protect: protect}, [2]gguf.GGMLType{gguf.TypeBF16, f32}}} {
+		plan, err := Plan(m, ft, narrow, o.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range plan {
+			if c.To != o.want[i] {
+				t.Errorf("narrow %s (protect %v): %v (%s), want %v", c.Name, o.opt.Protect != nil, c.To, c.Reason, o.want[i])
+			}
+		}
+	}
 }

@@ -209,3 +209,70 @@ func TestQuantizeExitCodes(t *testing.T) {
 		t.Error("second run differs from llama-quantize's Q4_0")
 	}
 }
+
+// TestQuantizeConvertOutType: `convert --outtype Q4_K_M` (convert and quantize in one pass)
+// writes every tensor with the type and bytes `dspark quantize` gives the BF16 conversion
+// of the same checkpoint, for the tiny target (deepseek2, MoE) and its dflash draft.
+func TestQuantizeConvertOutType(t *testing.T) {
+	target, draft := convertedPair(t)
+	dir := t.TempDir()
+	pair := filepath.Join(testDir, "pair")
+	for _, c := range []struct {
+		gguf string
+		args []string
+	}{
+		{target, []string{filepath.Join(pair, "tgt")}},
+		{draft, []string{filepath.Join(pair, "drf"), "--target", filepath.Join(pair, "tgt")}},
+	} {
+		for _, mix := range []string{"Q4_K_M", "MXFP4_MOE", "IQ4_XS"} {
+			one := filepath.Join(dir, "one-"+mix+".gguf")
+			two := filepath.Join(dir, "two-"+mix+".gguf")
+			if out, err := runConvertArgs(t, append(c.args, "-o", one, "--outtype", mix, "--quiet", "--force")...); err != nil {
+				t.Fatalf("convert --outtype %s: %v\n%s", mix, err, out)
+			}
+			if out, err := runQuantizeArgs(t, "-q", "--force", c.gguf, two, mix); err != nil {
+				t.Fatalf("quantize %s: %v\n%s", mix, err, out)
+			}
+			a, err := gguf.Open(one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := gguf.Open(two)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Tensors) != len(b.Tensors) {
+				t.Errorf("%s: %d tensors vs %d", mix, len(a.Tensors), len(b.Tensors))
+			}
+			quantized := 0
+			for i := range a.Tensors {
+				ta := &a.Tensors[i]
+				tb, ok := b.Tensor(ta.Name)
+				if !ok {
+					t.Errorf("%s: %s missing from quantize's output", mix, ta.Name)
+					continue
+				}
+				da, _ := a.TensorData(ta)
+				db, _ := b.TensorData(tb)
+				if ta.Type != tb.Type || !bytes.Equal(da, db) {
+					t.Errorf("%s %s: convert wrote %v, quantize %v (bytes equal: %v)", mix, ta.Name, ta.Type, tb.Type, bytes.Equal(da, db))
+				}
+				if ta.Type.BlockSize() > 1 && ta.Type != gguf.TypeQ8_0 {
+					quantized++
+				}
+			}
+			if ft, _ := a.Uint32("general.file_type"); ft == 0 || mixFileType(mix) != ft {
+				t.Errorf("%s: general.file_type %d", mix, ft)
+			}
+			if quantized == 0 && !(mix == "MXFP4_MOE" && c.gguf == draft) { // the draft has no experts
+				t.Errorf("%s: no tensor of a block type below Q8_0", mix)
+			}
+			a.Close()
+			b.Close()
+		}
+	}
+}
+
+func mixFileType(mix string) uint32 {
+	return map[string]uint32{"Q4_K_M": 15, "MXFP4_MOE": 38, "IQ4_XS": 30}[mix]
+}

@@ -26,35 +26,58 @@ type Model struct {
 
 // ModelOf reads a Model from a parsed header.
 func ModelOf(f *gguf.File) (Model, error) {
-	m := Model{Arch: f.Architecture()}
-	if m.Arch == "" {
-		return m, fmt.Errorf("%s: no general.architecture", f.Path)
-	}
-	n, err := f.Uint32(m.Arch + ".block_count")
+	m, err := ModelFromKVs(f.KVs)
 	if err != nil {
 		return m, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	m.Layers = int(n)
-	if e, err := f.Uint32(m.Arch + ".expert_count"); err == nil {
-		m.Experts = int(e)
+	return m, nil
+}
+
+// ModelFromKVs reads a Model from metadata (a header's, or a converter's plan).
+func ModelFromKVs(kvs []gguf.KV) (Model, error) {
+	get := func(key string) (gguf.Value, bool) {
+		for _, kv := range kvs {
+			if kv.Key == key {
+				return kv.Value, true
+			}
+		}
+		return gguf.Value{}, false
 	}
 	first := func(key string) int {
-		v, ok := f.Lookup(key)
+		v, ok := get(key)
 		if !ok {
 			return 0
 		}
-		xs, err := v.Ints()
-		if err == nil && len(xs) > 0 {
-			return int(xs[0])
+		if xs, err := v.Ints(); err == nil {
+			if len(xs) > 0 {
+				return int(xs[0])
+			}
+			return 0
 		}
-		if x, ok := v.Any().(uint32); ok {
+		switch x := v.Any().(type) {
+		case uint32:
 			return int(x)
-		}
-		if x, ok := v.Any().(int32); ok {
+		case int32:
+			return int(x)
+		case uint64:
+			return int(min(x, 1<<31))
+		case int64:
 			return int(x)
 		}
 		return 0
 	}
+	var m Model
+	if v, ok := get("general.architecture"); ok {
+		m.Arch, _ = v.Any().(string)
+	}
+	if m.Arch == "" {
+		return m, fmt.Errorf("no general.architecture")
+	}
+	if _, ok := get(m.Arch + ".block_count"); !ok {
+		return m, fmt.Errorf("no %s.block_count (llama-quantize needs the layer count)", m.Arch)
+	}
+	m.Layers = first(m.Arch + ".block_count")
+	m.Experts = first(m.Arch + ".expert_count")
 	if h, kv := first(m.Arch+".attention.head_count"), first(m.Arch+".attention.head_count_kv"); kv > 0 {
 		m.GQA = h / kv
 	}

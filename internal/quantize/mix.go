@@ -358,7 +358,7 @@ func Plan(m Model, ft FileType, ts []Tensor, opt Options) ([]Choice, error) {
 	out := make([]Choice, 0, len(ts))
 	for _, t := range ts {
 		ch := Choice{Name: t.Name, Dims: t.Dims, From: t.Type, To: t.Type}
-		if !allowsQuantization(t.Name, t.Dims, opt.LeaveOutput) {
+		if !allowsQuantization(t.Name, t.Dims, opt.LeaveOutput) || slices.Contains(t.Dims, 0) {
 			ch.Reason = copyReason(t)
 			out = append(out, ch)
 			continue
@@ -396,6 +396,8 @@ func userNamed(name string, opt Options) bool {
 
 func copyReason(t Tensor) string {
 	switch {
+	case slices.Contains(t.Dims, 0):
+		return "copied: no elements"
 	case nDims(t.Dims) < 2:
 		return "copied: 1-D"
 	case !strings.HasSuffix(t.Name, "weight"):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,4 +276,29 @@ func TestQuantizeConvertOutType(t *testing.T) {
 
 func mixFileType(mix string) uint32 {
 	return map[string]uint32{"Q4_K_M": 15, "MXFP4_MOE": 38, "IQ4_XS": 30}[mix]
+}
+
+// TestQuantizeDraftRuns: the draft-aware Q8_0 quantization of the tiny draft (dims kept as
+// written, heads Q8_0) loads and decodes against its target, and speculative output equals
+// plain decoding, as for any draft.
+func TestQuantizeDraftRuns(t *testing.T) {
+	target, draft := convertedPair(t)
+	out := filepath.Join(t.TempDir(), "d-q8.gguf")
+	if msg, err := runQuantizeArgs(t, "-q", draft, out, "Q8_0"); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	spec, stderr, code := runRoot(t, "run", "--target", target, "--draft", out, "--tokens", "5,6,7", "-n", "12", "--json")
+	if code != exitOK {
+		t.Fatalf("run with the quantized draft: exit %d\n%s", code, stderr)
+	}
+	plain, stderr, code := runRoot(t, "run", "--target", target, "--tokens", "5,6,7", "-n", "12", "--json")
+	if code != exitOK {
+		t.Fatalf("plain run: exit %d\n%s", code, stderr)
+	}
+	var a, b runReport
+	decodeJSON(t, spec, &a)
+	decodeJSON(t, plain, &b)
+	if fmt.Sprint(a.Tokens) != fmt.Sprint(b.Tokens) || len(a.Tokens) == 0 {
+		t.Errorf("speculative %v, plain %v", a.Tokens, b.Tokens)
+	}
 }

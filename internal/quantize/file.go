@@ -259,8 +259,8 @@ func writeTensor(w io.Writer, in *gguf.File, ti *gguf.TensorInfo, tr *TensorRepo
 		}
 		for i, v := range xs {
 			d := float64(bs[i]) - float64(v)
-			se += d * d
-			ss += float64(v) * float64(v)
+			se += float64(d * d) // no FMA: the same report on every architecture
+			ss += float64(float64(v) * float64(v))
 		}
 		if _, err := w.Write(ys); err != nil {
 			return err

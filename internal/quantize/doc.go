@@ -11,11 +11,17 @@
 // the fp16 scales are rounded as ggml_compute_fp32_to_fp16 rounds them (nearest even;
 // every NaN becomes 0x7e00 with its sign).
 //
-// Non-finite input never panics. The C code converts float to small integers with
-// cvttss2si on x86, which gives 0x80000000 for NaN and out-of-range values; this package
-// does the same (truncateInt32), so a NaN or an infinity produces the same bytes as
-// llama-quantize on x86-64 (which refuses such tensors only when asked to validate them).
+// Non-finite input never panics. In ggml a NaN never wins a max/min scan (comparisons
+// with it are false), an infinity becomes the scale, and the float-to-small-integer casts
+// that follow are undefined behaviour in C; x86's scalar cvttss2si gives 0x80000000 (low
+// byte 0) for NaN and out-of-range values, and this package does the same
+// (truncateInt32). A compiler that vectorizes those casts may saturate instead, so for
+// non-finite weights the bytes are the scalar x86 code's, not promised to be any
+// particular llama-quantize build's; for finite weights they are its bytes.
 //
-// It is not a file writer: it knows nothing of tensors, names or GGUF (see cmd/dspark's
-// quantize command and the mix rules of package quantize's Mix).
+// Around the quantizers (Blocks): Plan, llama-quantize's choice of a type per tensor for
+// its mixes (llama_tensor_get_type), as rule tables, with dspark's draft defaults
+// (DraftProtect); QuantizeFile, which streams a GGUF through a plan (cmd/dspark's quantize;
+// convert's --outtype mixes use Plan and Blocks). It does not read quantized types for
+// inference (internal/dtype dequantizes them) and runs no importance matrix.
 package quantize

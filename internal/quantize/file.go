@@ -223,11 +223,7 @@ func writeTensor(w io.Writer, in *gguf.File, ti *gguf.TensorInfo, tr *TensorRepo
 		return err
 	}
 	if !tr.Converted {
-		n, err := io.Copy(w, r)
-		if opt.Progress != nil {
-			opt.Progress.Add(n)
-		}
-		return err
+		return copyTensor(w, r, in, ti, opt)
 	}
 	ne0 := int(ti.Dims[0])
 	rows := int(ti.Elements()) / ne0
@@ -252,6 +248,9 @@ func writeTensor(w io.Writer, in *gguf.File, ti *gguf.TensorInfo, tr *TensorRepo
 		if err := toF32(xs, src[:n*srcRow], ti.Type); err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", in.Path, ti.Name, err)
 		}
+		if err := finite(in, ti, xs, r0*ne0); err != nil {
+			return err
+		}
 		convert(tr.To, ys, xs, opt.Workers)
 		bs := back[:len(xs)]
 		if err := toF32(bs, ys, tr.To); err != nil {
@@ -270,6 +269,63 @@ func writeTensor(w io.Writer, in *gguf.File, ti *gguf.TensorInfo, tr *TensorRepo
 		}
 	}
 	tr.RelRMSE = math.Sqrt(se / ss)
+	return nil
+}
+
+// finite refuses a NaN or an infinity among the values of a tensor (first the element
+// index first of xs), as llama-quantize does: its loader validates every tensor it reads
+// (ggml_validate_row_data: "tensor 'NAME' has invalid data").
+func finite(in *gguf.File, ti *gguf.TensorInfo, xs []float32, first int) error {
+	for i, v := range xs {
+		if v != v || math.IsInf(float64(v), 0) {
+			k := first + i
+			elem := ti.Type.TypeSize()
+			if ti.Type.BlockSize() != 1 {
+				elem = 0 // a block type: no byte of its own
+			}
+			where := fmt.Sprintf("element %d", k)
+			if elem > 0 {
+				where += fmt.Sprintf(" (byte %d of the file)", ti.AbsOffset+int64(k)*int64(elem))
+			}
+			return fmt.Errorf("%s: tensor %s: %s is %v: a weight must be finite (llama-quantize refuses it too: \"has invalid data\")", in.Path, ti.Name, where, v)
+		}
+	}
+	return nil
+}
+
+// copyTensor copies a tensor's bytes unchanged, in slabs; F32, F16 and BF16 data are
+// checked for NaN and infinities on the way, as llama-quantize checks what it copies.
+func copyTensor(w io.Writer, r *io.SectionReader, in *gguf.File, ti *gguf.TensorInfo, opt FileOptions) error {
+	isFloat := ti.Type == gguf.TypeF32 || ti.Type == gguf.TypeF16 || ti.Type == gguf.TypeBF16
+	const slab = 1 << 20 // a multiple of every element size
+	buf := make([]byte, min(int64(slab), max(r.Size(), 1)))
+	var vals []float32
+	for off := int64(0); off < r.Size(); off += slab {
+		n := min(int64(slab), r.Size()-off)
+		b := buf[:n]
+		if k, err := r.ReadAt(b, off); int64(k) != n || err != nil && err != io.EOF {
+			return fmt.Errorf("%s: tensor %s: %w", in.Path, ti.Name, err)
+		}
+		if isFloat {
+			es := int(ti.Type.TypeSize())
+			if cap(vals) < len(b)/es {
+				vals = make([]float32, len(b)/es)
+			}
+			vs := vals[:len(b)/es]
+			if err := toF32(vs, b, ti.Type); err != nil {
+				return err
+			}
+			if err := finite(in, ti, vs, int(off)/es); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if opt.Progress != nil {
+			opt.Progress.Add(n)
+		}
+	}
 	return nil
 }
 

@@ -17,8 +17,9 @@ import (
 // What ggml does with such input (x86-64 build): NaN never wins a max or min scan (every
 // comparison with it is false), so it reaches the float-to-int casts, which are undefined
 // in C and compile to cvttss2si (0x80000000, low byte 0); an infinity becomes the scale
-// (d = ±Inf, id = 0 or NaN). llama-quantize refuses such tensors only with --check-tensors
-// style validation. This package reproduces the x86 results, documented in doc.go.
+// (d = ±Inf, id = 0 or NaN). llama-quantize never gets there: its loader refuses a tensor
+// holding NaN or Inf ("has invalid data"), and so does QuantizeFile; Blocks itself gives
+// the scalar x86 bytes (doc.go) and never panics.
 func FuzzBlocks(f *testing.F) {
 	seed := func(vals ...float32) []byte {
 		b := make([]byte, 4*256)

@@ -7,7 +7,7 @@ BIN       := bin/dspark
 
 .PHONY: all build demo test test-short bench-report vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
 	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets clean \
-	vet-cross test-cross dist
+	vet-cross test-cross dist check-nofma
 
 all: build
 
@@ -178,3 +178,14 @@ dist:
 
 clean:
 	rm -rf bin dist
+
+## check-nofma: internal/quantize must compile to no fused multiply-add on the architectures
+## where Go fuses a*b+c (arm64, ppc64le, s390x, riscv64): its bytes are llama-quantize's only
+## with every float32 product rounded on its own (spec quants.md §3). A missing float32(...)
+## shows up here as an F(N)MADD/F(N)MSUB in the compiler's assembly listing.
+check-nofma:
+	@for a in arm64 ppc64le s390x riscv64; do \
+		n=$$(GOOS=linux GOARCH=$$a CGO_ENABLED=0 $(GO) build -a -gcflags=-S ./internal/quantize/ 2>&1 | grep -cE '\bFN?M(ADD|SUB)[SD]?\b'); \
+		echo "internal/quantize on linux/$$a: $$n fused multiply-adds"; \
+		[ "$$n" = 0 ] || exit 1; \
+	done

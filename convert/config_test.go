@@ -256,7 +256,7 @@ func TestNaming(t *testing.T) {
 }
 
 func ExampleParseOutType() {
-	for _, s := range []string{"auto", "BF16", "q8_0", "q4_k"} {
+	for _, s := range []string{"auto", "BF16", "q8_0", "q4_k_m", "q4_k"} {
 		t, err := ParseOutType(s)
 		fmt.Println(t, err)
 	}
@@ -264,5 +264,6 @@ func ExampleParseOutType() {
 	// auto <nil>
 	// bf16 <nil>
 	// q8_0 <nil>
-	// auto unknown output type "q4_k" (supported: auto, bf16, f16, f32, q8_0)
+	// Q4_K_M <nil>
+	// auto unknown output type "q4_k" (supported: auto, bf16, f16, f32, q8_0, or a llama-quantize mix: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, MXFP4_MOE)
 }

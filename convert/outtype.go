@@ -6,6 +6,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/quantize"
 	"github.com/dspark-dev/dspark/safetensors"
 )
 
@@ -28,21 +29,57 @@ var outTypes = []struct {
 	ggml gguf.GGMLType
 }{{Auto, "auto", gguf.TypeBF16}, {F32, "f32", gguf.TypeF32}, {F16, "f16", gguf.TypeF16}, {BF16, "bf16", gguf.TypeBF16}, {Q8_0, "q8_0", gguf.TypeQ8_0}}
 
-// ParseOutType parses an --outtype value: auto, bf16, f16, f32 or q8_0.
+// mixBase numbers the llama-quantize mixes as OutTypes: mixBase+i is quantize.FileTypes()[i].
+const mixBase OutType = 100
+
+// ParseOutType parses an --outtype value: auto, bf16, f16, f32, q8_0 (every weight matrix
+// Q8_0, as before), or one of llama-quantize's mixes (Q4_K_M, Q5_K_S, IQ4_XS, MXFP4_MOE, ...;
+// see quantize.FileTypes), case-insensitive.
 func ParseOutType(s string) (OutType, error) {
 	for _, o := range outTypes {
 		if strings.EqualFold(s, o.flag) {
 			return o.t, nil
 		}
 	}
-	return Auto, fmt.Errorf("unknown output type %q (supported: auto, bf16, f16, f32, q8_0)", s)
+	if ft, ok := quantize.ParseFileType(s); ok {
+		for i, m := range quantize.FileTypes() {
+			if m.Name == ft.Name {
+				return mixBase + OutType(i), nil
+			}
+		}
+	}
+	var mixes []string
+	for _, m := range quantize.FileTypes() {
+		if m.Name != "Q8_0" {
+			mixes = append(mixes, m.Name)
+		}
+	}
+	return Auto, fmt.Errorf("unknown output type %q (supported: auto, bf16, f16, f32, q8_0, or a llama-quantize mix: %s)", s, strings.Join(mixes, ", "))
 }
 
-// String returns the flag spelling (lower case).
-func (t OutType) String() string { return outTypes[t].flag }
+// Mix returns the llama-quantize mix t names, if it names one.
+func (t OutType) Mix() (quantize.FileType, bool) {
+	if t < mixBase || int(t-mixBase) >= len(quantize.FileTypes()) {
+		return quantize.FileType{}, false
+	}
+	return quantize.FileTypes()[t-mixBase], true
+}
 
-// GGML returns the stored type of a non-Auto choice.
-func (t OutType) GGML() gguf.GGMLType { return outTypes[t].ggml }
+// String returns the flag spelling (lower case; a mix as llama-quantize spells it).
+func (t OutType) String() string {
+	if m, ok := t.Mix(); ok {
+		return m.Name
+	}
+	return outTypes[t].flag
+}
+
+// GGML returns the stored type of a non-Auto choice (a mix's base type for a mix).
+func (t OutType) GGML() gguf.GGMLType {
+	if m, ok := t.Mix(); ok {
+		return m.Default
+	}
+	return outTypes[t].ggml
+}
 
 // storedAs maps the source dtypes a GGUF stores as they are to their ggml types.
 var storedAs = map[safetensors.Dtype]gguf.GGMLType{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/internal/quantize"
 	"github.com/dspark-dev/dspark/safetensors"
 )
 
@@ -52,6 +53,7 @@ type Plan struct {
 
 	closers    []checkpoint
 	quantHeads Heads
+	mix        *quantize.FileType // --outtype names a llama-quantize mix
 }
 
 // PlanTensor is one GGUF tensor of a plan.
@@ -186,6 +188,9 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 		sp = tsp
 	}
 	p.OutType = resolveAuto(opt.OutType, main)
+	if m, ok := opt.OutType.Mix(); ok {
+		p.mix = &m
+	}
 	p.quantHeads = opt.QuantizeHeads
 	if err := p.addTensors(ck, ro, exp, spec); err != nil {
 		return err
@@ -202,6 +207,11 @@ func (p *Plan) build(cfg *Config, arch *Arch, ck checkpoint, opt Options) error 
 	if p.Meta, err = kv.kvs(); err != nil {
 		return fmt.Errorf("%s: %w", p.Dir, err)
 	}
+	if p.mix != nil {
+		if err := p.applyMix(); err != nil {
+			return err
+		}
+	}
 	return p.conform(arch.Schema)
 }
 
@@ -215,7 +225,11 @@ func setGeneral(kv *keyValues, p *Plan) {
 	kv.set(schema.GeneralType, "model")
 	kv.set(schema.GeneralName, p.Name)
 	kv.set(schema.SizeLabel, p.Size)
-	kv.set(schema.FileType, fileType(p.OutType))
+	if p.mix != nil {
+		kv.set(schema.FileType, int64(p.mix.ID))
+	} else {
+		kv.set(schema.FileType, fileType(p.OutType))
+	}
 	kv.set(schema.QuantizationVersion, int64(2))
 }
 
@@ -333,7 +347,10 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 			}
 		}
 		t.SrcDtype = prod.srcs[0].t.Dtype
-		if typ, ok := keptHeadType(p.OutType, t.Type, t.Name, t.SrcDtype, p.quantHeads); ok {
+		if p.mix != nil {
+			// Stored as the checkpoint's dtype for now; applyMix picks the mix's types.
+			t.Type, note = tensorType(resolveAuto(Auto, t.SrcDtype), e.decl, e.dst, e.dims)
+		} else if typ, ok := keptHeadType(p.OutType, t.Type, t.Name, t.SrcDtype, p.quantHeads); ok {
 			t.Type, note = typ, ""
 			kept = append(kept, fmt.Sprintf("%s (%s)", t.Name, typ))
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/internal/mmap"
+	"github.com/dspark-dev/dspark/internal/quantize"
 	"github.com/dspark-dev/dspark/safetensors"
 )
 
@@ -182,6 +183,10 @@ func (e *encoder) encode(dst []byte, t gguf.GGMLType, src []byte, d safetensors.
 	case gguf.TypeQ8_0:
 		dtype.QuantizeQ8_0(dst, f)
 	default:
-		panic("convert: encode to unsupported type " + t.String())
+		q, ok := dtype.QuantOf(uint32(t))
+		if !ok || !quantize.Supported(q) {
+			panic("convert: encode to unsupported type " + t.String())
+		}
+		quantize.Blocks(q, dst, f) // whole blocks: chunks are multiples of 256 values of rows of whole blocks
 	}
 }

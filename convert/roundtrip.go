@@ -95,7 +95,11 @@ func (e *encoder) measure(s *errStat, t gguf.GGMLType, out []byte) {
 	case gguf.TypeBF16:
 		dtype.DecodeBF16(back, out)
 	default:
-		panic("convert: round-trip error of type " + t.String())
+		q, ok := dtype.QuantOf(uint32(t))
+		if !ok {
+			panic("convert: round-trip error of type " + t.String())
+		}
+		dtype.Dequantize(q, back, out)
 	}
 	// Fast path: plain float64 sums in locals. A non-finite source or stored value (NaN,
 	// an infinity kept, or an overflow to infinity) makes a sum non-finite; then the chunk is

@@ -61,7 +61,7 @@ partial file on error or Ctrl-C). The default output is DIR/Name-SizeLabel-Type.
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.outfile, "outfile", "o", "", "output file (default: DIR/Name-SizeLabel-Type.gguf; a directory gets the default name)")
-	f.StringVar(&fl.outtype, "outtype", "auto", "weight type: auto (the checkpoint's dtype), bf16, f16, f32, q8_0; 1-D tensors, norms, router and biases stay f32")
+	f.StringVar(&fl.outtype, "outtype", "auto", "weight type: auto (the checkpoint's dtype), bf16, f16, f32, q8_0; 1-D tensors, norms, router and biases stay f32; or a llama-quantize mix (q4_k_m, q6_k, iq4_xs, mxfp4_moe, ...: as dspark quantize, in the same pass)")
 	f.StringVar(&fl.target, "target", "", "target checkpoint of a draft: supplies the tokenizer and is checked against the draft")
 	f.BoolVar(&fl.dryRun, "dry-run", false, "print the plan (tensors, types, shapes, bytes, metadata) and write nothing")
 	f.BoolVar(&fl.verify, "verify", false, "re-open the output and check every tensor (sha256 re-derived from the source) and every key")

@@ -40,7 +40,11 @@ func runRoot(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // execute does not leak values into the next.
 func resetFlags(c *cobra.Command) {
 	c.Flags().VisitAll(func(f *pflag.Flag) {
-		f.Value.Set(f.DefValue)
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			sv.Replace(nil) // Set would append the default's text ("[]") to the list
+		} else {
+			f.Value.Set(f.DefValue)
+		}
 		f.Changed = false
 	})
 	for _, sub := range c.Commands() {

@@ -85,6 +85,7 @@ func Lint(f *gguf.File, v *View, target *gguf.File) []Finding {
 		l.dsv4()
 	}
 	l.heads()
+	l.lowBits()
 	l.hiddenOut()
 	if heads := dsparkHeads(f); f.Architecture() == "dflash" && v.Kind == "DSpark" && len(heads) > 0 {
 		l.add(f, true, heads[0], "a DSpark draft: DFlash-only loaders (ollama maps every dflash file to plain DFlash) ignore %s and run it without its Markov and confidence heads",
@@ -239,6 +240,28 @@ func (l *linter) heads() {
 	case "llama.cpp-dflash-dsv4":
 		l.add(l.f, true, t.Name, "is %s: ds4 (DeepSeek-V4 drafts) accepts F16, F32 or Q8_0 Markov/confidence heads only and silently runs without speculation; llama.cpp reads %s",
 			t.Type, t.Type)
+	}
+}
+
+// lowBitTypes are the ggml types of 4 bits per weight or less (before their block scales).
+var lowBitTypes = []gguf.GGMLType{
+	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ4_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeMXFP4, gguf.TypeNVFP4,
+	gguf.TypeQ3_K, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeQ2_K, gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S,
+	gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0, gguf.TypeQ1_0, gguf.TypeQ2_0,
+}
+
+// lowBits warns when the draft's context projection (fc) or a Markov head tensor sits at 4
+// bits or less: llama-quantize has no draft rule and gives fc the mix's default type (Q4_K
+// under Q4_K_M) and the Markov tables a 32-block fallback, while these are the tensors
+// whose error costs the most acceptance.
+func (l *linter) lowBits() {
+	for _, role := range []string{rFC, rMarkovW1, rMarkovW2} {
+		t := l.v.roles[role]
+		if t == nil || !slices.Contains(lowBitTypes, t.Type) {
+			continue
+		}
+		l.add(l.f, true, t.Name, "is %s, 4 bits per weight or less: the draft's %s loses acceptance first when quantized (llama-quantize treats it as any matrix); keep it at Q8_0 (dspark quantize does by default, or --tensor-type '%s=q8_0')",
+			t.Type, map[string]string{rFC: "context projection", rMarkovW1: "Markov head", rMarkovW2: "Markov head"}[role], regexp.QuoteMeta(t.Name))
 	}
 }
 

@@ -142,7 +142,7 @@ vet-cross:
 # The emulated lists are explicit: under qemu the kernels and the runtime (runtime/...) and the
 # OS-facing packages; under Wine the OS-facing packages, the file formats and the kernels. The
 # rest of the suite is the native `make test`.
-CROSS_QEMU_PKGS := ./internal/mmap ./internal/cpuclock ./runtime/...
+CROSS_QEMU_PKGS := ./internal/mmap ./internal/cpuclock ./internal/quantize ./runtime/...
 CROSS_WINE_PKGS := ./internal/mmap ./internal/cpuclock ./internal/atomicfile ./internal/outpath \
 	./internal/testdir ./gguf/... ./safetensors ./tokenizer ./runtime/kernels ./runtime/speculative
 # WINE: the runner for Windows binaries (default scripts/wine.sh when wine64 and mingw-w64 are

@@ -302,3 +302,46 @@ func TestQuantizeDraftRuns(t *testing.T) {
 		t.Errorf("speculative %v, plain %v", a.Tokens, b.Tokens)
 	}
 }
+
+// TestQuantizeLlamaCompatDraftRuns: llama-quantize (and --llama-compat) writes a {H, 1} head
+// such as the confidence head's conf_proj as {H}, as ggml drops trailing 1s; dspark's lint and
+// runtime compare dims as llama.cpp's loader does, so that draft checks clean and runs, with
+// output equal to plain decoding.
+func TestQuantizeLlamaCompatDraftRuns(t *testing.T) {
+	target, draft := convertedPair(t)
+	out := filepath.Join(t.TempDir(), "d-compat.gguf")
+	if msg, err := runQuantizeArgs(t, "-q", "--llama-compat", draft, out, "Q4_K_M"); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed := ""
+	for _, ti := range f.Tensors {
+		if strings.Contains(ti.Name, "conf_proj") && len(ti.Dims) == 1 {
+			trimmed = ti.Name
+		}
+	}
+	f.Close()
+	if trimmed == "" {
+		t.Fatal("no 1-D conf_proj in the llama-compat draft: the test needs the trimmed form")
+	}
+	if stdout, stderr, code := runRoot(t, "inspect", "--check", "--target", target, out); code != exitOK {
+		t.Fatalf("inspect --check of the llama-compat draft (%s trimmed): exit %d\n%s%s", trimmed, code, stdout, stderr)
+	}
+	spec, stderr, code := runRoot(t, "run", "--target", target, "--draft", out, "--tokens", "5,6,7", "-n", "12", "--json")
+	if code != exitOK {
+		t.Fatalf("run with the llama-compat draft: exit %d\n%s", code, stderr)
+	}
+	plain, stderr, code := runRoot(t, "run", "--target", target, "--tokens", "5,6,7", "-n", "12", "--json")
+	if code != exitOK {
+		t.Fatalf("plain run: exit %d\n%s", code, stderr)
+	}
+	var a, b runReport
+	decodeJSON(t, spec, &a)
+	decodeJSON(t, plain, &b)
+	if fmt.Sprint(a.Tokens) != fmt.Sprint(b.Tokens) || len(a.Tokens) == 0 {
+		t.Errorf("speculative %v, plain %v", a.Tokens, b.Tokens)
+	}
+}

@@ -197,7 +197,7 @@ func qwen3Path(f *gguf.File, extraLayer []string) (string, bool) {
 			continue
 		}
 		required++
-		if !dimsMatch(t.Dims, in.Dims) {
+		if !schema.DimsMatch(t.Dims, in.Dims) {
 			return fmt.Sprintf("%s has dims %s, upstream expects %s (%s)", in.Name, fmtDims(t.Dims), fmtDims(in.Dims), in.Decl.Why), false
 		}
 	}
@@ -233,18 +233,6 @@ func isExtra(name string, perLayer []string) bool {
 	rest := name[len("blk."):]
 	dot := strings.IndexByte(rest, '.')
 	return dot > 0 && slices.Contains(perLayer, rest[dot+1:])
-}
-
-func dimsMatch(got []uint64, want []int64) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for i, w := range want {
-		if w >= 0 && uint64(w) != got[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func fmtDims[T int64 | uint64](d []T) string {

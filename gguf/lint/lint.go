@@ -71,7 +71,7 @@ func CheckAs(f *gguf.File, decl *schema.Schema) []Problem {
 			return c.probs // reported by block_count's range; nothing sensible to expand
 		}
 		c.tensors(vals)
-		c.normTypes()
+		c.normTypes(vals)
 	}
 	return c.probs
 }
@@ -127,7 +127,7 @@ func (c *checker) tensors(vals *schema.Values) {
 			reportedAlt[in.Alt] = true
 			c.add(in.Alt, "present together with %s (a file has one form or the other, never both)", in.Name)
 		}
-		if !vals.Suppressed(in.Decl.Name) && !matches(t.Dims, in.Dims) {
+		if !vals.Suppressed(in.Decl.Name) && !schema.DimsMatch(t.Dims, in.Dims) {
 			c.add(in.Name, "has dims %s, the metadata implies %s (%s)", fmtDims(t.Dims), fmtDims(in.Dims), in.Decl.Why)
 		}
 	}
@@ -143,32 +143,23 @@ func (c *checker) tensors(vals *schema.Values) {
 	}
 }
 
-// normTypes reports 1-D tensors (norms, biases) not stored as F32, llama.cpp's convention.
-func (c *checker) normTypes() {
+// normTypes reports 1-D tensors (norms, biases) not stored as F32, llama.cpp's convention. A
+// tensor declared as a matrix whose trailing dims are 1 is stored 1-D by ggml's writers
+// (llama-quantize's output of a {H, 1} head) and keeps its matrix type: it is not reported.
+func (c *checker) normTypes(vals *schema.Values) {
+	declared := map[string]int{}
+	for _, in := range vals.Instances() {
+		declared[in.Name] = len(in.Dims)
+	}
 	for i := range c.f.Tensors {
 		t := &c.f.Tensors[i]
+		if rank, ok := declared[t.Name]; ok && rank > 1 {
+			continue
+		}
 		if len(t.Dims) == 1 && t.Type != gguf.TypeF32 {
 			c.add(t.Name, "is %s; 1-D tensors (norms, biases) are F32 by llama.cpp's convention", t.Type)
 		}
 	}
-}
-
-// matches compares a tensor's dims with the expected ones as llama.cpp's loader does: dims
-// beyond either list count as 1 (a {H, 1} tensor is a {H} tensor).
-func matches(got []uint64, want []int64) bool {
-	for i := range max(len(got), len(want)) {
-		g, w := uint64(1), int64(1)
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if w >= 0 && uint64(w) != g {
-			return false
-		}
-	}
-	return true
 }
 
 func fmtDims[T int64 | uint64](d []T) string {

@@ -932,3 +932,24 @@ func (v *Values) Origin(name string) string {
 	}
 	return ""
 }
+
+// DimsMatch reports whether a tensor's dims are the declared ones as llama.cpp's loader
+// compares them: dims beyond either list count as 1, so a {H, 1} tensor is a {H} tensor (ggml
+// drops trailing 1s when it writes a tensor: llama-quantize's output of a {H, 1} matrix is
+// {H}). A negative declared dim is unresolved (its key is missing or bad, a problem Resolve
+// reports) and matches any size.
+func DimsMatch(got []uint64, want []int64) bool {
+	for i := range max(len(got), len(want)) {
+		g, w := uint64(1), int64(1)
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if w >= 0 && uint64(w) != g {
+			return false
+		}
+	}
+	return true
+}

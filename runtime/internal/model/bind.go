@@ -165,11 +165,7 @@ func (b *Binder) tensor(template string, layer, rank int) (*gguf.TensorInfo, []i
 		b.fail("internal: %s is declared with %d dims, bound as %d", name, len(in.Dims), rank)
 		return nil, nil, nil
 	}
-	match := len(t.Dims) == len(in.Dims)
-	for i := 0; match && i < len(in.Dims); i++ {
-		match = in.Dims[i] >= 0 && uint64(in.Dims[i]) == t.Dims[i]
-	}
-	if !match {
+	if slices.Min(in.Dims) < 0 || !schema.DimsMatch(t.Dims, in.Dims) { // {H} and {H, 1}: the same bytes
 		b.fail("tensor %s has dims %v, the metadata implies %v (%s)", name, t.Dims, in.Dims, in.Decl.Why)
 		return nil, nil, nil
 	}

@@ -26,13 +26,13 @@ func CheckTensors(f *gguf.File, v *schema.Values) error {
 			}
 			continue
 		}
-		if !dimsMatch(t.Dims, in.Dims) {
+		if !schema.DimsMatch(t.Dims, in.Dims) {
 			return fmt.Errorf("tensor %s has dims %v, the metadata implies %v (%s)", in.Name, t.Dims, in.Dims, in.Decl.Why)
 		}
 		if in.Decl.NotRun != "" {
 			return fmt.Errorf("tensor %s is not run by dspark's runtime: %s", in.Name, in.Decl.NotRun)
 		}
-		if len(t.Dims) == 1 && t.Type != gguf.TypeF32 {
+		if len(in.Dims) == 1 && t.Type != gguf.TypeF32 {
 			return fmt.Errorf("tensor %s has type %v, want F32 (1-D tensors are stored as F32)", t.Name, t.Type)
 		}
 		if _, ok := kernelType(t.Type); !ok {
@@ -86,15 +86,3 @@ func runTypes() string {
 }
 
 func hasInstance(m map[string]schema.Instance, name string) bool { _, ok := m[name]; return ok }
-
-func dimsMatch(got []uint64, want []int64) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for i, w := range want {
-		if w < 0 || uint64(w) != got[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -107,3 +107,49 @@ func (m *Mat) panelsQuant(s *seg, n, p0, p1 int) {
 		}
 	}
 }
+
+// decodePanelTile decodes the 16 rows of a quantized panel (mem: 16 GGUF rows of rb bytes)
+// into tile in the packed F32 panel layout: tile[16*k + r] is row r's weight of column k,
+// the exact value of dtype.Dequantize.
+func decodePanelTile(q dtype.Quant, tile []float32, mem []byte, rb, cols int) {
+	tile = tile[:panelRows*cols]
+	var w [dtype.SpanElems]float32
+	be, bb := q.BlockElems(), q.BlockBytes()
+	spans := be / dtype.SpanElems
+	for b := 0; b < cols/be; b++ { // block by block: the tile's 64*be bytes stay in L1
+		for r := 0; r < panelRows; r++ {
+			blk := mem[r*rb+b*bb : r*rb+(b+1)*bb]
+			for sp := 0; sp < spans; sp++ {
+				dtype.DequantizeSpan(q, w[:], blk, sp)
+				t := tile[(b*be+sp*dtype.SpanElems)*panelRows+r:]
+				for l, v := range w {
+					t[l*panelRows] = v
+				}
+			}
+		}
+	}
+}
+
+// tileBufs is a free list of decode tiles (a channel, as pairBufs); a tile only grows.
+var tileBufs = make(chan *[]float32, 16)
+
+func getTile(n int) *[]float32 {
+	var b *[]float32
+	select {
+	case b = <-tileBufs:
+	default:
+		b = new([]float32)
+	}
+	if cap(*b) < n {
+		*b = make([]float32, n)
+	}
+	*b = (*b)[:n]
+	return b
+}
+
+func putTile(b *[]float32) {
+	select {
+	case tileBufs <- b:
+	default:
+	}
+}

@@ -380,6 +380,7 @@ func main() {
 	a.roundBF16Kernel()
 	a.amxHelpers()
 	a.vecKernels()
+	a.quantKernels()
 
 	var g gen
 	g.s.WriteString(header)
@@ -402,6 +403,7 @@ func main() {
 	g.amxDecls()
 	g.amxRowDecls()
 	g.vecDecls()
+	g.quantDecls()
 	g.f("// Largest panel count per batch-row count (index) of each kernel family; the generator")
 	g.f("// keeps the same tables.")
 	g.f("var (")

@@ -880,19 +880,17 @@ func axpy5RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int
 //go:noescape
 func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
 
-// q4kTile decodes one Q4_K superblock of 16 rows (qs: row 0's qs; idx[r]: row r's
-// offset in bytes; scl: per sub-block j, the rows' d1 at scl[32j:] and m1 at
-// scl[32j+16:]) into tile[16*k + r], k < 256 (needs AVX-512F).
+// q4kTile decodes n >= 1 Q4_K superblocks of 16 rows (blk: row 0's first block;
+// idx[r]: row r's offset in bytes, below 2^31) into tile[16*k + r], k < 256n
+// (needs AVX-512F).
 //
 //go:noescape
-func q4kTile(tile *float32, qs *byte, idx *int32, scl *float32)
+func q4kTile(tile *float32, blk *byte, idx *int32, n int)
 
-// q6kTile decodes one Q6_K superblock of 16 rows (ql: row 0's block; idx as q4kTile;
-// scl: per half h and scale s < 8 of it, the rows' d*scale at scl[128h+16s:]) into
-// tile[16*k + r], k < 256 (needs AVX-512F).
+// q6kTile is q4kTile for Q6_K.
 //
 //go:noescape
-func q6kTile(tile *float32, ql *byte, idx *int32, scl *float32)
+func q6kTile(tile *float32, blk *byte, idx *int32, n int)
 
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.

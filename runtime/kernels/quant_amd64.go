@@ -3,7 +3,6 @@
 package kernels
 
 import (
-	"encoding/binary"
 	"math"
 	"unsafe"
 
@@ -59,54 +58,21 @@ func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) {
 
 // decodeTile512 is decodePanelTile with the AVX-512F decoders (q4kTile, q6kTile) for the
 // types that have one, and reports whether it decoded (false: another type, or rows too long
-// for the decoders' 32-bit offsets). The scales are computed here as dtype computes them
-// (the same float32 products), so the decoders' values are dtype.Dequantize's.
+// for the decoders' 32-bit offsets).
 func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool {
-	if (q != dtype.QuantQ4_K && q != dtype.QuantQ6_K) || panelRows*rb > math.MaxInt32 {
+	if (q != dtype.QuantQ4_K && q != dtype.QuantQ6_K) || panelRows*rb > math.MaxInt32 || cols < 256 {
 		return false
 	}
 	var idx [panelRows]int32
 	for r := range idx {
 		idx[r] = int32(r * rb)
 	}
-	var scl [256]float32
-	bb := q.BlockBytes()
 	_ = tile[panelRows*cols-1]
 	_ = mem[panelRows*rb-1]
-	for b := 0; b < cols/256; b++ {
-		t := &tile[b*256*panelRows]
-		switch q {
-		case dtype.QuantQ4_K:
-			for r := 0; r < panelRows; r++ {
-				blk := mem[r*rb+b*bb : r*rb+(b+1)*bb]
-				d := f16(binary.LittleEndian.Uint16(blk))
-				dmin := f16(binary.LittleEndian.Uint16(blk[2:]))
-				for j := 0; j < 8; j++ {
-					sc, mn := scaleMinK4(j, blk[4:16])
-					scl[32*j+r] = float32(d * float32(sc))
-					scl[32*j+16+r] = float32(dmin * float32(mn))
-				}
-			}
-			q4kTile(t, &mem[b*bb+16], &idx[0], &scl[0])
-		case dtype.QuantQ6_K:
-			for r := 0; r < panelRows; r++ {
-				blk := mem[r*rb+b*bb : r*rb+(b+1)*bb]
-				d := f16(binary.LittleEndian.Uint16(blk[208:]))
-				for i := 0; i < 16; i++ {
-					scl[16*i+r] = float32(d * float32(int8(blk[192+i])))
-				}
-			}
-			q6kTile(t, &mem[b*bb], &idx[0], &scl[0])
-		}
+	if q == dtype.QuantQ4_K {
+		q4kTile(&tile[0], &mem[0], &idx[0], cols/256)
+	} else {
+		q6kTile(&tile[0], &mem[0], &idx[0], cols/256)
 	}
 	return true
-}
-
-// scaleMinK4 is ggml's get_scale_min_k4 (as internal/dtype's): the 6-bit scale and min of
-// sub-block j of Q4_K and Q5_K from their 12 packed bytes.
-func scaleMinK4(j int, q []byte) (sc, m uint8) {
-	if j < 4 {
-		return q[j] & 63, q[j+4] & 63
-	}
-	return q[j+4]&15 | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }

@@ -1,13 +1,15 @@
 package main
 
+import "fmt"
+
 // The decoders of the quantized types (quant_amd64.go): each decodes one superblock of 256
 // columns of a panel's 16 rows straight into the f32 tile of the F32 panel kernels
 // (tile[16*k + r], 64 bytes per column), with the rows in the lanes: one VPGATHERDD reads
 // the same four bytes of all 16 rows' blocks (idx[r] = r*rowBytes), so no transpose is
-// needed. The per-row scales come from Go in the same lane order (scl: one vector of 16
-// float32 per scale index), so every weight is the one multiply (and, for Q4_K, the one
-// subtraction) of ggml's dequantize_row_*, each rounded to float32: bit for bit the
-// reference's.
+// needed. The scales are decoded the same way (fp16 by VCVTPH2PS, which is exact, the
+// 6-bit and 8-bit scales by shifts and masks, then one VMULPS as ggml's float product), so
+// every weight is the one multiply (and, for Q4_K, the one subtraction) of ggml's
+// dequantize_row_*, each rounded to float32: bit for bit the reference's.
 
 // quantKernels emits q4kTile and q6kTile.
 func (g *gen) quantKernels() {
@@ -15,90 +17,114 @@ func (g *gen) quantKernels() {
 	g.f("GLOBL qmask15<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA qmask48<>+0(SB)/4, $48")
 	g.f("GLOBL qmask48<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA qmask63<>+0(SB)/4, $63")
+	g.f("GLOBL qmask63<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA q32<>+0(SB)/4, $32")
 	g.f("GLOBL q32<>(SB), RODATA|NOPTR, $4\n")
 
 	// Q4_K: qs[128] at 16; sub-blocks 2i and 2i+1 are the low and high nibbles of
 	// qs[32i:32i+32]. scl holds per sub-block j two vectors: d1 (at 128j) then m1.
-	g.f("// func q4kTile(tile *float32, qs *byte, idx *int32, scl *float32)")
+	g.f("// func q4kTile(tile *float32, blk *byte, idx *int32, n int)")
 	g.f("TEXT ·q4kTile(SB), NOSPLIT, $0-32")
-	g.quantPrologue("qs")
-	g.f("\tMOVQ $4, CX")
-	g.f("q4kTile_loop:")
-	g.f("\tVMOVUPS 0(DX), Z28")
-	g.f("\tVMOVUPS 64(DX), Z27")
-	g.f("\tVMOVUPS 128(DX), Z26")
-	g.f("\tVMOVUPS 192(DX), Z25")
-	for l := 0; l < 32; l += 4 {
-		g.f("\tKXNORW K0, K0, K1")
-		g.f("\tVPGATHERDD %d(SI)(Z31*1), K1, Z0", l)
-		for b := 0; b < 4; b++ {
-			for h := 0; h < 2; h++ {
-				sh := 8*b + 4*h
-				if sh == 0 {
-					g.f("\tVPANDD Z30, Z0, Z2")
+	g.quantPrologue()
+	g.f("\tVPBROADCASTD qmask48<>(SB), Z29")
+	g.f("\tVPBROADCASTD qmask63<>(SB), Z28")
+	g.f("q4kTile_block:")
+	g.quantGather(0, "Z20", 1)
+	g.quantGather(4, "Z17", 2)
+	g.quantGather(8, "Z18", 3)
+	g.quantGather(12, "Z19", 1)
+	g.f("\tVPMOVDW Z20, Y21")
+	g.f("\tVCVTPH2PS Y21, Z21") // d
+	g.f("\tVPSRLD $16, Z20, Z20")
+	g.f("\tVPMOVDW Z20, Y22")
+	g.f("\tVCVTPH2PS Y22, Z22") // dmin
+	for i := 0; i < 4; i++ {
+		for h := 0; h < 2; h++ {
+			j := 2*i + h
+			for w, dst := range []string{fmt.Sprintf("Z%d", 24+2*h), fmt.Sprintf("Z%d", 25+2*h)} {
+				lo, hi := []string{"Z17", "Z18"}[w], "Z19" // scale bytes 0..3 (w=0) or 4..7 (min)
+				if j < 4 {
+					g.f("\tVPSRLD $%d, %s, Z2", 8*j, lo)
+					g.f("\tVPANDD Z28, Z2, Z2")
 				} else {
-					g.f("\tVPSRLD $%d, Z0, Z1", sh)
-					g.f("\tVPANDD Z30, Z1, Z2")
+					jj := j - 4
+					g.f("\tVPSRLD $%d, %s, Z2", 8*jj+4*w, hi)
+					g.f("\tVPANDD Z30, Z2, Z2")
+					g.f("\tVPSRLD $%d, %s, Z3", 8*jj+2, lo)
+					g.f("\tVPANDD Z29, Z3, Z3")
+					g.f("\tVPORD Z3, Z2, Z2")
 				}
 				g.f("\tVCVTDQ2PS Z2, Z2")
-				g.f("\tVMULPS Z%d, Z2, Z2", 28-2*h)
-				g.f("\tVSUBPS Z%d, Z2, Z2", 27-2*h)
-				g.f("\tVMOVUPS Z2, %d(DI)", (32*h+l+b)*64)
+				g.f("\tVMULPS Z%d, Z2, %s", 21+w, dst)
+			}
+		}
+		for l := 0; l < 32; l += 4 {
+			g.quantGather(16+32*i+l, "Z0", 1)
+			for b := 0; b < 4; b++ {
+				for h := 0; h < 2; h++ {
+					sh := 8*b + 4*h
+					g.f("\tVPSRLD $%d, Z0, Z1", sh)
+					g.f("\tVPANDD Z30, Z1, Z2")
+					g.f("\tVCVTDQ2PS Z2, Z2")
+					g.f("\tVMULPS Z%d, Z2, Z2", 24+2*h)
+					g.f("\tVSUBPS Z%d, Z2, Z2", 25+2*h)
+					g.f("\tVMOVUPS Z2, %d(DI)", (64*i+32*h+l+b)*64)
+				}
 			}
 		}
 	}
-	g.f("\tADDQ $32, SI")
-	g.f("\tADDQ $4096, DI")
-	g.f("\tADDQ $256, DX")
+	g.f("\tADDQ $144, SI")
+	g.f("\tADDQ $16384, DI")
 	g.f("\tDECQ CX")
-	g.f("\tJNZ q4kTile_loop")
+	g.f("\tJNZ q4kTile_block")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 
 	// Q6_K: ql[128] at 0, qh[64] at 128; half h (128 columns) reads ql[64h:], qh[128+32h:].
 	// Quarter k of a half: the low (k < 2) or high nibbles of ql[l] (k even) or ql[l+32],
 	// with bits 2k..2k+1 of qh[l]; minus 32. scl holds per half 8 vectors: scale 2k + l/16.
-	g.f("// func q6kTile(tile *float32, ql *byte, idx *int32, scl *float32)")
+	g.f("// func q6kTile(tile *float32, blk *byte, idx *int32, n int)")
 	g.f("TEXT ·q6kTile(SB), NOSPLIT, $0-32")
-	g.quantPrologue("ql")
+	g.quantPrologue()
 	g.f("\tVPBROADCASTD qmask48<>(SB), Z29")
 	g.f("\tVPBROADCASTD q32<>(SB), Z24")
+	g.f("q6kTile_block:")
+	g.quantGather(206, "Z6", 1) // scales 14, 15 and d
+	g.f("\tVPSRLD $16, Z6, Z6")
+	g.f("\tVPMOVDW Z6, Y6")
+	g.f("\tVCVTPH2PS Y6, Z6")
+	for i := 0; i < 4; i++ {
+		g.quantGather(192+4*i, fmt.Sprintf("Z%d", 7+i), 1+i%3)
+	}
 	for h := 0; h < 2; h++ { // the halves, unrolled: ql advances 64 bytes a half and qh 32
-		for i := 0; i < 8; i++ {
-			g.f("\tVMOVUPS %d(DX), Z%d", 512*h+64*i, 16+i) // Z16..Z23: scale 2k + l/16
+		for i := 0; i < 8; i++ { // Z16..Z23: d * int8 scale 8h+i
+			sc := 8*h + i
+			g.f("\tVPSLLD $%d, Z%d, Z2", 24-8*(sc%4), 7+sc/4)
+			g.f("\tVPSRAD $24, Z2, Z2")
+			g.f("\tVCVTDQ2PS Z2, Z2")
+			g.f("\tVMULPS Z6, Z2, Z%d", 16+i)
 		}
 		for l := 0; l < 32; l += 4 {
-			g.f("\tKXNORW K0, K0, K1")
-			g.f("\tVPGATHERDD %d(SI)(Z31*1), K1, Z0", 64*h+l)
-			g.f("\tKXNORW K0, K0, K2")
-			g.f("\tVPGATHERDD %d(SI)(Z31*1), K2, Z3", 64*h+l+32)
-			g.f("\tKXNORW K0, K0, K3")
-			g.f("\tVPGATHERDD %d(SI)(Z31*1), K3, Z4", 128+32*h+l)
+			g.quantGather(64*h+l, "Z0", 1)
+			g.quantGather(64*h+l+32, "Z3", 2)
+			g.quantGather(128+32*h+l, "Z4", 3)
 			for b := 0; b < 4; b++ {
 				for k := 0; k < 4; k++ {
 					src := "Z0"
 					if k%2 == 1 {
 						src = "Z3"
 					}
-					sh := 8*b + 4*(k/2)
-					if sh == 0 {
-						g.f("\tVPANDD Z30, %s, Z2", src)
-					} else {
-						g.f("\tVPSRLD $%d, %s, Z1", sh, src)
-						g.f("\tVPANDD Z30, Z1, Z2")
-					}
+					g.f("\tVPSRLD $%d, %s, Z1", 8*b+4*(k/2), src)
+					g.f("\tVPANDD Z30, Z1, Z2")
 					hs := 8*b + 2*k // bits hs..hs+1 of the qh word to bits 4..5
 					switch {
-					case hs > 4:
+					case hs >= 4:
 						g.f("\tVPSRLD $%d, Z4, Z5", hs-4)
-						g.f("\tVPANDD Z29, Z5, Z5")
-					case hs < 4:
-						g.f("\tVPSLLD $%d, Z4, Z5", 4-hs)
-						g.f("\tVPANDD Z29, Z5, Z5")
 					default:
-						g.f("\tVPANDD Z29, Z4, Z5")
+						g.f("\tVPSLLD $%d, Z4, Z5", 4-hs)
 					}
+					g.f("\tVPANDD Z29, Z5, Z5")
 					g.f("\tVPORD Z5, Z2, Z2")
 					g.f("\tVPSUBD Z24, Z2, Z2")
 					g.f("\tVCVTDQ2PS Z2, Z2")
@@ -108,33 +134,42 @@ func (g *gen) quantKernels() {
 			}
 		}
 	}
+	g.f("\tADDQ $210, SI")
+	g.f("\tADDQ $16384, DI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ q6kTile_block")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
 
-// quantPrologue loads the decoders' arguments: DI the tile, SI the first row's bytes, Z31
-// the row offsets, DX the scales, Z30 the nibble mask.
-func (g *gen) quantPrologue(src string) {
+// quantGather gathers the 32-bit words at offset off of the 16 rows' blocks into dst,
+// through mask register K<k> (which the gather clears).
+func (g *gen) quantGather(off int, dst string, k int) {
+	g.f("\tKXNORW K0, K0, K%d", k)
+	g.f("\tVPGATHERDD %d(SI)(Z31*1), K%d, %s", off, k, dst)
+}
+
+// quantPrologue loads the decoders' arguments: DI the tile, SI row 0's first block, Z31
+// the row offsets, CX the block count, Z30 the nibble mask.
+func (g *gen) quantPrologue() {
 	g.f("\tMOVQ tile+0(FP), DI")
-	g.f("\tMOVQ %s+8(FP), SI", src)
+	g.f("\tMOVQ blk+8(FP), SI")
 	g.f("\tMOVQ idx+16(FP), AX")
-	g.f("\tMOVQ scl+24(FP), DX")
+	g.f("\tMOVQ n+24(FP), CX")
 	g.f("\tVMOVDQU32 (AX), Z31")
 	g.f("\tVPBROADCASTD qmask15<>(SB), Z30")
 }
 
 // quantDecls declares the decoders.
 func (g *gen) quantDecls() {
-	g.f("// q4kTile decodes one Q4_K superblock of 16 rows (qs: row 0's qs; idx[r]: row r's")
-	g.f("// offset in bytes; scl: per sub-block j, the rows' d1 at scl[32j:] and m1 at")
-	g.f("// scl[32j+16:]) into tile[16*k + r], k < 256 (needs AVX-512F).")
+	g.f("// q4kTile decodes n >= 1 Q4_K superblocks of 16 rows (blk: row 0's first block;")
+	g.f("// idx[r]: row r's offset in bytes, below 2^31) into tile[16*k + r], k < 256n")
+	g.f("// (needs AVX-512F).")
 	g.f("//")
 	g.f("//go:noescape")
-	g.f("func q4kTile(tile *float32, qs *byte, idx *int32, scl *float32)\n")
-	g.f("// q6kTile decodes one Q6_K superblock of 16 rows (ql: row 0's block; idx as q4kTile;")
-	g.f("// scl: per half h and scale s < 8 of it, the rows' d*scale at scl[128h+16s:]) into")
-	g.f("// tile[16*k + r], k < 256 (needs AVX-512F).")
+	g.f("func q4kTile(tile *float32, blk *byte, idx *int32, n int)\n")
+	g.f("// q6kTile is q4kTile for Q6_K.")
 	g.f("//")
 	g.f("//go:noescape")
-	g.f("func q6kTile(tile *float32, ql *byte, idx *int32, scl *float32)\n")
+	g.f("func q6kTile(tile *float32, blk *byte, idx *int32, n int)\n")
 }

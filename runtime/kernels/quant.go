@@ -9,12 +9,16 @@ import (
 // Contract: the f32 one, unchanged. Each weight is dequantized exactly to the float32 value
 // of ggml's dequantize_row_* (internal/dtype), and each output is the fma32 chain over the
 // columns in order, as for every other type; so row j of a batch equals the row alone, and
-// packed, stacked and grouped matrices give the bits of the views. Only the portable code
-// computes them (on every path): the assembly kernels do not know these layouts yet.
+// packed, stacked and grouped matrices give the bits of the views.
 //
 // Memory: the weights stay quantized. A packed matrix keeps each panel's 16 rows as their
-// GGUF row bytes one after another (the last panel padded with zero bytes), and the product
-// dequantizes one 32-column span of the panel's rows at a time into a small tile.
+// GGUF row bytes one after another (the last panel padded with zero bytes). The portable
+// product (panelsQuant, the reference) dequantizes one 32-column span of the panel's rows at
+// a time into a small tile. On the AVX2 and AVX-512F paths (quant_amd64.go) a packed product
+// decodes each panel whole into an f32 tile in the packed F32 layout (Q4_K and Q6_K with the
+// AVX-512F gather decoders of _generate/quant.go, the other types and the AVX2 path in Go)
+// and runs the path's F32 panel kernels on it: the same values and the same fma32 chains, so
+// the same bits. Views (not packed) stay on the portable code.
 
 // quantTypes maps the kernels' quantized types to internal/dtype's.
 var quantTypes = map[DType]dtype.Quant{

@@ -1,0 +1,45 @@
+//go:build amd64 && !purego && !noasm
+
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dspark-dev/dspark/internal/dtype"
+)
+
+// TestQuantTileDecoders: the AVX-512F panel decoders (decodeTile512) give decodePanelTile's
+// tile bit for bit on blocks of random bytes, scales included: any fp16 (subnormals,
+// infinities and NaNs; a NaN only has to stay a NaN), every 6-bit and int8 sub-scale, and
+// rows of one to three superblocks.
+func TestQuantTileDecoders(t *testing.T) {
+	if !cpuAVX512 {
+		t.Skip("NOT TESTED: this CPU lacks AVX-512F")
+	}
+	r := rand.New(rand.NewPCG(43, 7))
+	for _, q := range []dtype.Quant{dtype.QuantQ4_K, dtype.QuantQ6_K} {
+		for cols := 256; cols <= 768; cols += 256 {
+			for round := 0; round < 20; round++ {
+				rb, _ := q.RowBytes(cols)
+				mem := make([]byte, panelRows*rb)
+				for i := range mem {
+					mem[i] = byte(r.Uint32())
+				}
+				want := make([]float32, panelRows*cols)
+				got := make([]float32, panelRows*cols)
+				decodePanelTile(q, want, mem, rb, cols)
+				if !decodeTile512(q, got, mem, rb, cols) {
+					t.Fatalf("%v: decodeTile512 declined %d columns", q, cols)
+				}
+				for i := range want {
+					w, g := want[i], got[i]
+					if math.Float32bits(w) != math.Float32bits(g) && !(w != w && g != g) {
+						t.Fatalf("%v cols=%d row %d column %d: %v (%#x), want %v (%#x)", q, cols, i%panelRows, i/panelRows, g, math.Float32bits(g), w, math.Float32bits(w))
+					}
+				}
+			}
+		}
+	}
+}

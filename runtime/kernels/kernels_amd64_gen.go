@@ -892,6 +892,21 @@ func q4kTile(tile *float32, blk *byte, idx *int32, n int)
 //go:noescape
 func q6kTile(tile *float32, blk *byte, idx *int32, n int)
 
+// q5kTile is q4kTile for Q5_K.
+//
+//go:noescape
+func q5kTile(tile *float32, blk *byte, idx *int32, n int)
+
+// q40Tile is q4kTile for Q4_0 (n blocks of 32 columns).
+//
+//go:noescape
+func q40Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// iq4xsTile is q4kTile for IQ4_XS.
+//
+//go:noescape
+func iq4xsTile(tile *float32, blk *byte, idx *int32, n int)
+
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.
 var (

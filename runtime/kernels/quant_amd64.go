@@ -56,11 +56,26 @@ func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) {
 	}
 }
 
-// decodeTile512 is decodePanelTile with the AVX-512F decoders (q4kTile, q6kTile) for the
-// types that have one, and reports whether it decoded (false: another type, or rows too long
-// for the decoders' 32-bit offsets).
+// decodeTile512 is decodePanelTile with the AVX-512F decoders of _generate/quant.go for the
+// types that have one (Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS), and reports whether it decoded
+// (false: another type, or rows too long for the decoders' 32-bit offsets).
 func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool {
-	if (q != dtype.QuantQ4_K && q != dtype.QuantQ6_K) || panelRows*rb > math.MaxInt32 || cols < 256 {
+	if panelRows*rb > math.MaxInt32 || cols < q.BlockElems() {
+		return false
+	}
+	var f func(tile *float32, blk *byte, idx *int32, n int)
+	switch q {
+	case dtype.QuantQ4_0:
+		f = q40Tile
+	case dtype.QuantQ4_K:
+		f = q4kTile
+	case dtype.QuantQ5_K:
+		f = q5kTile
+	case dtype.QuantQ6_K:
+		f = q6kTile
+	case dtype.QuantIQ4_XS:
+		f = iq4xsTile
+	default:
 		return false
 	}
 	var idx [panelRows]int32
@@ -69,10 +84,6 @@ func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool
 	}
 	_ = tile[panelRows*cols-1]
 	_ = mem[panelRows*rb-1]
-	if q == dtype.QuantQ4_K {
-		q4kTile(&tile[0], &mem[0], &idx[0], cols/256)
-	} else {
-		q6kTile(&tile[0], &mem[0], &idx[0], cols/256)
-	}
+	f(&tile[0], &mem[0], &idx[0], cols/q.BlockElems())
 	return true
 }

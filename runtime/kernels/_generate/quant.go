@@ -22,14 +22,41 @@ func (g *gen) quantKernels() {
 	g.f("DATA q32<>+0(SB)/4, $32")
 	g.f("GLOBL q32<>(SB), RODATA|NOPTR, $4\n")
 
-	// Q4_K: qs[128] at 16; sub-blocks 2i and 2i+1 are the low and high nibbles of
-	// qs[32i:32i+32]. scl holds per sub-block j two vectors: d1 (at 128j) then m1.
-	g.f("// func q4kTile(tile *float32, blk *byte, idx *int32, n int)")
-	g.f("TEXT ·q4kTile(SB), NOSPLIT, $0-32")
+	g.f("DATA qmask16<>+0(SB)/4, $16")
+	g.f("GLOBL qmask16<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA q8<>+0(SB)/4, $8")
+	g.f("GLOBL q8<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA kvaluesIQ4NL<>+0(SB)/8, $0xffffff98ffffff81")  // -127, -104
+	g.f("DATA kvaluesIQ4NL<>+8(SB)/8, $0xffffffbfffffffad")  // -83, -65
+	g.f("DATA kvaluesIQ4NL<>+16(SB)/8, $0xffffffddffffffcf") // -49, -35
+	g.f("DATA kvaluesIQ4NL<>+24(SB)/8, $0xfffffff6ffffffea") // -22, -10
+	g.f("DATA kvaluesIQ4NL<>+32(SB)/8, $0x0000000d00000001") // 1, 13
+	g.f("DATA kvaluesIQ4NL<>+40(SB)/8, $0x0000002600000019") // 25, 38
+	g.f("DATA kvaluesIQ4NL<>+48(SB)/8, $0x0000004500000035") // 53, 69
+	g.f("DATA kvaluesIQ4NL<>+56(SB)/8, $0x0000007100000059") // 89, 113
+	g.f("GLOBL kvaluesIQ4NL<>(SB), RODATA|NOPTR, $64\n")
+	g.qkTile(false)
+	g.qkTile(true)
+	g.q40Tile()
+	g.iq4xsTile()
+	g.q6kTile()
+}
+
+// qkTile emits q4kTile (q5 false) or q5kTile. Q4_K: d at 0, dmin at 2, scales[12] at 4,
+// qs[128] at 16; sub-blocks 2i and 2i+1 are the low and high nibbles of qs[32i:32i+32].
+// Q5_K: qh[32] at 16 and qs at 48; bit j of qh[l] adds 16 to value l of sub-block j.
+func (g *gen) qkTile(q5 bool) {
+	name, qs, bb := "q4kTile", 16, 144
+	if q5 {
+		name, qs, bb = "q5kTile", 48, 176
+	}
+	g.f("// func %s(tile *float32, blk *byte, idx *int32, n int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-32", name)
 	g.quantPrologue()
+	g.f("\tVPBROADCASTD qmask16<>(SB), Z23")
 	g.f("\tVPBROADCASTD qmask48<>(SB), Z29")
 	g.f("\tVPBROADCASTD qmask63<>(SB), Z28")
-	g.f("q4kTile_block:")
+	g.f("%s_block:", name)
 	g.quantGather(0, "Z20", 1)
 	g.quantGather(4, "Z17", 2)
 	g.quantGather(8, "Z18", 3)
@@ -60,12 +87,25 @@ func (g *gen) quantKernels() {
 			}
 		}
 		for l := 0; l < 32; l += 4 {
-			g.quantGather(16+32*i+l, "Z0", 1)
+			g.quantGather(qs+32*i+l, "Z0", 1)
+			if q5 {
+				g.quantGather(16+l, "Z4", 2)
+			}
 			for b := 0; b < 4; b++ {
 				for h := 0; h < 2; h++ {
 					sh := 8*b + 4*h
 					g.f("\tVPSRLD $%d, Z0, Z1", sh)
 					g.f("\tVPANDD Z30, Z1, Z2")
+					if q5 { // bit 2i+h of byte b of the qh word to bit 4
+						hs := 8*b + 2*i + h
+						if hs >= 4 {
+							g.f("\tVPSRLD $%d, Z4, Z5", hs-4)
+						} else {
+							g.f("\tVPSLLD $%d, Z4, Z5", 4-hs)
+						}
+						g.f("\tVPANDD Z23, Z5, Z5")
+						g.f("\tVPORD Z5, Z2, Z2")
+					}
 					g.f("\tVCVTDQ2PS Z2, Z2")
 					g.f("\tVMULPS Z%d, Z2, Z2", 24+2*h)
 					g.f("\tVSUBPS Z%d, Z2, Z2", 25+2*h)
@@ -74,13 +114,98 @@ func (g *gen) quantKernels() {
 			}
 		}
 	}
-	g.f("\tADDQ $144, SI")
+	g.f("\tADDQ $%d, SI", bb)
 	g.f("\tADDQ $16384, DI")
 	g.f("\tDECQ CX")
-	g.f("\tJNZ q4kTile_block")
+	g.f("\tJNZ %s_block", name)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
+}
 
+// q40Tile emits q40Tile: Q4_0 blocks of 32 (d at 0, qs[16] at 2: value l in the low nibble
+// of qs[l], value l+16 in the high one), weight float32(q-8)*d; n blocks.
+func (g *gen) q40Tile() {
+	g.f("// func q40Tile(tile *float32, blk *byte, idx *int32, n int)")
+	g.f("TEXT ·q40Tile(SB), NOSPLIT, $0-32")
+	g.quantPrologue()
+	g.f("\tVPBROADCASTD q8<>(SB), Z29")
+	g.f("q40Tile_block:")
+	g.quantGather(0, "Z20", 1)
+	g.f("\tVPMOVDW Z20, Y21")
+	g.f("\tVCVTPH2PS Y21, Z21") // d
+	for l := 0; l < 16; l += 4 {
+		g.quantGather(2+l, "Z0", 2)
+		for b := 0; b < 4; b++ {
+			for h := 0; h < 2; h++ {
+				g.f("\tVPSRLD $%d, Z0, Z1", 8*b+4*h)
+				g.f("\tVPANDD Z30, Z1, Z2")
+				g.f("\tVPSUBD Z29, Z2, Z2")
+				g.f("\tVCVTDQ2PS Z2, Z2")
+				g.f("\tVMULPS Z21, Z2, Z2")
+				g.f("\tVMOVUPS Z2, %d(DI)", (16*h+l+b)*64)
+			}
+		}
+	}
+	g.f("\tADDQ $18, SI")
+	g.f("\tADDQ $2048, DI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ q40Tile_block")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// iq4xsTile emits iq4xsTile: IQ4_XS superblocks of 256 (d at 0, scales_h u16 at 2,
+// scales_l[4] at 4, qs[128] at 8; sub-block s: ls = low nibble s%2 of scales_l[s/2] | bits
+// 2s..2s+1 of scales_h << 4, dl = float32(d*(ls-32)), 16 bytes of IQ4_NL nibbles: value l
+// low, l+16 high), weight dl*kvalues[q]; n superblocks.
+func (g *gen) iq4xsTile() {
+	g.f("// func iq4xsTile(tile *float32, blk *byte, idx *int32, n int)")
+	g.f("TEXT ·iq4xsTile(SB), NOSPLIT, $0-32")
+	g.quantPrologue()
+	g.f("\tVPBROADCASTD qmask48<>(SB), Z29")
+	g.f("\tVPBROADCASTD q32<>(SB), Z24")
+	g.f("\tVMOVDQU32 kvaluesIQ4NL<>(SB), Z28")
+	g.f("iq4xsTile_block:")
+	g.quantGather(0, "Z20", 1) // d, scales_h
+	g.quantGather(4, "Z19", 2) // scales_l
+	g.f("\tVPMOVDW Z20, Y21")
+	g.f("\tVCVTPH2PS Y21, Z21") // d
+	for sb := 0; sb < 8; sb++ {
+		// ls: scales_l nibble, then scales_h bits 2sb..2sb+1 (of the word's high half) at 4..5
+		g.f("\tVPSRLD $%d, Z19, Z2", 8*(sb/2)+4*(sb%2))
+		g.f("\tVPANDD Z30, Z2, Z2")
+		if hs := 16 + 2*sb; hs >= 4 {
+			g.f("\tVPSRLD $%d, Z20, Z3", hs-4)
+		}
+		g.f("\tVPANDD Z29, Z3, Z3")
+		g.f("\tVPORD Z3, Z2, Z2")
+		g.f("\tVPSUBD Z24, Z2, Z2")
+		g.f("\tVCVTDQ2PS Z2, Z2")
+		g.f("\tVMULPS Z21, Z2, Z22") // dl
+		for l := 0; l < 16; l += 4 {
+			g.quantGather(8+16*sb+l, "Z0", 3)
+			for b := 0; b < 4; b++ {
+				for h := 0; h < 2; h++ {
+					g.f("\tVPSRLD $%d, Z0, Z1", 8*b+4*h)
+					g.f("\tVPANDD Z30, Z1, Z2")
+					g.f("\tVPERMD Z28, Z2, Z2")
+					g.f("\tVCVTDQ2PS Z2, Z2")
+					g.f("\tVMULPS Z22, Z2, Z2")
+					g.f("\tVMOVUPS Z2, %d(DI)", (32*sb+16*h+l+b)*64)
+				}
+			}
+		}
+	}
+	g.f("\tADDQ $136, SI")
+	g.f("\tADDQ $16384, DI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ iq4xsTile_block")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// q6kTile emits q6kTile.
+func (g *gen) q6kTile() {
 	// Q6_K: ql[128] at 0, qh[64] at 128; half h (128 columns) reads ql[64h:], qh[128+32h:].
 	// Quarter k of a half: the low (k < 2) or high nibbles of ql[l] (k even) or ql[l+32],
 	// with bits 2k..2k+1 of qh[l]; minus 32. scl holds per half 8 vectors: scale 2k + l/16.
@@ -172,4 +297,10 @@ func (g *gen) quantDecls() {
 	g.f("//")
 	g.f("//go:noescape")
 	g.f("func q6kTile(tile *float32, blk *byte, idx *int32, n int)\n")
+	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4xsTile", "IQ4_XS"}} {
+		g.f("// %s is q4kTile for %s.", t[0], t[1])
+		g.f("//")
+		g.f("//go:noescape")
+		g.f("func %s(tile *float32, blk *byte, idx *int32, n int)\n", t[0])
+	}
 }

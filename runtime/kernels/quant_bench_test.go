@@ -65,9 +65,9 @@ func BenchmarkQuant(b *testing.B) {
 					defer SetParallelism(0)
 					SetParallelism(1)
 					mem := m.pk.mem
-					clock, release := threadClock()
-					defer release()
 					b.Run("n=1", func(b *testing.B) {
+						clock, release := threadClock() // per sub-benchmark: each runs on its own goroutine
+						defer release()
 						x := randVec(rand.New(rand.NewPCG(1, 1)), m.cols)
 						dst := make([]float32, m.rows)
 						b.SetBytes(int64(len(mem)))
@@ -78,6 +78,8 @@ func BenchmarkQuant(b *testing.B) {
 						b.ReportMetric(ratio, "ratio-to-read")
 					})
 					b.Run("n=8", func(b *testing.B) {
+						clock, release := threadClock()
+						defer release()
 						const n = 8
 						x := randVec(rand.New(rand.NewPCG(1, 2)), n*m.cols)
 						dst := make([]float32, n*m.rows)

@@ -902,6 +902,16 @@ func q5kTile(tile *float32, blk *byte, idx *int32, n int)
 //go:noescape
 func q40Tile(tile *float32, blk *byte, idx *int32, n int)
 
+// iq4nlTile is q4kTile for IQ4_NL (n blocks of 32).
+//
+//go:noescape
+func iq4nlTile(tile *float32, blk *byte, idx *int32, n int)
+
+// mxfp4Tile is q4kTile for MXFP4 (n blocks of 32).
+//
+//go:noescape
+func mxfp4Tile(tile *float32, blk *byte, idx *int32, n int)
+
 // iq4xsTile is q4kTile for IQ4_XS.
 //
 //go:noescape

@@ -35,9 +35,26 @@ func (g *gen) quantKernels() {
 	g.f("DATA kvaluesIQ4NL<>+48(SB)/8, $0x0000004500000035") // 53, 69
 	g.f("DATA kvaluesIQ4NL<>+56(SB)/8, $0x0000007100000059") // 89, 113
 	g.f("GLOBL kvaluesIQ4NL<>(SB), RODATA|NOPTR, $64\n")
+	g.f("DATA kvaluesMXFP4<>+0(SB)/8, $0x0000000100000000")  // 0, 1
+	g.f("DATA kvaluesMXFP4<>+8(SB)/8, $0x0000000300000002")  // 2, 3
+	g.f("DATA kvaluesMXFP4<>+16(SB)/8, $0x0000000600000004") // 4, 6
+	g.f("DATA kvaluesMXFP4<>+24(SB)/8, $0x0000000c00000008") // 8, 12
+	g.f("DATA kvaluesMXFP4<>+32(SB)/8, $0xffffffff00000000") // 0, -1
+	g.f("DATA kvaluesMXFP4<>+40(SB)/8, $0xfffffffdfffffffe") // -2, -3
+	g.f("DATA kvaluesMXFP4<>+48(SB)/8, $0xfffffffafffffffc") // -4, -6
+	g.f("DATA kvaluesMXFP4<>+56(SB)/8, $0xfffffff4fffffff8") // -8, -12
+	g.f("GLOBL kvaluesMXFP4<>(SB), RODATA|NOPTR, $64")
+	g.f("DATA q1<>+0(SB)/4, $1")
+	g.f("GLOBL q1<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA q2<>+0(SB)/4, $2")
+	g.f("GLOBL q2<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA qmask255<>+0(SB)/4, $255")
+	g.f("GLOBL qmask255<>(SB), RODATA|NOPTR, $4\n")
 	g.qkTile(false)
 	g.qkTile(true)
-	g.q40Tile()
+	g.nibbleTile("q40Tile")
+	g.nibbleTile("iq4nlTile")
+	g.nibbleTile("mxfp4Tile")
 	g.iq4xsTile()
 	g.q6kTile()
 }
@@ -122,34 +139,67 @@ func (g *gen) qkTile(q5 bool) {
 	g.f("\tRET\n")
 }
 
-// q40Tile emits q40Tile: Q4_0 blocks of 32 (d at 0, qs[16] at 2: value l in the low nibble
-// of qs[l], value l+16 in the high one), weight float32(q-8)*d; n blocks.
-func (g *gen) q40Tile() {
-	g.f("// func q40Tile(tile *float32, blk *byte, idx *int32, n int)")
-	g.f("TEXT ·q40Tile(SB), NOSPLIT, $0-32")
+// nibbleTile emits the decoder of a block of 32 values in 16 nibble bytes (value l in the
+// low nibble of byte l, value l+16 in the high one), n blocks:
+//
+//	q40Tile:   Q4_0, d (fp16) at 0, qs at 2: float32(q-8)*d;
+//	iq4nlTile: IQ4_NL, d at 0, qs at 2: d*float32(kvalues_iq4nl[q]);
+//	mxfp4Tile: MXFP4, e (E8M0) at 0, qs at 1: float32(kvalues_mxfp4[q])*d, d = 2^(e-128)
+//	           (e < 2: the subnormal 0x00200000 << e; else (e-1) << 23, as E8M0Half).
+func (g *gen) nibbleTile(name string) {
+	qs, bb := 2, 18
+	if name == "mxfp4Tile" {
+		qs, bb = 1, 17
+	}
+	g.f("// func %s(tile *float32, blk *byte, idx *int32, n int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-32", name)
 	g.quantPrologue()
-	g.f("\tVPBROADCASTD q8<>(SB), Z29")
-	g.f("q40Tile_block:")
+	switch name {
+	case "q40Tile":
+		g.f("\tVPBROADCASTD q8<>(SB), Z29")
+	case "iq4nlTile":
+		g.f("\tVMOVDQU32 kvaluesIQ4NL<>(SB), Z28")
+	default:
+		g.f("\tVMOVDQU32 kvaluesMXFP4<>(SB), Z28")
+		g.f("\tVPBROADCASTD q2<>(SB), Z27")
+		g.f("\tVPBROADCASTD qmask255<>(SB), Z26")
+		g.f("\tVPBROADCASTD q1<>(SB), Z25")
+	}
+	g.f("%s_block:", name)
 	g.quantGather(0, "Z20", 1)
-	g.f("\tVPMOVDW Z20, Y21")
-	g.f("\tVCVTPH2PS Y21, Z21") // d
+	if name == "mxfp4Tile" {
+		g.f("\tVPANDD Z26, Z20, Z20")     // e
+		g.f("\tVPCMPUD $1, Z27, Z20, K2") // e < 2
+		g.f("\tVPSUBD Z25, Z20, Z21")
+		g.f("\tVPSLLD $23, Z21, Z21") // (e-1) << 23
+		g.f("\tVPADDD Z25, Z20, Z22")
+		g.f("\tVPSLLD $21, Z22, Z22") // 0x00200000 << e = (e+1) << 21 for e < 2
+		g.f("\tVMOVDQA32 Z22, K2, Z21")
+	} else {
+		g.f("\tVPMOVDW Z20, Y21")
+		g.f("\tVCVTPH2PS Y21, Z21") // d
+	}
 	for l := 0; l < 16; l += 4 {
-		g.quantGather(2+l, "Z0", 2)
+		g.quantGather(qs+l, "Z0", 3)
 		for b := 0; b < 4; b++ {
 			for h := 0; h < 2; h++ {
 				g.f("\tVPSRLD $%d, Z0, Z1", 8*b+4*h)
 				g.f("\tVPANDD Z30, Z1, Z2")
-				g.f("\tVPSUBD Z29, Z2, Z2")
+				if name == "q40Tile" {
+					g.f("\tVPSUBD Z29, Z2, Z2")
+				} else {
+					g.f("\tVPERMD Z28, Z2, Z2")
+				}
 				g.f("\tVCVTDQ2PS Z2, Z2")
 				g.f("\tVMULPS Z21, Z2, Z2")
 				g.f("\tVMOVUPS Z2, %d(DI)", (16*h+l+b)*64)
 			}
 		}
 	}
-	g.f("\tADDQ $18, SI")
+	g.f("\tADDQ $%d, SI", bb)
 	g.f("\tADDQ $2048, DI")
 	g.f("\tDECQ CX")
-	g.f("\tJNZ q40Tile_block")
+	g.f("\tJNZ %s_block", name)
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
@@ -297,7 +347,7 @@ func (g *gen) quantDecls() {
 	g.f("//")
 	g.f("//go:noescape")
 	g.f("func q6kTile(tile *float32, blk *byte, idx *int32, n int)\n")
-	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4xsTile", "IQ4_XS"}} {
+	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"iq4xsTile", "IQ4_XS"}} {
 		g.f("// %s is q4kTile for %s.", t[0], t[1])
 		g.f("//")
 		g.f("//go:noescape")

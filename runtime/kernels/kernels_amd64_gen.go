@@ -912,6 +912,21 @@ func iq4nlTile(tile *float32, blk *byte, idx *int32, n int)
 //go:noescape
 func mxfp4Tile(tile *float32, blk *byte, idx *int32, n int)
 
+// q41Tile is q4kTile for Q4_1 (n blocks of 32).
+//
+//go:noescape
+func q41Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// q50Tile is q4kTile for Q5_0 (n blocks of 32).
+//
+//go:noescape
+func q50Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// q51Tile is q4kTile for Q5_1 (n blocks of 32).
+//
+//go:noescape
+func q51Tile(tile *float32, blk *byte, idx *int32, n int)
+
 // iq4xsTile is q4kTile for IQ4_XS.
 //
 //go:noescape

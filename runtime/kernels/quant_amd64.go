@@ -57,7 +57,7 @@ func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) {
 }
 
 // decodeTile512 is decodePanelTile with the AVX-512F decoders of _generate/quant.go for the
-// types that have one (Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4), and reports whether it decoded
+// types that have one (all but Q2_K and Q3_K), and reports whether it decoded
 // (false: another type, or rows too long for the decoders' 32-bit offsets).
 func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool {
 	if panelRows*rb > math.MaxInt32 || cols < q.BlockElems() {
@@ -79,6 +79,12 @@ func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool
 		f = iq4nlTile
 	case dtype.QuantMXFP4:
 		f = mxfp4Tile
+	case dtype.QuantQ4_1:
+		f = q41Tile
+	case dtype.QuantQ5_0:
+		f = q50Tile
+	case dtype.QuantQ5_1:
+		f = q51Tile
 	default:
 		return false
 	}

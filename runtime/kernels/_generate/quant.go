@@ -55,6 +55,9 @@ func (g *gen) quantKernels() {
 	g.nibbleTile("q40Tile")
 	g.nibbleTile("iq4nlTile")
 	g.nibbleTile("mxfp4Tile")
+	g.nibbleTile("q41Tile")
+	g.nibbleTile("q50Tile")
+	g.nibbleTile("q51Tile")
 	g.iq4xsTile()
 	g.q6kTile()
 }
@@ -146,17 +149,34 @@ func (g *gen) qkTile(q5 bool) {
 //	iq4nlTile: IQ4_NL, d at 0, qs at 2: d*float32(kvalues_iq4nl[q]);
 //	mxfp4Tile: MXFP4, e (E8M0) at 0, qs at 1: float32(kvalues_mxfp4[q])*d, d = 2^(e-128)
 //	           (e < 2: the subnormal 0x00200000 << e; else (e-1) << 23, as E8M0Half).
+//	q41Tile:   Q4_1, d at 0, m at 2, qs at 4: float32(q*d) + m;
+//	q50Tile:   Q5_0, d at 0, qh (u32) at 2, qs at 6: bit j of qh is bit 4 of value j, then
+//	           float32(q-16)*d;
+//	q51Tile:   Q5_1, d at 0, m at 2, qh at 4, qs at 8: float32(q*d) + m.
 func (g *gen) nibbleTile(name string) {
-	qs, bb := 2, 18
-	if name == "mxfp4Tile" {
+	qs, bb, qh := 2, 18, -1
+	switch name {
+	case "mxfp4Tile":
 		qs, bb = 1, 17
+	case "q41Tile":
+		qs, bb = 4, 20
+	case "q50Tile":
+		qs, bb, qh = 6, 22, 2
+	case "q51Tile":
+		qs, bb, qh = 8, 24, 4
 	}
+	withMin := name == "q41Tile" || name == "q51Tile"
 	g.f("// func %s(tile *float32, blk *byte, idx *int32, n int)", name)
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-32", name)
 	g.quantPrologue()
 	switch name {
 	case "q40Tile":
 		g.f("\tVPBROADCASTD q8<>(SB), Z29")
+	case "q50Tile":
+		g.f("\tVPBROADCASTD qmask16<>(SB), Z23")
+		g.f("\tVPBROADCASTD qmask16<>(SB), Z29")
+	case "q41Tile", "q51Tile":
+		g.f("\tVPBROADCASTD qmask16<>(SB), Z23")
 	case "iq4nlTile":
 		g.f("\tVMOVDQU32 kvaluesIQ4NL<>(SB), Z28")
 	default:
@@ -179,19 +199,40 @@ func (g *gen) nibbleTile(name string) {
 		g.f("\tVPMOVDW Z20, Y21")
 		g.f("\tVCVTPH2PS Y21, Z21") // d
 	}
+	if withMin {
+		g.f("\tVPSRLD $16, Z20, Z22")
+		g.f("\tVPMOVDW Z22, Y22")
+		g.f("\tVCVTPH2PS Y22, Z22") // m
+	}
+	if qh >= 0 {
+		g.quantGather(qh, "Z4", 2)
+	}
 	for l := 0; l < 16; l += 4 {
 		g.quantGather(qs+l, "Z0", 3)
 		for b := 0; b < 4; b++ {
 			for h := 0; h < 2; h++ {
 				g.f("\tVPSRLD $%d, Z0, Z1", 8*b+4*h)
 				g.f("\tVPANDD Z30, Z1, Z2")
-				if name == "q40Tile" {
+				if qh >= 0 { // bit j of qh (j = 16h + l + b) to bit 4
+					if hs := 16*h + l + b; hs >= 4 {
+						g.f("\tVPSRLD $%d, Z4, Z5", hs-4)
+					} else {
+						g.f("\tVPSLLD $%d, Z4, Z5", 4-hs)
+					}
+					g.f("\tVPANDD Z23, Z5, Z5")
+					g.f("\tVPORD Z5, Z2, Z2")
+				}
+				switch name {
+				case "q40Tile", "q50Tile": // minus 8 or 16
 					g.f("\tVPSUBD Z29, Z2, Z2")
-				} else {
+				case "iq4nlTile", "mxfp4Tile":
 					g.f("\tVPERMD Z28, Z2, Z2")
 				}
 				g.f("\tVCVTDQ2PS Z2, Z2")
 				g.f("\tVMULPS Z21, Z2, Z2")
+				if withMin {
+					g.f("\tVADDPS Z22, Z2, Z2")
+				}
 				g.f("\tVMOVUPS Z2, %d(DI)", (16*h+l+b)*64)
 			}
 		}
@@ -347,7 +388,7 @@ func (g *gen) quantDecls() {
 	g.f("//")
 	g.f("//go:noescape")
 	g.f("func q6kTile(tile *float32, blk *byte, idx *int32, n int)\n")
-	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"iq4xsTile", "IQ4_XS"}} {
+	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"q41Tile", "Q4_1 (n blocks of 32)"}, {"q50Tile", "Q5_0 (n blocks of 32)"}, {"q51Tile", "Q5_1 (n blocks of 32)"}, {"iq4xsTile", "IQ4_XS"}} {
 		g.f("// %s is q4kTile for %s.", t[0], t[1])
 		g.f("//")
 		g.f("//go:noescape")

@@ -892,6 +892,48 @@ func q4kTile(tile *float32, blk *byte, idx *int32, n int)
 //go:noescape
 func q6kTile(tile *float32, blk *byte, idx *int32, n int)
 
+// qfmaP1 goes on with the fma32 chains of one batch row over 1 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP1(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP2 goes on with the fma32 chains of one batch row over 2 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP2(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP3 goes on with the fma32 chains of one batch row over 3 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP3(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP4 goes on with the fma32 chains of one batch row over 4 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP4(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP5 goes on with the fma32 chains of one batch row over 5 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP5(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP6 goes on with the fma32 chains of one batch row over 6 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP6(tile *float32, stride int, x *float32, cols int, acc *float32)
+
 // q5kTile is q4kTile for Q5_K.
 //
 //go:noescape

@@ -26,6 +26,10 @@ func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) {
 		return
 	}
 	q, _ := m.t.quant()
+	if dec := tileDecoder512(q); n == 1 && fam == famAVX512 && dec != nil && panelRows*m.pk.quantRowBytes() <= math.MaxInt32 {
+		m.panelsQuantRow512(s, p0, p1, dec)
+		return
+	}
 	pk := m.pk
 	rb := pk.quantRowBytes()
 	buf := getTile(m.cols * panelRows)
@@ -60,32 +64,8 @@ func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) {
 // types that have one (all but Q2_K and Q3_K), and reports whether it decoded
 // (false: another type, or rows too long for the decoders' 32-bit offsets).
 func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool {
-	if panelRows*rb > math.MaxInt32 || cols < q.BlockElems() {
-		return false
-	}
-	var f func(tile *float32, blk *byte, idx *int32, n int)
-	switch q {
-	case dtype.QuantQ4_0:
-		f = q40Tile
-	case dtype.QuantQ4_K:
-		f = q4kTile
-	case dtype.QuantQ5_K:
-		f = q5kTile
-	case dtype.QuantQ6_K:
-		f = q6kTile
-	case dtype.QuantIQ4_XS:
-		f = iq4xsTile
-	case dtype.QuantIQ4_NL:
-		f = iq4nlTile
-	case dtype.QuantMXFP4:
-		f = mxfp4Tile
-	case dtype.QuantQ4_1:
-		f = q41Tile
-	case dtype.QuantQ5_0:
-		f = q50Tile
-	case dtype.QuantQ5_1:
-		f = q51Tile
-	default:
+	f := tileDecoder512(q)
+	if f == nil || panelRows*rb > math.MaxInt32 || cols < q.BlockElems() {
 		return false
 	}
 	var idx [panelRows]int32
@@ -96,4 +76,92 @@ func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool
 	_ = mem[panelRows*rb-1]
 	f(&tile[0], &mem[0], &idx[0], cols/q.BlockElems())
 	return true
+}
+
+// tileDecoder512 returns the AVX-512F decoder of type q (nil if it has none).
+func tileDecoder512(q dtype.Quant) func(tile *float32, blk *byte, idx *int32, n int) {
+	switch q {
+	case dtype.QuantQ4_0:
+		return q40Tile
+	case dtype.QuantQ4_1:
+		return q41Tile
+	case dtype.QuantQ5_0:
+		return q50Tile
+	case dtype.QuantQ5_1:
+		return q51Tile
+	case dtype.QuantQ4_K:
+		return q4kTile
+	case dtype.QuantQ5_K:
+		return q5kTile
+	case dtype.QuantQ6_K:
+		return q6kTile
+	case dtype.QuantIQ4_NL:
+		return iq4nlTile
+	case dtype.QuantIQ4_XS:
+		return iq4xsTile
+	case dtype.QuantMXFP4:
+		return mxfp4Tile
+	}
+	return nil
+}
+
+// qfmaChunk is the columns a one-row product decodes per panel at a time
+// (panelsQuantRow512): one K-quant superblock, a tile of 16 KiB per panel.
+const qfmaChunk = 256
+
+// qfmaMaxPanels is the widest qfma kernel (qfmaP1 .. qfmaP6).
+const qfmaMaxPanels = 6
+
+// qfmaPanels is how many panels a one-row product decodes and multiplies together
+// (panelsQuantRow512): each is one FMA chain, and the FMA latency needs several.
+var qfmaPanels = 4
+
+// panelsQuantRow512 is the one-row product of panels [p0, p1) on the AVX-512F path for a
+// type with an AVX-512F decoder: qfmaPanels panels at a time, qfmaChunk columns at a time,
+// each chunk decoded into a tile that stays in L1 and multiplied by a qfma kernel that goes
+// on from the accumulators of the previous chunk. The chains are those of every f32 kernel
+// (fma32 over the columns in order from zero), so the bits are panelsQuant's.
+func (m *Mat) panelsQuantRow512(s *seg, p0, p1 int, dec func(tile *float32, blk *byte, idx *int32, n int)) {
+	q, _ := m.t.quant()
+	pk := m.pk
+	rb := pk.quantRowBytes()
+	be, bb := q.BlockElems(), q.BlockBytes()
+	var idx [panelRows]int32
+	for r := range idx {
+		idx[r] = int32(r * rb)
+	}
+	buf := getTile(qfmaMaxPanels * qfmaChunk * panelRows)
+	defer putTile(buf)
+	tile := *buf
+	var acc [qfmaMaxPanels * panelRows]float32
+	const ts = qfmaChunk * panelRows * 4 // bytes between the panels' tiles
+	for pn := p0; pn < p1; {
+		np := min(qfmaPanels, p1-pn)
+		acc = [qfmaMaxPanels * panelRows]float32{}
+		for c0 := 0; c0 < m.cols; c0 += qfmaChunk {
+			c := min(qfmaChunk, m.cols-c0)
+			for i := 0; i < np; i++ {
+				mem := pk.mem[(s.base+pn+i)*pk.panelBytes : (s.base+pn+i+1)*pk.panelBytes]
+				_ = mem[panelRows*rb-1]
+				dec(&tile[i*qfmaChunk*panelRows], &mem[c0/be*bb], &idx[0], c/be)
+			}
+			x := &s.x[c0]
+			switch np {
+			case 1:
+				qfmaP1(&tile[0], ts, x, c, &acc[0])
+			case 2:
+				qfmaP2(&tile[0], ts, x, c, &acc[0])
+			case 3:
+				qfmaP3(&tile[0], ts, x, c, &acc[0])
+			case 4:
+				qfmaP4(&tile[0], ts, x, c, &acc[0])
+			case 5:
+				qfmaP5(&tile[0], ts, x, c, &acc[0])
+			default:
+				qfmaP6(&tile[0], ts, x, c, &acc[0])
+			}
+		}
+		s.store(acc[:], 0, 1, np, pn)
+		pn += np
+	}
 }

@@ -43,3 +43,59 @@ func TestQuantTileDecoders(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantRow512: the one-row AVX-512F products of the types with a decoder
+// (panelsQuantRow512: chunks of qfmaChunk columns, accumulators carried across them) equal
+// the portable reference bit for bit for every qfma width 1..qfmaMaxPanels, with a last
+// partial chunk (32-value blocks) and a partial last panel.
+func TestQuantRow512(t *testing.T) {
+	if !cpuAVX512 {
+		t.Skip("NOT TESTED: this CPU lacks AVX-512F")
+	}
+	defer func(p int) { qfmaPanels = p }(qfmaPanels)
+	r := rand.New(rand.NewPCG(43, 8))
+	const rows = 7*panelRows + 5
+	for _, typ := range QuantTypes() {
+		q, _ := typ.quant()
+		if tileDecoder512(q) == nil {
+			continue
+		}
+		cols := 2*qfmaChunk + 32
+		if q.BlockElems() == 256 {
+			cols = 3 * qfmaChunk
+		}
+		view, err := NewMat(typ, rows, cols, randQuantRows(r, typ, rows, cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, err := view.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, cols)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		want := make([]float32, rows)
+		func() {
+			defer setPath(pathPortable)()
+			pk.MatVec(want, x)
+		}()
+		func() {
+			defer setPath(pathAVX512)()
+			for np := 1; np <= qfmaMaxPanels; np++ {
+				qfmaPanels = np
+				got := make([]float32, rows)
+				pk.MatVec(got, x)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v qfmaPanels=%d output %d: %v, want %v", typ, np, i, got[i], want[i])
+					}
+				}
+			}
+		}()
+		if err := pk.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -60,6 +60,53 @@ func (g *gen) quantKernels() {
 	g.nibbleTile("q51Tile")
 	g.iq4xsTile()
 	g.q6kTile()
+	for p := 1; p <= qfmaMaxPanels; p++ {
+		g.qfma(p)
+	}
+}
+
+// qfmaMaxPanels is the widest qfma kernel.
+const qfmaMaxPanels = 6
+
+// qfma emits qfmaP<p>: one batch row times p panels' tiles (tile, the panels stride bytes
+// apart) over cols columns (a multiple of 4), going on from the accumulators at acc
+// (acc[16p + r]) and storing them back: acc = fma(w[k], x[k], acc) for k in order, the
+// chain of every f32 kernel, resumable so that a panel can be decoded a few columns at a
+// time into a tile that stays in L1.
+func (g *gen) qfma(np int) {
+	name := fmt.Sprintf("qfmaP%d", np)
+	g.f("// func %s(tile *float32, stride int, x *float32, cols int, acc *float32)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	g.f("\tMOVQ tile+0(FP), SI")
+	g.f("\tMOVQ stride+8(FP), R8")
+	g.f("\tMOVQ x+16(FP), DX")
+	g.f("\tMOVQ cols+24(FP), CX")
+	g.f("\tMOVQ acc+32(FP), DI")
+	g.f("\tLEAQ (SI)(R8*2), R12")
+	g.f("\tADDQ R8, R12")
+	for p := 0; p < np; p++ {
+		g.f("\tVMOVUPS %d(DI), Z%d", 64*p, p)
+	}
+	g.f("\tSHRQ $2, CX")
+	g.f("\tJZ %s_done", name)
+	g.f("%s_loop:", name)
+	for u := 0; u < 4; u++ {
+		g.f("\tVBROADCASTSS %d(DX), Z31", 4*u)
+		for p := 0; p < np; p++ {
+			g.f("\tVFMADD231PS %s, Z31, Z%d", mem("SI", "R12", p, 64*u), p)
+		}
+	}
+	g.f("\tADDQ $256, SI")
+	g.f("\tADDQ $256, R12")
+	g.f("\tADDQ $16, DX")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_loop", name)
+	g.f("%s_done:", name)
+	for p := 0; p < np; p++ {
+		g.f("\tVMOVUPS Z%d, %d(DI)", p, 64*p)
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
 }
 
 // qkTile emits q4kTile (q5 false) or q5kTile. Q4_K: d at 0, dmin at 2, scales[12] at 4,
@@ -388,6 +435,14 @@ func (g *gen) quantDecls() {
 	g.f("//")
 	g.f("//go:noescape")
 	g.f("func q6kTile(tile *float32, blk *byte, idx *int32, n int)\n")
+	for p := 1; p <= qfmaMaxPanels; p++ {
+		g.f("// qfmaP%d goes on with the fma32 chains of one batch row over %d panels' tiles (the", p, p)
+		g.f("// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),")
+		g.f("// from and back to acc[16p + r] (needs AVX-512F).")
+		g.f("//")
+		g.f("//go:noescape")
+		g.f("func qfmaP%d(tile *float32, stride int, x *float32, cols int, acc *float32)\n", p)
+	}
 	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"q41Tile", "Q4_1 (n blocks of 32)"}, {"q50Tile", "Q5_0 (n blocks of 32)"}, {"q51Tile", "Q5_1 (n blocks of 32)"}, {"iq4xsTile", "IQ4_XS"}} {
 		g.f("// %s is q4kTile for %s.", t[0], t[1])
 		g.f("//")

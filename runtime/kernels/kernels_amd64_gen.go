@@ -969,6 +969,11 @@ func q50Tile(tile *float32, blk *byte, idx *int32, n int)
 //go:noescape
 func q51Tile(tile *float32, blk *byte, idx *int32, n int)
 
+// q2kTile is q4kTile for Q2_K.
+//
+//go:noescape
+func q2kTile(tile *float32, blk *byte, idx *int32, n int)
+
 // iq4xsTile is q4kTile for IQ4_XS.
 //
 //go:noescape

@@ -89,6 +89,8 @@ func tileDecoder512(q dtype.Quant) func(tile *float32, blk *byte, idx *int32, n 
 		return q50Tile
 	case dtype.QuantQ5_1:
 		return q51Tile
+	case dtype.QuantQ2_K:
+		return q2kTile
 	case dtype.QuantQ4_K:
 		return q4kTile
 	case dtype.QuantQ5_K:

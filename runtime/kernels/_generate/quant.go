@@ -46,6 +46,8 @@ func (g *gen) quantKernels() {
 	g.f("GLOBL kvaluesMXFP4<>(SB), RODATA|NOPTR, $64")
 	g.f("DATA q1<>+0(SB)/4, $1")
 	g.f("GLOBL q1<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA q3<>+0(SB)/4, $3")
+	g.f("GLOBL q3<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA q2<>+0(SB)/4, $2")
 	g.f("GLOBL q2<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA qmask255<>+0(SB)/4, $255")
@@ -60,6 +62,7 @@ func (g *gen) quantKernels() {
 	g.nibbleTile("q51Tile")
 	g.iq4xsTile()
 	g.q6kTile()
+	g.q2kTile()
 	for p := 1; p <= qfmaMaxPanels; p++ {
 		g.qfma(p)
 	}
@@ -342,6 +345,60 @@ func (g *gen) iq4xsTile() {
 	g.f("\tRET\n")
 }
 
+// q2kTile emits q2kTile: Q2_K superblocks (scales[16] at 0, qs[64] at 16, d at 80, dmin at
+// 82). Chunk c (128 columns) reads qs[32c:32c+32]; span s = 4c+j takes bits 2j..2j+1 of
+// qs[l], column 32s+l, sub-block 2s+l/16 with scale byte sc: float32(dl*q) - ml, dl =
+// float32(d*(sc&15)), ml = float32(dmin*(sc>>4)).
+func (g *gen) q2kTile() {
+	g.f("// func q2kTile(tile *float32, blk *byte, idx *int32, n int)")
+	g.f("TEXT ·q2kTile(SB), NOSPLIT, $0-32")
+	g.quantPrologue()
+	g.f("\tVPBROADCASTD q3<>(SB), Z29")
+	g.f("q2kTile_block:")
+	g.quantGather(80, "Z20", 1)
+	g.f("\tVPMOVDW Z20, Y21")
+	g.f("\tVCVTPH2PS Y21, Z21") // d
+	g.f("\tVPSRLD $16, Z20, Z20")
+	g.f("\tVPMOVDW Z20, Y22")
+	g.f("\tVCVTPH2PS Y22, Z22") // dmin
+	for w := 0; w < 4; w++ {
+		g.quantGather(4*w, fmt.Sprintf("Z%d", 16+w), 2+w%2)
+	}
+	dl := []string{"Z6", "Z7", "Z8", "Z9", "Z10", "Z11", "Z12", "Z13"}
+	ml := []string{"Z14", "Z15", "Z23", "Z24", "Z25", "Z26", "Z27", "Z28"}
+	for c := 0; c < 2; c++ {
+		for li := 0; li < 8; li++ { // sub-block 8c+li
+			i := 8*c + li
+			for k, dst := range []string{dl[li], ml[li]} {
+				g.f("\tVPSRLD $%d, Z%d, Z2", 8*(i%4)+4*k, 16+i/4)
+				g.f("\tVPANDD Z30, Z2, Z2")
+				g.f("\tVCVTDQ2PS Z2, Z2")
+				g.f("\tVMULPS Z%d, Z2, %s", 21+k, dst)
+			}
+		}
+		for l := 0; l < 32; l += 4 {
+			g.quantGather(16+32*c+l, "Z0", 1)
+			for j := 0; j < 4; j++ {
+				sb := 2*j + l/16
+				for b := 0; b < 4; b++ {
+					g.f("\tVPSRLD $%d, Z0, Z1", 8*b+2*j)
+					g.f("\tVPANDD Z29, Z1, Z2")
+					g.f("\tVCVTDQ2PS Z2, Z2")
+					g.f("\tVMULPS %s, Z2, Z2", dl[sb])
+					g.f("\tVSUBPS %s, Z2, Z2", ml[sb])
+					g.f("\tVMOVUPS Z2, %d(DI)", (32*(4*c+j)+l+b)*64)
+				}
+			}
+		}
+	}
+	g.f("\tADDQ $84, SI")
+	g.f("\tADDQ $16384, DI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ q2kTile_block")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
 // q6kTile emits q6kTile.
 func (g *gen) q6kTile() {
 	// Q6_K: ql[128] at 0, qh[64] at 128; half h (128 columns) reads ql[64h:], qh[128+32h:].
@@ -443,7 +500,7 @@ func (g *gen) quantDecls() {
 		g.f("//go:noescape")
 		g.f("func qfmaP%d(tile *float32, stride int, x *float32, cols int, acc *float32)\n", p)
 	}
-	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"q41Tile", "Q4_1 (n blocks of 32)"}, {"q50Tile", "Q5_0 (n blocks of 32)"}, {"q51Tile", "Q5_1 (n blocks of 32)"}, {"iq4xsTile", "IQ4_XS"}} {
+	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"q41Tile", "Q4_1 (n blocks of 32)"}, {"q50Tile", "Q5_0 (n blocks of 32)"}, {"q51Tile", "Q5_1 (n blocks of 32)"}, {"q2kTile", "Q2_K"}, {"iq4xsTile", "IQ4_XS"}} {
 		g.f("// %s is q4kTile for %s.", t[0], t[1])
 		g.f("//")
 		g.f("//go:noescape")

@@ -974,6 +974,11 @@ func q51Tile(tile *float32, blk *byte, idx *int32, n int)
 //go:noescape
 func q2kTile(tile *float32, blk *byte, idx *int32, n int)
 
+// q3kTile is q4kTile for Q3_K.
+//
+//go:noescape
+func q3kTile(tile *float32, blk *byte, idx *int32, n int)
+
 // iq4xsTile is q4kTile for IQ4_XS.
 //
 //go:noescape

@@ -15,9 +15,8 @@ import (
 // GGUF row bytes one after another (the last panel padded with zero bytes). The portable
 // product (panelsQuant, the reference) dequantizes one 32-column span of the panel's rows at
 // a time into a small tile. On the AVX2 and AVX-512F paths (quant_amd64.go) a packed product
-// decodes each panel whole into an f32 tile in the packed F32 layout (on AVX-512F with the
-// gather decoders of _generate/quant.go, all types but Q2_K and Q3_K; the others, and the
-// AVX2 path, in Go: decodePanelTile)
+// decodes each panel into an f32 tile in the packed F32 layout (on AVX-512F with the gather
+// decoders of _generate/quant.go, every type; on the AVX2 path in Go: decodePanelTile)
 // and runs the path's F32 panel kernels on it: the same values and the same fma32 chains, so
 // the same bits. Views (not packed) stay on the portable code.
 

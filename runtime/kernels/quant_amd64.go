@@ -61,7 +61,7 @@ func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) {
 }
 
 // decodeTile512 is decodePanelTile with the AVX-512F decoders of _generate/quant.go for the
-// types that have one (all but Q2_K and Q3_K), and reports whether it decoded
+// types that have one (every type of quant.go), and reports whether it decoded
 // (false: another type, or rows too long for the decoders' 32-bit offsets).
 func decodeTile512(q dtype.Quant, tile []float32, mem []byte, rb, cols int) bool {
 	f := tileDecoder512(q)
@@ -91,6 +91,8 @@ func tileDecoder512(q dtype.Quant) func(tile *float32, blk *byte, idx *int32, n 
 		return q51Tile
 	case dtype.QuantQ2_K:
 		return q2kTile
+	case dtype.QuantQ3_K:
+		return q3kTile
 	case dtype.QuantQ4_K:
 		return q4kTile
 	case dtype.QuantQ5_K:

@@ -19,7 +19,7 @@ func TestQuantTileDecoders(t *testing.T) {
 		t.Skip("NOT TESTED: this CPU lacks AVX-512F")
 	}
 	r := rand.New(rand.NewPCG(43, 7))
-	for _, q := range []dtype.Quant{dtype.QuantQ4_0, dtype.QuantQ4_K, dtype.QuantQ5_K, dtype.QuantQ6_K, dtype.QuantIQ4_XS, dtype.QuantIQ4_NL, dtype.QuantMXFP4, dtype.QuantQ4_1, dtype.QuantQ5_0, dtype.QuantQ5_1, dtype.QuantQ2_K} {
+	for _, q := range []dtype.Quant{dtype.QuantQ4_0, dtype.QuantQ4_K, dtype.QuantQ5_K, dtype.QuantQ6_K, dtype.QuantIQ4_XS, dtype.QuantIQ4_NL, dtype.QuantMXFP4, dtype.QuantQ4_1, dtype.QuantQ5_0, dtype.QuantQ5_1, dtype.QuantQ2_K, dtype.QuantQ3_K} {
 		for cols := 256; cols <= 768; cols += 256 {
 			for round := 0; round < 20; round++ {
 				rb, _ := q.RowBytes(cols)

@@ -48,6 +48,12 @@ func (g *gen) quantKernels() {
 	g.f("GLOBL q1<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA q3<>+0(SB)/4, $3")
 	g.f("GLOBL q3<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA q4<>+0(SB)/4, $4")
+	g.f("GLOBL q4<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA q0f0f<>+0(SB)/4, $0x0f0f0f0f")
+	g.f("GLOBL q0f0f<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA q0303<>+0(SB)/4, $0x03030303")
+	g.f("GLOBL q0303<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA q2<>+0(SB)/4, $2")
 	g.f("GLOBL q2<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA qmask255<>+0(SB)/4, $255")
@@ -63,6 +69,7 @@ func (g *gen) quantKernels() {
 	g.iq4xsTile()
 	g.q6kTile()
 	g.q2kTile()
+	g.q3kTile()
 	for p := 1; p <= qfmaMaxPanels; p++ {
 		g.qfma(p)
 	}
@@ -399,6 +406,82 @@ func (g *gen) q2kTile() {
 	g.f("\tRET\n")
 }
 
+// q3kTile emits q3kTile: Q3_K superblocks (hmask[32] at 0, qs[64] at 32, scales[12] at 96,
+// d at 108). The 16 6-bit scales unpack as ggml's kmask shuffle (aux words of a0, a1 and
+// tmp, the three 32-bit words at 96), minus 32; dl = float32(d*sc). Span s = 4c+j: bits
+// 2j..2j+1 of qs[32c+l], minus 4 unless bit s of hmask[l] is set, column 32s+l, sub-block
+// 2s+l/16: dl*float32(v).
+func (g *gen) q3kTile() {
+	g.f("// func q3kTile(tile *float32, blk *byte, idx *int32, n int)")
+	g.f("TEXT ·q3kTile(SB), NOSPLIT, $0-32")
+	g.quantPrologue()
+	g.f("\tVPBROADCASTD q0f0f<>(SB), Z25")
+	g.f("\tVPBROADCASTD q0303<>(SB), Z26")
+	g.f("\tVPBROADCASTD qmask63<>(SB), Z27")
+	g.f("\tVPBROADCASTD q32<>(SB), Z28")
+	g.f("\tVPBROADCASTD q3<>(SB), Z29")
+	g.f("\tVPBROADCASTD q4<>(SB), Z5")
+	g.f("q3kTile_block:")
+	g.quantGather(96, "Z16", 1)  // a0
+	g.quantGather(100, "Z17", 2) // a1
+	g.quantGather(104, "Z18", 3) // tmp
+	g.quantGather(106, "Z19", 1) // d in the high half
+	g.f("\tVPSRLD $16, Z19, Z19")
+	g.f("\tVPMOVDW Z19, Y20")
+	g.f("\tVCVTPH2PS Y20, Z20") // d
+	// aux[w] = (a >> 4*(w/2)) & 0x0f0f0f0f | ((tmp >> 2w) & 0x03030303) << 4, a = a0 or a1
+	for w := 0; w < 4; w++ {
+		a := []string{"Z16", "Z17"}[w%2]
+		dst := fmt.Sprintf("Z%d", 21+w)
+		g.f("\tVPSRLD $%d, %s, Z2", 4*(w/2), a)
+		g.f("\tVPANDD Z25, Z2, Z2")
+		g.f("\tVPSRLD $%d, Z18, Z3", 2*w)
+		g.f("\tVPANDD Z26, Z3, Z3")
+		g.f("\tVPSLLD $4, Z3, Z3")
+		g.f("\tVPORD Z3, Z2, %s", dst)
+	}
+	dl := []string{"Z6", "Z7", "Z8", "Z9", "Z10", "Z11", "Z12", "Z13"}
+	for c := 0; c < 2; c++ {
+		for li := 0; li < 8; li++ { // sub-block 8c+li
+			i := 8*c + li
+			g.f("\tVPSRLD $%d, Z%d, Z2", 8*(i%4), 21+i/4)
+			g.f("\tVPANDD Z27, Z2, Z2")
+			g.f("\tVPSUBD Z28, Z2, Z2")
+			g.f("\tVCVTDQ2PS Z2, Z2")
+			g.f("\tVMULPS Z20, Z2, %s", dl[li])
+		}
+		for l := 0; l < 32; l += 4 {
+			g.quantGather(32+32*c+l, "Z0", 2)
+			g.quantGather(l, "Z3", 3)
+			for j := 0; j < 4; j++ {
+				sb := 2*j + l/16
+				sp := 4*c + j
+				for b := 0; b < 4; b++ {
+					g.f("\tVPSRLD $%d, Z0, Z1", 8*b+2*j)
+					g.f("\tVPANDD Z29, Z1, Z2")
+					if hs := 8*b + sp; hs >= 2 { // bit sp of hmask byte b to bit 2
+						g.f("\tVPSRLD $%d, Z3, Z4", hs-2)
+					} else {
+						g.f("\tVPSLLD $%d, Z3, Z4", 2-hs)
+					}
+					g.f("\tVPANDD Z5, Z4, Z4")
+					g.f("\tVPORD Z4, Z2, Z2")
+					g.f("\tVPSUBD Z5, Z2, Z2")
+					g.f("\tVCVTDQ2PS Z2, Z2")
+					g.f("\tVMULPS %s, Z2, Z2", dl[sb])
+					g.f("\tVMOVUPS Z2, %d(DI)", (32*sp+l+b)*64)
+				}
+			}
+		}
+	}
+	g.f("\tADDQ $110, SI")
+	g.f("\tADDQ $16384, DI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ q3kTile_block")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
 // q6kTile emits q6kTile.
 func (g *gen) q6kTile() {
 	// Q6_K: ql[128] at 0, qh[64] at 128; half h (128 columns) reads ql[64h:], qh[128+32h:].
@@ -500,7 +583,7 @@ func (g *gen) quantDecls() {
 		g.f("//go:noescape")
 		g.f("func qfmaP%d(tile *float32, stride int, x *float32, cols int, acc *float32)\n", p)
 	}
-	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"q41Tile", "Q4_1 (n blocks of 32)"}, {"q50Tile", "Q5_0 (n blocks of 32)"}, {"q51Tile", "Q5_1 (n blocks of 32)"}, {"q2kTile", "Q2_K"}, {"iq4xsTile", "IQ4_XS"}} {
+	for _, t := range [][2]string{{"q5kTile", "Q5_K"}, {"q40Tile", "Q4_0 (n blocks of 32 columns)"}, {"iq4nlTile", "IQ4_NL (n blocks of 32)"}, {"mxfp4Tile", "MXFP4 (n blocks of 32)"}, {"q41Tile", "Q4_1 (n blocks of 32)"}, {"q50Tile", "Q5_0 (n blocks of 32)"}, {"q51Tile", "Q5_1 (n blocks of 32)"}, {"q2kTile", "Q2_K"}, {"q3kTile", "Q3_K"}, {"iq4xsTile", "IQ4_XS"}} {
 		g.f("// %s is q4kTile for %s.", t[0], t[1])
 		g.f("//")
 		g.f("//go:noescape")

@@ -880,6 +880,110 @@ func axpy5RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int
 //go:noescape
 func axpy6RowsAsm512(acc *float32, n, accStride int, p *float32, pStride, nt int, rows *float32, stride int)
 
+// q4kTile decodes n >= 1 Q4_K superblocks of 16 rows (blk: row 0's first block;
+// idx[r]: row r's offset in bytes, below 2^31) into tile[16*k + r], k < 256n
+// (needs AVX-512F).
+//
+//go:noescape
+func q4kTile(tile *float32, blk *byte, idx *int32, n int)
+
+// q6kTile is q4kTile for Q6_K.
+//
+//go:noescape
+func q6kTile(tile *float32, blk *byte, idx *int32, n int)
+
+// qfmaP1 goes on with the fma32 chains of one batch row over 1 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP1(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP2 goes on with the fma32 chains of one batch row over 2 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP2(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP3 goes on with the fma32 chains of one batch row over 3 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP3(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP4 goes on with the fma32 chains of one batch row over 4 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP4(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP5 goes on with the fma32 chains of one batch row over 5 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP5(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// qfmaP6 goes on with the fma32 chains of one batch row over 6 panels' tiles (the
+// panels stride bytes apart, tile[16k + r] each) for cols columns (a multiple of 4),
+// from and back to acc[16p + r] (needs AVX-512F).
+//
+//go:noescape
+func qfmaP6(tile *float32, stride int, x *float32, cols int, acc *float32)
+
+// q5kTile is q4kTile for Q5_K.
+//
+//go:noescape
+func q5kTile(tile *float32, blk *byte, idx *int32, n int)
+
+// q40Tile is q4kTile for Q4_0 (n blocks of 32 columns).
+//
+//go:noescape
+func q40Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// iq4nlTile is q4kTile for IQ4_NL (n blocks of 32).
+//
+//go:noescape
+func iq4nlTile(tile *float32, blk *byte, idx *int32, n int)
+
+// mxfp4Tile is q4kTile for MXFP4 (n blocks of 32).
+//
+//go:noescape
+func mxfp4Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// q41Tile is q4kTile for Q4_1 (n blocks of 32).
+//
+//go:noescape
+func q41Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// q50Tile is q4kTile for Q5_0 (n blocks of 32).
+//
+//go:noescape
+func q50Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// q51Tile is q4kTile for Q5_1 (n blocks of 32).
+//
+//go:noescape
+func q51Tile(tile *float32, blk *byte, idx *int32, n int)
+
+// q2kTile is q4kTile for Q2_K.
+//
+//go:noescape
+func q2kTile(tile *float32, blk *byte, idx *int32, n int)
+
+// q3kTile is q4kTile for Q3_K.
+//
+//go:noescape
+func q3kTile(tile *float32, blk *byte, idx *int32, n int)
+
+// iq4xsTile is q4kTile for IQ4_XS.
+//
+//go:noescape
+func iq4xsTile(tile *float32, blk *byte, idx *int32, n int)
+
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.
 var (

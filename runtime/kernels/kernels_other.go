@@ -167,3 +167,6 @@ func (m *Mat) rowGroups(c *geo, g0, g1 int) bool { return false }
 // batchStreams is the number of weight streams of the widest batch kernel: the portable
 // code has no streams; the workers' prefetch plan takes two.
 func batchStreams(p Precision, n int) int { return 2 }
+
+// panelsQuantFast is the portable panelsQuant without assembly.
+func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) { m.panelsQuant(s, n, p0, p1) }

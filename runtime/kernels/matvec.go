@@ -335,8 +335,8 @@ func (m *Mat) computeGroups(c *geo, n, u0, u1 int) {
 		base := g * pk.groupPanels
 		a, b := max(u0, base)-base, min(u1, base+pk.groupPanels)-base
 		s := seg{dst: c.dst[g*c.dGroup:], dRow: c.dRow, x: c.x[g*c.xGroup:], xRow: c.xRow, rows: pk.groupRows, base: base}
-		if _, ok := m.t.quant(); ok { // portable on every path (quant.go)
-			m.panelsQuant(&s, n, a, b)
+		if _, ok := m.t.quant(); ok { // quant.go, quant_amd64.go
+			m.panelsQuantFast(&s, n, a, b)
 			continue
 		}
 		if amx {

@@ -9,12 +9,16 @@ import (
 // Contract: the f32 one, unchanged. Each weight is dequantized exactly to the float32 value
 // of ggml's dequantize_row_* (internal/dtype), and each output is the fma32 chain over the
 // columns in order, as for every other type; so row j of a batch equals the row alone, and
-// packed, stacked and grouped matrices give the bits of the views. Only the portable code
-// computes them (on every path): the assembly kernels do not know these layouts yet.
+// packed, stacked and grouped matrices give the bits of the views.
 //
 // Memory: the weights stay quantized. A packed matrix keeps each panel's 16 rows as their
-// GGUF row bytes one after another (the last panel padded with zero bytes), and the product
-// dequantizes one 32-column span of the panel's rows at a time into a small tile.
+// GGUF row bytes one after another (the last panel padded with zero bytes). The portable
+// product (panelsQuant, the reference) dequantizes one 32-column span of the panel's rows at
+// a time into a small tile. On the AVX2 and AVX-512F paths (quant_amd64.go) a packed product
+// decodes each panel into an f32 tile in the packed F32 layout (on AVX-512F with the gather
+// decoders of _generate/quant.go, every type; on the AVX2 path in Go: decodePanelTile)
+// and runs the path's F32 panel kernels on it: the same values and the same fma32 chains, so
+// the same bits. Views (not packed) stay on the portable code.
 
 // quantTypes maps the kernels' quantized types to internal/dtype's.
 var quantTypes = map[DType]dtype.Quant{
@@ -105,5 +109,51 @@ func (m *Mat) panelsQuant(s *seg, n, p0, p1 int) {
 			}
 			storeLanes(s, out[:], acc[:c], j0, pn)
 		}
+	}
+}
+
+// decodePanelTile decodes the 16 rows of a quantized panel (mem: 16 GGUF rows of rb bytes)
+// into tile in the packed F32 panel layout: tile[16*k + r] is row r's weight of column k,
+// the exact value of dtype.Dequantize.
+func decodePanelTile(q dtype.Quant, tile []float32, mem []byte, rb, cols int) {
+	tile = tile[:panelRows*cols]
+	var w [dtype.SpanElems]float32
+	be, bb := q.BlockElems(), q.BlockBytes()
+	spans := be / dtype.SpanElems
+	for b := 0; b < cols/be; b++ { // block by block: the tile's 64*be bytes stay in L1
+		for r := 0; r < panelRows; r++ {
+			blk := mem[r*rb+b*bb : r*rb+(b+1)*bb]
+			for sp := 0; sp < spans; sp++ {
+				dtype.DequantizeSpan(q, w[:], blk, sp)
+				t := tile[(b*be+sp*dtype.SpanElems)*panelRows+r:]
+				for l, v := range w {
+					t[l*panelRows] = v
+				}
+			}
+		}
+	}
+}
+
+// tileBufs is a free list of decode tiles (a channel, as pairBufs); a tile only grows.
+var tileBufs = make(chan *[]float32, 16)
+
+func getTile(n int) *[]float32 {
+	var b *[]float32
+	select {
+	case b = <-tileBufs:
+	default:
+		b = new([]float32)
+	}
+	if cap(*b) < n {
+		*b = make([]float32, n)
+	}
+	*b = (*b)[:n]
+	return b
+}
+
+func putTile(b *[]float32) {
+	select {
+	case tileBufs <- b:
+	default:
 	}
 }

@@ -1,7 +1,7 @@
 // Command _generate writes the amd64 assembly of package kernels (kernels_amd64.s) and its Go
 // declarations and dispatch switches (kernels_amd64_gen.go).
 //
-// Run it from runtime/kernels with `go generate` (or `go run ./_generate`). It emits six
+// Run it from runtime/kernels with `go generate` (or `go run ./_generate`). It emits seven
 // families of code, all for amd64 with the build tags amd64 && !purego && !noasm:
 //
 //   - avx2.go: the AVX2+FMA panel kernels (f32 activations, 16 YMM registers);
@@ -15,7 +15,9 @@
 //   - amxrow.go: the one-row kernels of the same contract on AVX-512 FMAs, which report through
 //     MXCSR's flags when the caller must redo a call on the tiles;
 //   - vec.go: the vector kernels of attention (dot products, axpy, exp) and helpers.go the
-//     reference loops of the benchmarks (memory read, FMA and dot-product peaks).
+//     reference loops of the benchmarks (memory read, FMA and dot-product peaks);
+//   - quant.go: the AVX-512F decoders of the block-quantized types into the f32 tiles the
+//     F32 panel kernels multiply (quant_amd64.go).
 //
 // Each panel kernel multiplies P consecutive packed panels (16 rows each) by M batch rows and
 // writes out[m*P*16 + p*16 + r]. In the f32 kernels every output is the chain
@@ -380,6 +382,7 @@ func main() {
 	a.roundBF16Kernel()
 	a.amxHelpers()
 	a.vecKernels()
+	a.quantKernels()
 
 	var g gen
 	g.s.WriteString(header)
@@ -402,6 +405,7 @@ func main() {
 	g.amxDecls()
 	g.amxRowDecls()
 	g.vecDecls()
+	g.quantDecls()
 	g.f("// Largest panel count per batch-row count (index) of each kernel family; the generator")
 	g.f("// keeps the same tables.")
 	g.f("var (")

@@ -148,15 +148,27 @@ func readTarget(dir string) (pairedTarget, error) {
 // target without pad_token_id (Qwen3's configs; its tokenizer pads with <|endoftext|>, the
 // bos) pads with its bos.
 func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
-	var c struct {
+	type fields struct {
 		VocabSize       *int `json:"vocab_size"`
 		HiddenSize      *int `json:"hidden_size"`
 		NumHiddenLayers *int `json:"num_hidden_layers"`
 		BosTokenID      *int `json:"bos_token_id"`
 		PadTokenID      *int `json:"pad_token_id"`
 	}
+	var top struct {
+		ModelType  string  `json:"model_type"`
+		TextConfig *fields `json:"text_config"`
+	}
+	var c fields
 	if err := json.Unmarshal(b, &c); err != nil {
 		return pairedTarget{}, fmt.Errorf("synth: target %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return pairedTarget{}, fmt.Errorf("synth: target %s: %w", path, err)
+	}
+	if top.TextConfig != nil {
+		// A multimodal wrapper (Kimi-K3): the language model's fields are in text_config.
+		c = *top.TextConfig
 	}
 	if c.PadTokenID == nil {
 		c.PadTokenID = c.BosTokenID
@@ -179,8 +191,12 @@ func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
 		return pairedTarget{}, fmt.Errorf("synth: target %s: bos_token_id %d or pad_token_id %d does not fit the specials in vocab_size %d",
 			path, *c.BosTokenID, *c.PadTokenID, *c.VocabSize)
 	}
-	return pairedTarget{Vocab: *c.VocabSize, Hidden: *c.HiddenSize, Layers: *c.NumHiddenLayers,
-		Bos: *c.BosTokenID, Pad: *c.PadTokenID}, nil
+	t := pairedTarget{Vocab: *c.VocabSize, Hidden: *c.HiddenSize, Layers: *c.NumHiddenLayers,
+		Bos: *c.BosTokenID, Pad: *c.PadTokenID}
+	if top.ModelType == "kimi_k3" && t.Layers == k3Target.Layers {
+		t.LayerIDs = k3Target.LayerIDs // the seed draft's taps; other depths spread theirs
+	}
+	return t, nil
 }
 
 // planGQA is PlanDraft for a GQA draft.

@@ -233,14 +233,19 @@ func Draft(dir string, opts DraftOptions, wo WriteOptions) (*Result, error) {
 // embeddingSource returns a Data function copying the target's model.embed_tokens.weight,
 // after checking that it has the draft embedding's dtype and shape.
 func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
+	if _, ok := ck.Tensor("language_model.model.embed_tokens.weight"); ok {
+		return copySource(ck, dir, "language_model.model.embed_tokens.weight", want) // Kimi-K3
+	}
 	return copySource(ck, dir, "model.embed_tokens.weight", want)
 }
 
 // headSource returns a Data function copying the target's output head: its lm_head.weight,
 // or its embedding when it is tied (it has no lm_head).
 func headSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
-	if _, ok := ck.Tensor("lm_head.weight"); ok {
-		return copySource(ck, dir, "lm_head.weight", want)
+	for _, name := range []string{"lm_head.weight", "language_model.lm_head.weight"} {
+		if _, ok := ck.Tensor(name); ok {
+			return copySource(ck, dir, name, want)
+		}
 	}
 	return copySource(ck, dir, "model.embed_tokens.weight", want)
 }

@@ -52,7 +52,12 @@ func (s *srcData) elemDtype() safetensors.Dtype {
 	return s.t.Dtype
 }
 
-func elemSize(d safetensors.Dtype) int64 { return srcDtypes[d] }
+func elemSize(d safetensors.Dtype) int64 {
+	if d == safetensors.U8 {
+		return 1 // packed MXFP4 codes and E8M0 scales, repacked as bytes
+	}
+	return srcDtypes[d]
+}
 
 // readRange writes elements [start, start+n) (row-major) into dst in elemDtype.
 func (s *srcData) readRange(dst []byte, start, n int64) {
@@ -100,7 +105,12 @@ type producer struct {
 }
 
 // dtype is the element dtype read yields.
-func (p *producer) dtype() safetensors.Dtype { return p.srcs[0].elemDtype() }
+func (p *producer) dtype() safetensors.Dtype {
+	if c, ok := p.xform.(computed); ok {
+		return c.outDtype()
+	}
+	return p.srcs[0].elemDtype()
+}
 
 // view returns a zero-copy slice of the output elements [start, start+n) when they are
 // contiguous source bytes (Copy, or Stack within one expert, of a non-FP8 source).

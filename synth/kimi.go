@@ -71,6 +71,15 @@ type KimiOptions struct {
 	Dims *KimiDims
 }
 
+// KimiPresetDims returns a preset's dimensions for arch (to vary before passing as Dims).
+func KimiPresetDims(arch, preset string) (KimiDims, error) {
+	d, ok := kimiPresets[arch][preset]
+	if !ok {
+		return d, fmt.Errorf("synth: preset %q has no %s target", preset, arch)
+	}
+	return d, nil
+}
+
 func (opts KimiOptions) dims() (KimiDims, error) {
 	byPreset, ok := kimiPresets[opts.Arch]
 	if !ok {
@@ -267,7 +276,9 @@ func PlanKimi(opts KimiOptions) (*KimiPlan, error) {
 	if k3 {
 		lb, yes, beta, lbeta := -5.0, true, 4.0, 25.0
 		q, lat, res := d.QLoRA, d.Latent, d.ResBlock
-		c.QLoraRank = &q
+		if q > 0 {
+			c.QLoraRank = &q // 0: q_proj, q_lora_rank null
+		}
 		c.MLAUseOutputGate = &yes
 		c.LinearAttnConfig.GateLowerBound, c.LinearAttnConfig.UseFullRankGate = &lb, &yes
 		c.RoutedScalingFactor = 2.5 // unresolved for the real K3 (spec section 1.1): not 1, so it shows

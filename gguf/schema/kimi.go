@@ -39,7 +39,8 @@ func kimiSchema(k3 bool) *Schema {
 			Doc: "per block: 0 a KDA (recurrent) block, 1 an MLA block; absent, every block is MLA (llama.cpp takes head_count)"},
 		{Name: KVLoraRank, Type: u32, Required: true, Min: "1", Doc: "MLA latent width r_kv"},
 		{Name: KeyLength, Type: u32, Default: "embedding_length / attention.head_count", Doc: "MLA cache row: kv_lora_rank + rope.dimension_count"},
-		{Name: ValueLength, Type: u32, Default: "attention.kv_lora_rank", Doc: "kv_lora_rank (llama.cpp sets it to kv_lora_rank whatever the file says)"},
+		{Name: ValueLength, Type: u32, Default: "attention.kv_lora_rank", Doc: "kv_lora_rank (llama.cpp sets it to kv_lora_rank whatever the file says)",
+			NotProduced: noValueLength},
 		{Name: KeyLengthMLA, Type: u32, Required: true, Min: "1", Doc: "MLA query/key head size: nope + rope (192)"},
 		{Name: ValueLengthMLA, Type: u32, Required: true, Min: "1", Doc: "MLA value head size (128)"},
 		{Name: RMSEpsilon, Type: f32, Required: true, Min: "0", Why: "RMSNorm divides by sqrt(mean square + epsilon)",
@@ -51,8 +52,8 @@ func kimiSchema(k3 bool) *Schema {
 		{Name: LeadingDenseBlockCount, Type: u32, Default: "0", Doc: "blocks with a dense FFN before the MoE blocks (first_k_dense_replace)"},
 		{Name: ExpertCount, Type: u32, Default: "0", Doc: "routed experts per MoE block"},
 		{Name: ExpertUsedCount, Type: u32, Default: "0", Doc: "experts chosen per token"},
-		{Name: ExpertGroupCount, Type: u32, Default: "0", Doc: "expert groups (group-limited routing only when above 1)"},
-		{Name: ExpertGroupUsedCount, Type: u32, Default: "0", Doc: "groups kept per token"},
+		{Name: ExpertGroupCount, Type: u32, Default: "0", Doc: "expert groups (group-limited routing only when above 1)", NotProduced: noGroups},
+		{Name: ExpertGroupUsedCount, Type: u32, Default: "0", Doc: "groups kept per token", NotProduced: noGroups},
 		{Name: ExpertSharedCount, Type: u32, Required: true, Doc: "shared experts (their FFN width is expert_feed_forward_length x this)"},
 		{Name: ExpertFeedForwardLength, Type: u32, Required: true, Doc: "expert FFN width (moe_intermediate_size)"},
 		{Name: ExpertWeightsScale, Type: f32, Default: "0", Doc: "routed_scaling_factor (0 or 1: no scaling)"},
@@ -232,26 +233,32 @@ func kimiSchema(k3 bool) *Schema {
 			{Name: KindRecurrent, When: "elem(attention.head_count_kv) == 0", Doc: "a Kimi Delta Attention block (its attention.head_count_kv entry is 0)"},
 			{Name: KindAttention, Doc: "a NoPE MLA block"},
 		},
-		Keys:        keys,
-		Derived:     derived,
-		Tensors:     tensors,
-		Rules:       rules,
-		NotProduced: "convert of KimiLinearForCausalLM checkpoints is not built yet (issue 45 part 1)",
-		NotRun:      "the kimi-linear runtime is not built yet (issue 45 part 3)",
+		Keys:    keys,
+		Derived: derived,
+		Tensors: tensors,
+		Rules:   rules,
+		NotRun:  "the kimi-linear runtime is not built yet (issue 45 part 3)",
 	}
 	if k3 {
-		s.NotProduced = "convert of KimiK3ForConditionalGeneration checkpoints is not built yet (issue 45 part 1)"
 		s.NotRun = "the kimi-k3 runtime is not built yet (issue 45 part 3)"
+		// K3's converter writes value_length (kimi-linear's does not).
+		for i := range s.Keys {
+			if s.Keys[i].Name == ValueLength {
+				s.Keys[i].NotProduced = ""
+			}
+		}
 	}
 	return s
 }
 
 const (
-	resOn    = "attn_res.block_size > 0"
-	latentOn = "expert_latent_length > 0"
-	kdaWhy   = "embedding_length, head_count x kda.head_dim"
-	convWhy  = "conv_kernel, 1, head_count x kda.head_dim, 1 (the trailing 1 may be dropped)"
-	shexpWhy = "embedding_length and expert_feed_forward_length x expert_shared_count"
+	noGroups      = "Kimi routes without expert groups: llama.cpp's converter writes no group keys"
+	noValueLength = "llama.cpp's kimi-linear converter writes none (the loader uses kv_lora_rank)"
+	resOn         = "attn_res.block_size > 0"
+	latentOn      = "expert_latent_length > 0"
+	kdaWhy        = "embedding_length, head_count x kda.head_dim"
+	convWhy       = "conv_kernel, 1, head_count x kda.head_dim, 1 (the trailing 1 may be dropped)"
+	shexpWhy      = "embedding_length and expert_feed_forward_length x expert_shared_count"
 )
 
 // convDims are the dims of a KDA convolution weight: llama.cpp's loader takes them 4-D

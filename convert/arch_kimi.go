@@ -228,6 +228,14 @@ func readKimi(c *Config, ro *roster, kv *keyValues, k3 bool) (*archSpec, error) 
 	if err := r.err(); err != nil {
 		return nil, err
 	}
+	// Some third-party K3 descriptions fuse q, k and v (qkv_proj, qkv_conv1d); llama.cpp's
+	// converter and the published rosters keep them apart. A fused checkpoint is refused by
+	// name rather than as a list of missing and unexpected tensors.
+	for _, n := range slices.Sorted(maps.Keys(ro.byName)) {
+		if strings.Contains(n, ".self_attn.qkv_") {
+			return nil, fmt.Errorf("%s: %s: fused q/k/v KDA weights are not supported (llama.cpp's kimi converters read separate q_proj/k_proj/v_proj and q_conv1d/k_conv1d/v_conv1d); split them into those names first", c.Path, ro.byName[n].Name)
+		}
+	}
 	if res < 0 || firstDense < 0 || firstDense > layers || used > experts || latent < 0 {
 		r.fail("attn_res_block_size %d, first_k_dense_replace %d (of %d layers), num_experts_per_token %d (of %d) or routed_expert_hidden_size %d is out of range",
 			res, firstDense, layers, used, experts, latent)

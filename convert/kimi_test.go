@@ -3,6 +3,7 @@ package convert
 import (
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -269,6 +270,37 @@ func TestConvertKimiErrors(t *testing.T) {
 	}
 	text := func(m map[string]any) map[string]any { return m["text_config"].(map[string]any) }
 	lac := func(m map[string]any) map[string]any { return text(m)["linear_attn_config"].(map[string]any) }
+	// A fused q/k/v checkpoint is named, not listed tensor by tensor.
+	fused := filepath.Join(t.TempDir(), "fused")
+	if err := os.MkdirAll(fused, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "tiktoken.model", "tokenizer_config.json"} {
+		if err := os.Symlink(filepath.Join(base, f), filepath.Join(fused, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := safetensors.Open(filepath.Join(base, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.TensorSource
+	for _, ti := range src.Tensors {
+		name := strings.Replace(ti.Name, "layers.0.self_attn.q_proj.", "layers.0.self_attn.qkv_proj.", 1)
+		b, err := src.TensorData(&ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, safetensors.TensorSource{Name: name, Dtype: ti.Dtype, Shape: ti.Shape,
+			Data: func(w io.Writer) error { _, err := w.Write(b); return err }})
+	}
+	if err := safetensors.WriteFile(filepath.Join(fused, "model.safetensors"), nil, ts, false); err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if _, err := NewPlan(fused, Options{}); err == nil || !strings.Contains(err.Error(), "language_model.model.layers.0.self_attn.qkv_proj.weight: fused q/k/v") {
+		t.Errorf("fused qkv: %v", err)
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(m map[string]any)

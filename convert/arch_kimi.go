@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -43,6 +44,24 @@ var kimiLinearArch = &Arch{
 	read: func(c *Config, ro *roster, opt Options, kv *keyValues) (*archSpec, error) {
 		return readKimi(c, ro, kv, false)
 	},
+	// llama.cpp's kimi-linear converter writes the tiktoken tokenizer's eos_id ([EOS]) over
+	// config.json's; kimi-k3's restores config.json's (<|end_of_msg|>).
+	tokenizer: loadTiktokenEOS,
+}
+
+// loadTiktokenEOS is loadTiktoken with the end-of-sequence id of the token named [EOS].
+func loadTiktokenEOS(dir string, vocabSize int64) (*tokenizerInfo, error) {
+	info, err := loadTiktoken(dir, vocabSize)
+	if err != nil || info.vocab == nil {
+		return info, err
+	}
+	id := slices.Index(info.vocab.Tokens, "[EOS]")
+	if id < 0 {
+		return nil, fmt.Errorf("%s: the tokenizer names no [EOS] token (kimi-linear's end of sequence)", filepath.Join(dir, "tokenizer_config.json"))
+	}
+	eos := int64(id)
+	info.eos = &eos
+	return info, nil
 }
 
 func kimiRules(k3 bool) []Rule {

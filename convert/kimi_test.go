@@ -194,6 +194,31 @@ func TestConvertKimiK3(t *testing.T) {
 	}
 }
 
+// withConfig links base's files into a new directory with config.json changed by change.
+func withConfig(t *testing.T, base, name string, change func(m map[string]any)) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"model.safetensors", "tiktoken.model", "tokenizer_config.json"} {
+		if err := os.Symlink(filepath.Join(base, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(base, "config.json"))
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	change(m)
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func itoa(i int) string { return string(rune('0' + i)) }
 
 // TestConvertKimiVariants: K3 without MXFP4 (stacked BF16 experts) and Kimi-Linear convert
@@ -202,6 +227,9 @@ func itoa(i int) string { return string(rune('0' + i)) }
 func TestConvertKimiVariants(t *testing.T) {
 	for _, o := range []synth.KimiOptions{{Arch: synth.ArchKimiK3, Preset: synth.Tiny}, {Arch: synth.ArchKimiLinear, Preset: synth.Tiny}} {
 		dir := kimiFixture(t, o.Arch+"-bf16", o)
+		if o.Arch == synth.ArchKimiLinear {
+			dir = withConfig(t, dir, "eos", func(m map[string]any) { m["eos_token_id"] = 994 })
+		}
 		p, out := convertTo(t, dir, Options{})
 		rep, err := p.Verify(out, nil)
 		if err != nil || !rep.OK() {
@@ -227,6 +255,11 @@ func TestConvertKimiVariants(t *testing.T) {
 			if !slices.Equal(ti.Dims, []uint64{64, 32, 8}) {
 				t.Errorf("kimi-linear experts %v", ti.Dims)
 			}
+			// eos: the tokenizer's [EOS] (ranks + 1 in the synthetic layout), written over
+			// config.json's, which is made to differ here.
+			if v, ok := f.Lookup("tokenizer.ggml.eos_token_id"); !ok || v.Any() != uint32(993) {
+				t.Errorf("kimi-linear eos %v, want [EOS] 993", v)
+			}
 			for _, k := range []string{"kimi-linear.attn_res.block_size", "kimi-linear.kda.gate_lower_bound", "kimi-linear.attention.q_lora_rank"} {
 				if _, ok := f.Lookup(k); ok {
 					t.Errorf("kimi-linear has %s", k)
@@ -246,28 +279,7 @@ func TestConvertKimiVariants(t *testing.T) {
 // refused with the tensor or field named.
 func TestConvertKimiErrors(t *testing.T) {
 	base := kimiFixture(t, "kimi-k3-mxfp4", synth.KimiOptions{Arch: synth.ArchKimiK3, Preset: synth.Tiny, MXFP4: true})
-	edit := func(name string, change func(m map[string]any)) string {
-		dir := filepath.Join(t.TempDir(), name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"model.safetensors", "tiktoken.model", "tokenizer_config.json"} {
-			if err := os.Symlink(filepath.Join(base, f), filepath.Join(dir, f)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		b, _ := os.ReadFile(filepath.Join(base, "config.json"))
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		change(m)
-		b, _ = json.Marshal(m)
-		if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
+	edit := func(name string, change func(m map[string]any)) string { return withConfig(t, base, name, change) }
 	text := func(m map[string]any) map[string]any { return m["text_config"].(map[string]any) }
 	lac := func(m map[string]any) map[string]any { return text(m)["linear_attn_config"].(map[string]any) }
 	// A fused q/k/v checkpoint is named, not listed tensor by tensor.

@@ -84,7 +84,8 @@ func kimiRules(k3 bool) []Rule {
 	for _, x := range []struct{ qkv, conv string }{{schema.AttnQ, schema.SSMConv1DQ}, {schema.AttnK, schema.SSMConv1DK}, {schema.AttnV, schema.SSMConv1DV}} {
 		c := x.conv[strings.Index(x.conv, "conv1d_")+len("conv1d_"):][:1] // q, k or v
 		r = append(r,
-			Rule{Src: a + c + "_conv1d.weight", Tensor: x.conv, Shape: []string{"kda_inner", "one", "conv"}, Xform: ConvReshape, Kind: kda},
+			Rule{Src: a + c + "_conv1d.weight", Tensor: x.conv, Shape: []string{"kda_inner", "one", "conv"}, Xform: ConvReshape, When: "!conv2d", Kind: kda},
+			Rule{Src: a + c + "_conv1d.weight", Tensor: x.conv, Shape: []string{"kda_inner", "conv"}, Xform: ConvReshape, When: "conv2d", Kind: kda},
 			Rule{Src: a + c + "_proj.weight", Tensor: x.qkv, Shape: []string{"kda_inner", "hidden"}, Kind: kda})
 	}
 	r = append(r,
@@ -280,6 +281,14 @@ func readKimi(c *Config, ro *roster, kv *keyValues, k3 bool) (*archSpec, error) 
 	}
 	d["experts"] = experts
 	d["shexp"] = shared * d["ffn_exp"]
+	// Convolutions come [d_inner, 1, c] or [d_inner, c] (both reshape to {c, 1, d_inner, 1}):
+	// the first KDA layer's q_conv1d says which.
+	conv2d := false
+	if i := slices.Index(kinds, kda); i >= 0 {
+		if t, ok := ro.byName[fmt.Sprintf("layers.%d.self_attn.q_conv1d.weight", i)]; ok {
+			conv2d = len(t.Shape) == 2
+		}
+	}
 	// K3's A_log is longer than the head count (the converter keeps the first n_head).
 	d["alog"] = d["heads"]
 	if k3 {
@@ -344,7 +353,7 @@ func readKimi(c *Config, ro *roster, kv *keyValues, k3 bool) (*archSpec, error) 
 		dims: d,
 		features: features{
 			"q_lora": hasQLora, "shared": shared > 0, "res": res > 0, "gate": gate,
-			"latent": latent > 0, "latent_norm": latentNorm, "mxfp4": mxfp4,
+			"latent": latent > 0, "latent_norm": latentNorm, "mxfp4": mxfp4, "conv2d": conv2d,
 		},
 		layers:  layerPlan{count: layers, firstMoE: firstDense, experts: experts, kinds: kinds},
 		dropped: dropped,

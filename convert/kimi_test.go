@@ -194,6 +194,71 @@ func TestConvertKimiK3(t *testing.T) {
 	}
 }
 
+// rewriteKimi copies base into a new directory, each tensor renamed and reshaped by
+// change (same bytes), the other files linked.
+func rewriteKimi(t *testing.T, base, name string, change func(name string, shape []int64) (string, []int64)) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "tiktoken.model", "tokenizer_config.json"} {
+		if err := os.Symlink(filepath.Join(base, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := safetensors.Open(filepath.Join(base, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var ts []safetensors.TensorSource
+	for _, ti := range src.Tensors {
+		b, err := src.TensorData(&ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, sh := change(ti.Name, ti.Shape)
+		ts = append(ts, safetensors.TensorSource{Name: n, Dtype: ti.Dtype, Shape: sh,
+			Data: func(w io.Writer) error { _, err := w.Write(b); return err }})
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), nil, ts, false); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestConvertKimiConv2D: convolutions stored [d_inner, c] (2-D) convert to the same tensor
+// as [d_inner, 1, c].
+func TestConvertKimiConv2D(t *testing.T) {
+	base := kimiFixture(t, "kimi-linear-bf16", synth.KimiOptions{Arch: synth.ArchKimiLinear, Preset: synth.Tiny})
+	flat := rewriteKimi(t, base, "conv2d", func(name string, shape []int64) (string, []int64) {
+		if strings.HasSuffix(name, "_conv1d.weight") {
+			return name, []int64{shape[0], shape[2]}
+		}
+		return name, shape
+	})
+	_, a := convertTo(t, base, Options{})
+	_, b := convertTo(t, flat, Options{})
+	fa, err := gguf.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fa.Close()
+	fb, err := gguf.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	for _, n := range []string{"blk.0.ssm_conv1d_q.weight", "blk.4.ssm_conv1d_v.weight"} {
+		ta, da := ggufTensor(t, fa, n)
+		tb, db := ggufTensor(t, fb, n)
+		if !slices.Equal(ta.Dims, tb.Dims) || !slices.Equal(tb.Dims, []uint64{4, 1, 80, 1}) || string(da) != string(db) {
+			t.Errorf("%s: 3-D source %v, 2-D source %v", n, ta.Dims, tb.Dims)
+		}
+	}
+}
+
 // withConfig links base's files into a new directory with config.json changed by change.
 func withConfig(t *testing.T, base, name string, change func(m map[string]any)) string {
 	t.Helper()
@@ -283,33 +348,9 @@ func TestConvertKimiErrors(t *testing.T) {
 	text := func(m map[string]any) map[string]any { return m["text_config"].(map[string]any) }
 	lac := func(m map[string]any) map[string]any { return text(m)["linear_attn_config"].(map[string]any) }
 	// A fused q/k/v checkpoint is named, not listed tensor by tensor.
-	fused := filepath.Join(t.TempDir(), "fused")
-	if err := os.MkdirAll(fused, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"config.json", "tiktoken.model", "tokenizer_config.json"} {
-		if err := os.Symlink(filepath.Join(base, f), filepath.Join(fused, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	src, err := safetensors.Open(filepath.Join(base, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ts []safetensors.TensorSource
-	for _, ti := range src.Tensors {
-		name := strings.Replace(ti.Name, "layers.0.self_attn.q_proj.", "layers.0.self_attn.qkv_proj.", 1)
-		b, err := src.TensorData(&ti)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, safetensors.TensorSource{Name: name, Dtype: ti.Dtype, Shape: ti.Shape,
-			Data: func(w io.Writer) error { _, err := w.Write(b); return err }})
-	}
-	if err := safetensors.WriteFile(filepath.Join(fused, "model.safetensors"), nil, ts, false); err != nil {
-		t.Fatal(err)
-	}
-	src.Close()
+	fused := rewriteKimi(t, base, "fused", func(name string, shape []int64) (string, []int64) {
+		return strings.Replace(name, "layers.0.self_attn.q_proj.", "layers.0.self_attn.qkv_proj.", 1), shape
+	})
 	if _, err := NewPlan(fused, Options{}); err == nil || !strings.Contains(err.Error(), "language_model.model.layers.0.self_attn.qkv_proj.weight: fused q/k/v") {
 		t.Errorf("fused qkv: %v", err)
 	}

@@ -385,3 +385,86 @@ func TestConvertKimiErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectKimiK3Full: the real Kimi-K3 config (target-kimi-k3.md section 1.1: 93 layers,
+// 896 experts, MXFP4) expands, from the config alone, to the published shapes: 24 MLA
+// layers, the experts {3584, 3072, 896} in MXFP4, and a roster of packed + scale sources.
+func TestExpectKimiK3Full(t *testing.T) {
+	var full []int
+	for i := 1; i <= 93; i++ {
+		if i%4 == 0 || i == 93 {
+			full = append(full, i)
+		}
+	}
+	cfg := map[string]any{
+		"architectures": []string{"KimiK3ForConditionalGeneration"}, "model_type": "kimi_k3",
+		"quantization_config": map[string]any{"quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized"},
+		"text_config": map[string]any{
+			"model_type": "kimi_linear", "vocab_size": 163840, "hidden_size": 7168, "intermediate_size": 33792,
+			"moe_intermediate_size": 3072, "num_hidden_layers": 93, "num_attention_heads": 96, "num_key_value_heads": 96,
+			"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+			"mla_use_nope": true, "mla_use_output_gate": true,
+			"linear_attn_config": map[string]any{"full_attn_layers": full, "num_heads": 96, "head_dim": 128,
+				"short_conv_kernel_size": 4, "gate_lower_bound": -5.0, "use_full_rank_gate": true},
+			"num_experts": 896, "num_experts_per_token": 16, "num_shared_experts": 2, "routed_scaling_factor": 1.0,
+			"moe_renormalize": true, "moe_router_activation_func": "sigmoid", "num_expert_group": 1, "first_k_dense_replace": 1,
+			"routed_expert_hidden_size": 3584, "latent_moe_use_norm": true, "hidden_act": "situ",
+			"activation_situ_beta": 4.0, "activation_situ_linear_beta": 25.0, "attn_res_block_size": 12,
+			"rms_norm_eps": 1e-5, "max_position_embeddings": 1048576, "bos_token_id": 163584, "eos_token_id": 163586, "pad_token_id": 163839,
+		},
+	}
+	b, _ := json.Marshal(cfg)
+	ex, err := Expect("config.json", b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dims := map[string][]uint64{}
+	types := map[string]gguf.GGMLType{}
+	mla := 0
+	for _, pt := range ex.Tensors {
+		dims[pt.Name], types[pt.Name] = pt.Dims, pt.Type
+		if strings.HasSuffix(pt.Name, ".attn_kv_a_mqa.weight") {
+			mla++
+		}
+	}
+	for name, want := range map[string][]uint64{
+		"blk.1.ffn_gate_exps.weight":   {3584, 3072, 896},
+		"blk.92.ffn_down_exps.weight":  {3072, 3584, 896},
+		"blk.0.ssm_conv1d_q.weight":    {4, 1, 12288, 1},
+		"blk.0.ssm_a":                  {96},
+		"blk.3.attn_k_b.weight":        {128, 512, 96},
+		"blk.92.attn_gate.weight":      {7168, 12288},
+		"blk.91.ssm_g.weight":          nil,
+		"blk.90.ssm_g.weight":          {7168, 12288},
+		"blk.1.ffn_routed_down.weight": {7168, 3584},
+		"blk.1.ffn_gate_shexp.weight":  {7168, 6144},
+		"output_res_score.weight":      {7168},
+		"blk.0.ffn_gate.weight":        {7168, 33792},
+		"blk.0.ffn_gate_exps.weight":   nil,
+	} {
+		if got := dims[name]; !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	if types["blk.1.ffn_up_exps.weight"] != gguf.TypeMXFP4 || mla != 24 {
+		t.Errorf("experts %s, %d MLA layers", types["blk.1.ffn_up_exps.weight"], mla)
+	}
+	src := map[string]SrcTensor{}
+	for _, s := range ex.Sources {
+		src[s.Name] = s
+	}
+	if s := src["layers.5.block_sparse_moe.experts.895.w2.weight_scale"]; s.Dtype != safetensors.U8 || !slices.Equal(s.Shape, []int64{3584, 96}) {
+		t.Errorf("w2 scale source %+v", s)
+	}
+	// The experts: 92 MoE layers x 3 x 896 x 3584 x 3072 elements, 17 bytes per 32.
+	var expBytes int64
+	for _, pt := range ex.Tensors {
+		if pt.Type == gguf.TypeMXFP4 {
+			expBytes += pt.Bytes
+		}
+	}
+	if want := int64(92*3*896) * 3584 * 3072 / 32 * 17; expBytes != want {
+		t.Errorf("MXFP4 expert bytes %d, want %d", expBytes, want)
+	}
+	t.Logf("kimi-k3 full: %d tensors, %d parameters, %d bytes of MXFP4 experts", len(ex.Tensors), ex.Params, expBytes)
+}

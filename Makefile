@@ -80,6 +80,10 @@ bench-report: build
 bench-convert: build
 	./scripts/bench-convert.sh $(BIN)
 
+## bench-convert-kimi: convert of the real-slice Kimi-K3 target (MXFP4 experts) vs cp, peak RSS.
+bench-convert-kimi: build
+	./scripts/bench-convert-kimi.sh $(BIN)
+
 ## bench-synth: synth of the full-size K3 draft vs cp of the same size (same run), peak RSS.
 bench-synth: build
 	./scripts/bench-synth.sh $(BIN)

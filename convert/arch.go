@@ -109,7 +109,7 @@ const (
 )
 
 // registry lists every supported architecture; adding one is one file plus a line here.
-var registry = []*Arch{dflashArch, dflashGQAArch, deepseek2Arch, qwen3Arch, qwen35Arch, qwen35MoEArch}
+var registry = []*Arch{dflashArch, dflashGQAArch, deepseek2Arch, qwen3Arch, qwen35Arch, qwen35MoEArch, kimiK3Arch, kimiLinearArch}
 
 // LookupArch finds the registry entry for an HF architectures[0] value, or returns an error
 // listing the supported ones.

@@ -15,7 +15,8 @@ import (
 type Expectation struct {
 	HFArch, Arch string
 	// Sources are the tensors the checkpoint must hold (names without the optional
-	// "model." prefix, DSpark names for a draft; Dtype is empty: any supported one).
+	// "model." prefix, DSpark names for a draft; Dtype is empty: any supported one, U8 for
+	// packed MXFP4 data).
 	Sources []SrcTensor
 	// Tensors are the GGUF tensors written (BF16 unless Options.OutType says otherwise;
 	// 1-D tensors F32), without data.
@@ -56,10 +57,14 @@ func Expect(path string, config []byte, opt Options) (*Expectation, error) {
 	p := &Plan{Dir: path, HFArch: hf, Arch: arch.GGUF(), OutType: resolveAuto(opt.OutType, safetensors.BF16)}
 	seen := map[string]bool{}
 	for _, e := range exp {
-		for _, s := range e.srcs {
+		for i, s := range e.srcs {
 			if !seen[s] {
 				seen[s] = true
-				ex.Sources = append(ex.Sources, SrcTensor{Name: s, Shape: e.shape})
+				st := SrcTensor{Name: s, Shape: e.shape}
+				if e.formats != nil {
+					st.Shape, st.Dtype = e.formats[i].shape, e.formats[i].dtype
+				}
+				ex.Sources = append(ex.Sources, st)
 			}
 		}
 		if e.dst == "" {
@@ -67,6 +72,9 @@ func Expect(path string, config []byte, opt Options) (*Expectation, error) {
 		}
 		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.xform(), SrcShape: e.shape, Sources: e.srcs}
 		t.Type, _ = tensorType(p.OutType, e.decl, e.dst, e.dims)
+		if pe, ok := e.rule.xform().(preEncoded); ok {
+			t.Type = pe.outType()
+		}
 		t.Bytes = typeBytes(t.Type, t.Elements())
 		p.Params += uint64(t.Elements())
 		p.Tensors = append(p.Tensors, t)

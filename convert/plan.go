@@ -329,6 +329,9 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 		t := PlanTensor{Name: e.dst, Dims: e.dims, Xform: e.rule.xform(), SrcShape: e.shape}
 		var note string
 		t.Type, note = tensorType(p.OutType, e.decl, e.dst, e.dims)
+		if pe, ok := e.rule.xform().(preEncoded); ok {
+			t.Type, note = pe.outType(), ""
+		}
 		prod := &producer{xform: e.rule.xform(), nope: e.dimEnv["nope"], v: e.dimEnv["v"], rkv: e.dimEnv["r_kv"], h: e.dimEnv["heads"]}
 		for _, s := range e.srcs {
 			st := ro.byName[s]
@@ -374,8 +377,8 @@ func (p *Plan) addTensors(ck checkpoint, ro *roster, exp []expected, spec *archS
 			case !spec.dropped(n):
 			case n == "lm_head.weight":
 				skipped = append(skipped, st.Name+" (tie_word_embeddings: the output is token_embd)")
-			case qwen35Vision(n):
-				skipped = append(skipped, st.Name+" (vision tower)")
+			case qwen35Vision(n) || strings.HasPrefix(n, "vision_tower.") || strings.HasPrefix(n, "mm_projector."):
+				skipped = append(skipped, st.Name+" (vision tower: the language model only)")
 			default:
 				skipped = append(skipped, st.Name+" (MTP layer)")
 			}

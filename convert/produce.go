@@ -53,7 +53,12 @@ func (s *srcData) elemDtype() safetensors.Dtype {
 	return s.t.Dtype
 }
 
-func elemSize(d safetensors.Dtype) int64 { return srcDtypes[d] }
+func elemSize(d safetensors.Dtype) int64 {
+	if d == safetensors.U8 {
+		return 1 // packed MXFP4 codes and E8M0 scales, repacked as bytes
+	}
+	return srcDtypes[d]
+}
 
 // readRange writes elements [start, start+n) (row-major) into dst in elemDtype.
 func (s *srcData) readRange(dst []byte, start, n int64) {
@@ -113,8 +118,12 @@ type preparer interface {
 	prepare(p *producer, d dims, shape []int64)
 }
 
-// dtype is the element dtype read yields (F32 when a value op computes the elements).
+// dtype is the element dtype read yields: a computed transform's own, F32 when a value op
+// computes the elements, else the source's.
 func (p *producer) dtype() safetensors.Dtype {
+	if c, ok := p.xform.(computed); ok {
+		return c.outDtype()
+	}
 	if p.op != opNone {
 		return safetensors.F32
 	}

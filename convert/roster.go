@@ -32,10 +32,12 @@ type roster struct {
 	byName map[string]SrcTensor // normalized name -> tensor (original name inside)
 }
 
-// normalizeName removes the optional "model." prefix of HF checkpoints, and the
-// "language_model." of a multimodal wrapper's text model (as llama.cpp's filter_tensors).
+// normalizeName removes the optional "model." prefix of HF checkpoints and the
+// "language_model." of a multimodal wrapper's text model, in either order (Qwen3.5's
+// model.language_model.*, as llama.cpp's filter_tensors; Kimi-K3's language_model.model.*).
 func normalizeName(name string) string {
-	return strings.TrimPrefix(strings.TrimPrefix(name, "model."), "language_model.")
+	name = strings.TrimPrefix(strings.TrimPrefix(name, "model."), "language_model.")
+	return strings.TrimPrefix(name, "model.")
 }
 
 // renamed returns the roster with every normalized name passed through rename (an
@@ -71,6 +73,16 @@ func newRoster(tensors []SrcTensor) (*roster, error) {
 }
 
 func (r *roster) has(name string) bool { _, ok := r.byName[name]; return ok }
+
+// srcFormat says what a transform reads from one of its sources beyond the roster's
+// defaults: its own expected shape, and a required raw dtype (U8 for packed MXFP4).
+type srcFormat struct {
+	shape []int64
+	dtype safetensors.Dtype // "" = a float dtype of srcDtypes
+	// anyFloat: the source's float dtype may differ from the checkpoint's weights (KDA
+	// convolutions are F32 beside BF16 matrices, and are written F32).
+	anyFloat bool
+}
 
 // supported source element types.
 var srcDtypes = map[safetensors.Dtype]int64{safetensors.BF16: 2, safetensors.F16: 2, safetensors.F32: 4, safetensors.F8_E4M3: 1}
@@ -118,20 +130,29 @@ type fp8Block [2]int64
 func checkRoster(dir string, r *roster, exp []expected, dropped func(string) bool, blk fp8Block) (safetensors.Dtype, error) {
 	var p rosterProblems
 	want := map[string][]int64{}
+	raw := map[string]safetensors.Dtype{}
+	free := map[string]bool{}
 	var order []string
 	for _, e := range exp {
-		for _, s := range e.srcs {
+		for i, s := range e.srcs {
 			if _, seen := want[s]; !seen {
 				order = append(order, s)
 			}
 			want[s] = e.shape
+			if e.formats != nil {
+				want[s] = e.formats[i].shape
+				if e.formats[i].dtype != "" {
+					raw[s] = e.formats[i].dtype
+				}
+				free[s] = e.formats[i].anyFloat
+			}
 		}
 	}
 	// The majority dtype among non-FP8 matrices is the checkpoint's dtype; FP8 matrices
 	// (with their scales) may sit beside it, as in DeepSeek-V3's official weights.
 	votes := map[safetensors.Dtype]int{}
 	for _, n := range order {
-		if t, ok := r.byName[n]; ok && len(t.Shape) >= 2 {
+		if t, ok := r.byName[n]; ok && len(t.Shape) >= 2 && raw[n] == "" && !free[n] {
 			if _, known := srcDtypes[t.Dtype]; known {
 				votes[t.Dtype]++
 			}
@@ -173,11 +194,17 @@ func checkRoster(dir string, r *roster, exp []expected, dropped func(string) boo
 		if !equalShape(t.Shape, want[n]) {
 			p.shape = append(p.shape, fmt.Sprintf("%s is %s, config.json implies %s", t.Name, shapeStr(t.Shape), shapeStr(want[n])))
 		}
+		if d := raw[n]; d != "" {
+			if t.Dtype != d {
+				p.dtype = append(p.dtype, fmt.Sprintf("%s is %s, packed MXFP4 data is %s", t.Name, t.Dtype, d))
+			}
+			continue
+		}
 		if _, known := srcDtypes[t.Dtype]; !known {
 			p.dtype = append(p.dtype, fmt.Sprintf("%s is %s (supported: BF16, F16, F32, F8_E4M3 with weight_scale_inv)", t.Name, t.Dtype))
 			continue
 		}
-		if len(t.Shape) >= 2 && t.Dtype != main && t.Dtype != safetensors.F8_E4M3 {
+		if len(t.Shape) >= 2 && t.Dtype != main && t.Dtype != safetensors.F8_E4M3 && !free[n] {
 			p.dtype = append(p.dtype, fmt.Sprintf("%s is %s but the checkpoint's other weights are %s", t.Name, t.Dtype, main))
 		}
 		if len(t.Shape) < 2 && t.Dtype == safetensors.F8_E4M3 {

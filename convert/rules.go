@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
+	"github.com/dspark-dev/dspark/safetensors"
 )
 
 // Transform says how a GGUF tensor's elements are derived from its source tensor(s). A rule
@@ -30,6 +32,26 @@ type Transform interface {
 	// perExpert reports whether the output stacks one source per routed expert (the size
 	// label counts such tensors per expert).
 	perExpert() bool
+}
+
+// computed is a Transform whose output elements are computed values, not source elements:
+// read yields them in outDtype (F32), whatever the sources' dtype.
+type computed interface {
+	outDtype() safetensors.Dtype
+}
+
+// preEncoded is a Transform that writes the output tensor's final bytes itself (a
+// quantized format repacked without decoding): encode writes output elements
+// [start, start+n) as typ into dst (typeBytes(typ, n) bytes).
+type preEncoded interface {
+	outType() gguf.GGMLType
+	encode(p *producer, dst []byte, start, n int64)
+}
+
+// formatted is a Transform whose sources differ from the rule's one shape (several
+// tensors of several shapes per output): the format of each source.
+type formatted interface {
+	formats(shape []int64, d dims, lp layerPlan) []srcFormat
 }
 
 // The transforms.
@@ -63,6 +85,9 @@ type Rule struct {
 	Xform Transform
 	// When names a feature that must be on ("x") or off ("!x"); "" always applies.
 	When string
+	// Kind limits a per-layer rule to blocks of one kind (schema.KindRecurrent or
+	// KindAttention) of a hybrid architecture; "" applies in every block.
+	Kind string
 }
 
 func (r *Rule) xform() Transform {
@@ -81,6 +106,8 @@ type expected struct {
 	shape  []int64        // expected shape of each source
 	dims   []uint64       // GGUF dims
 	dimEnv dims
+	// formats, when set, replaces shape per source (a formatted transform).
+	formats []srcFormat
 }
 
 // dims is an architecture's table of named dimensions (hidden, heads, r_kv, ...).
@@ -118,7 +145,7 @@ type layerPlan struct {
 	experts    int64 // routed experts per MoE layer
 	familyAlts int   // which "|" alternative of Src to use
 	// kinds, for a hybrid architecture, is the kind of each block (schema.Kind names); a
-	// tensor declared for some kinds is expanded in those blocks only.
+	// tensor declared for some kinds is expanded in those blocks only (nil: one kind).
 	kinds []string
 }
 
@@ -162,6 +189,9 @@ func expand(a *Arch, d dims, f features, lp layerPlan) ([]expected, error) {
 		decl, _ := a.Schema.TensorDecl(r.Tensor)
 		e := expected{rule: r, decl: decl, dst: subst(r.Tensor, layer, 0), shape: shape, dimEnv: d,
 			srcs: x.sources(alt(r.Src, lp.familyAlts), layer, lp), dims: x.dims(shape, d, lp)}
+		if f, ok := x.(formatted); ok {
+			e.formats = f.formats(shape, d, lp)
+		}
 		out = append(out, e)
 		return nil
 	}
@@ -187,7 +217,12 @@ func expand(a *Arch, d dims, f features, lp layerPlan) ([]expected, error) {
 			if scopes[i] == schema.Global || !f.applies(r.When) || !inScope(lp, scopes[i], layer) {
 				continue
 			}
-			if decl, _ := a.Schema.TensorDecl(r.Tensor); decl != nil && len(decl.Kinds) > 0 && lp.kinds != nil &&
+			// A rule names its block kind when one tensor name is declared per kind with
+			// different shapes (kimi's attn_q); otherwise the declaration's kinds decide.
+			if r.Kind != "" && (lp.kinds == nil || lp.kinds[layer] != r.Kind) {
+				continue
+			}
+			if decl, _ := a.Schema.TensorDecl(r.Tensor); r.Kind == "" && decl != nil && len(decl.Kinds) > 0 && lp.kinds != nil &&
 				!slices.Contains(decl.Kinds, lp.kinds[layer]) {
 				continue
 			}

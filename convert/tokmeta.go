@@ -25,6 +25,9 @@ type tokenizerInfo struct {
 	// config.json alone. addBOS, when set, is written as tokenizer.ggml.add_bos_token.
 	special *specialIDs
 	addBOS  *bool
+	// eos, when set, replaces the end-of-sequence id alone (kimi-linear: the tokenizer's
+	// [EOS], as llama.cpp's converter writes it).
+	eos *int64
 }
 
 // Pre-tokenizer names (tokenizer.ggml.pre).
@@ -122,6 +125,9 @@ func chatTemplate(dir string, cfg []byte) (string, error) {
 func (t *tokenizerInfo) set(kv *keyValues, sp specialIDs) {
 	if t.special != nil {
 		sp = *t.special
+	}
+	if t.eos != nil {
+		sp.eos = *t.eos
 	}
 	kv.set(schema.TokModel, "gpt2")
 	kv.set(schema.TokPre, t.pre)

@@ -187,6 +187,14 @@ type chunkBuf struct {
 // chunk returns the encoded bytes of output elements [start, start+n) of t: a zero-copy
 // view of the source when no conversion is needed, else converted into the buffers.
 func (b *chunkBuf) chunk(t *PlanTensor, start, n int64) []byte {
+	if pe, ok := t.prod.xform.(preEncoded); ok {
+		on := typeBytes(t.Type, n)
+		if int64(len(b.out)) < on {
+			b.out = make([]byte, on)
+		}
+		pe.encode(t.prod, b.out[:on], start, n)
+		return b.out[:on]
+	}
 	d := t.prod.dtype()
 	same := sameEncoding(d, t.Type)
 	if same {
@@ -232,7 +240,7 @@ func (p *Plan) fill(sh []*shard, total int64, opt WriteOptions) error {
 	stats := make([][]errStat, len(p.Tensors))
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
-		if lossy(t.prod.dtype(), t.Type) {
+		if _, pe := t.prod.xform.(preEncoded); !pe && lossy(t.prod.dtype(), t.Type) {
 			stats[i] = make([]errStat, ceilDiv(t.Elements(), chunkElems))
 		}
 	}

@@ -158,12 +158,13 @@ func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
 	}
 	var c struct {
 		fields
+		ModelType  string  `json:"model_type"`
 		TextConfig *fields `json:"text_config"`
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
 		return pairedTarget{}, fmt.Errorf("synth: target %s: %w", path, err)
 	}
-	if c.TextConfig != nil { // a multimodal wrapper: the language model's fields
+	if c.TextConfig != nil { // a multimodal wrapper (Qwen3.5, Kimi-K3): the language model's fields
 		c.fields = *c.TextConfig
 	}
 	if c.BosTokenID == nil { // Qwen3.5: no bos; eos_token_id is <|endoftext|>, Qwen3's bos
@@ -190,8 +191,12 @@ func parseTargetConfig(path string, b []byte) (pairedTarget, error) {
 		return pairedTarget{}, fmt.Errorf("synth: target %s: bos_token_id %d or pad_token_id %d does not fit the specials in vocab_size %d",
 			path, *c.BosTokenID, *c.PadTokenID, *c.VocabSize)
 	}
-	return pairedTarget{Vocab: *c.VocabSize, Hidden: *c.HiddenSize, Layers: *c.NumHiddenLayers,
-		Bos: *c.BosTokenID, Pad: *c.PadTokenID}, nil
+	t := pairedTarget{Vocab: *c.VocabSize, Hidden: *c.HiddenSize, Layers: *c.NumHiddenLayers,
+		Bos: *c.BosTokenID, Pad: *c.PadTokenID}
+	if c.ModelType == "kimi_k3" && t.Layers == k3Target.Layers {
+		t.LayerIDs = k3Target.LayerIDs // the seed draft's taps; other depths spread theirs
+	}
+	return t, nil
 }
 
 // planGQA is PlanDraft for a GQA draft.

@@ -12,12 +12,13 @@ const (
 	F32    = safetensors.F32
 	F8E4M3 = safetensors.F8_E4M3
 	I32    = safetensors.I32
+	U8     = safetensors.U8
 )
 
 // dtypeBytes returns the width in bytes of one element of the dtypes synth writes.
 func dtypeBytes(d safetensors.Dtype) int64 {
 	switch d {
-	case BF16, F32, I32, F8E4M3:
+	case BF16, F32, I32, F8E4M3, U8:
 		b, _ := d.Bits()
 		return int64(b / 8)
 	}
@@ -38,6 +39,14 @@ const (
 	FP8Scale
 	// Copy: the bytes come from another checkpoint (the draft's embed_tokens).
 	Copy
+	// MXFP4Codes: U8 bytes of two uniformly random E2M1 codes (compressed-tensors
+	// weight_packed: the low nibble is the even element).
+	MXFP4Codes
+	// E8M0Scale: U8 group exponents (compressed-tensors weight_scale, 2^(e-127)) chosen so
+	// the dequantized weights have std about Std (uniform codes have rms 2.93, x 1.58 for the
+	// exponent mix): 127 + round(log2(Std/4.6)), plus 1 in
+	// about half the groups (so a dequantizer that ignores the group index fails).
+	E8M0Scale
 )
 
 // FP8Range is the multiple of a standard normal stored in FP8 weights: |z| <= 4.17, so

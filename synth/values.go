@@ -159,6 +159,23 @@ func (g Generator) filler(t *Tensor) (func(dst []byte, start, end int64), error)
 				binary.LittleEndian.PutUint32(dst[(i-start)*4:], math.Float32bits(v))
 			}
 		}, nil
+	case in.Encoding == MXFP4Codes && in.Store == U8:
+		return func(dst []byte, start, end int64) {
+			for i := start; i < end; i++ {
+				dst[i-start] = byte(Lane16(key, i))
+			}
+		}, nil
+	case in.Encoding == E8M0Scale && in.Store == U8:
+		e := 127 + math.Round(math.Log2(in.Std/4.6))
+		return func(dst []byte, start, end int64) {
+			for i := start; i < end; i++ {
+				x := e
+				if Uniform(key, i) >= 0.5 {
+					x++
+				}
+				dst[i-start] = byte(min(max(x, 1), 254))
+			}
+		}, nil
 	}
 	return nil, fmt.Errorf("synth: tensor %s: cannot generate encoding %d as %s", t.Name, in.Encoding, in.Store)
 }

@@ -236,12 +236,14 @@ func embeddingSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func
 	return copySource(ck, dir, targetEmbedding(ck), want)
 }
 
-// targetEmbedding names a target's embedding: model.embed_tokens.weight, or
-// model.language_model.embed_tokens.weight in a multimodal wrapper (Qwen3.5's releases).
+// targetEmbedding names a target's embedding: model.embed_tokens.weight, or the wrapped
+// language model's in a multimodal release (model.language_model.* in Qwen3.5's,
+// language_model.model.* in Kimi-K3's).
 func targetEmbedding(ck *safetensors.Checkpoint) string {
-	const wrapped = "model.language_model.embed_tokens.weight"
-	if _, ok := ck.Tensor(wrapped); ok {
-		return wrapped
+	for _, wrapped := range []string{"model.language_model.embed_tokens.weight", "language_model.model.embed_tokens.weight"} {
+		if _, ok := ck.Tensor(wrapped); ok {
+			return wrapped
+		}
 	}
 	return "model.embed_tokens.weight"
 }
@@ -249,8 +251,10 @@ func targetEmbedding(ck *safetensors.Checkpoint) string {
 // headSource returns a Data function copying the target's output head: its lm_head.weight,
 // or its embedding when it is tied (it has no lm_head).
 func headSource(ck *safetensors.Checkpoint, dir string, want *Tensor) (func(io.Writer) error, error) {
-	if _, ok := ck.Tensor("lm_head.weight"); ok {
-		return copySource(ck, dir, "lm_head.weight", want)
+	for _, name := range []string{"lm_head.weight", "language_model.lm_head.weight"} {
+		if _, ok := ck.Tensor(name); ok {
+			return copySource(ck, dir, name, want)
+		}
 	}
 	return copySource(ck, dir, targetEmbedding(ck), want)
 }

@@ -288,7 +288,7 @@ func TestConvertQwen35(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"-> qwen35moe", "blk.0.ssm_a", "v heads grouped->tiled (rows), -exp", "v heads grouped->tiled (columns)",
-		"experts gate_up[F:]", "blk.8.nextn.eh_proj.weight", "model.visual.merger.norm.weight (vision tower)"} {
+		"experts gate_up[F:]", "blk.8.nextn.eh_proj.weight", "model.visual.merger.norm.weight (vision tower: the language model only)"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("dry run does not show %q", w)
 		}

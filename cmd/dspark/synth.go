@@ -21,21 +21,21 @@ import (
 
 // synthFlags are the flags of `dspark synth`.
 type synthFlags struct {
-	kind, arch, preset, out, target, brk    string
-	shardSize, backbone, tapIDs             string
-	seed                                    uint64
-	noQLoRA, tied, dense, fp8, groupRouting bool
-	dflashNames, withTokenizer, quiet       bool
-	force, causal, moe, wrapper, perExpert  bool
-	layers, heads, taps, block, markovRank  int
-	mtp                                     int
-	taps2                                   []int // --tap-ids, parsed
+	kind, arch, preset, out, target, brk          string
+	shardSize, backbone, tapIDs                   string
+	seed                                          uint64
+	noQLoRA, tied, dense, fp8, groupRouting       bool
+	dflashNames, withTokenizer, quiet             bool
+	force, causal, moe, wrapper, perExpert, mxfp4 bool
+	layers, heads, taps, block, markovRank        int
+	mtp                                           int
+	taps2                                         []int // --tap-ids, parsed
 }
 
 func newSynthCmd() *cobra.Command {
 	var f synthFlags
 	cmd := &cobra.Command{
-		Use:   "synth --kind target|dspark|dflash [--arch deepseek2|qwen3|qwen35] [--backbone mla|gqa] --preset tiny|demo|small|qwen3-8b|k3-full --out DIR",
+		Use:   "synth --kind target|dspark|dflash [--arch deepseek2|qwen3|qwen35|kimi-k3|kimi-linear] [--backbone mla|gqa] --preset tiny|demo|small|qwen3-8b|k3-full|real-slice --out DIR",
 		Short: "Write a synthetic Hugging Face checkpoint with the real schema (for tests and benchmarks)",
 		Long: `synth writes a complete, deterministic (per --seed) Hugging Face checkpoint directory:
 
@@ -49,6 +49,11 @@ func newSynthCmd() *cobra.Command {
                   small); --mtp N adds the mtp.* block, --wrapper writes the released
                   multimodal layout (Qwen3_5*ForConditionalGeneration, text_config,
                   model.language_model.* and a small vision tower).
+                  With --arch kimi-k3: a KimiK3ForConditionalGeneration (hybrid KDA + MLA,
+                  attention residuals, latent MoE; text_config, language_model. prefix, a tiny
+                  vision tower; --mxfp4 for compressed-tensors MXFP4 routed experts); with
+                  --arch kimi-linear a KimiLinearForCausalLM. Presets tiny, small, real-slice
+                  (the real widths, 4 layers, 4 experts).
   --kind dspark   a K3DSparkModel draft (68 tensors for 5 layers) paired with --target DIR
                   (hidden size, vocab, layer ids, embed_tokens copied byte for byte). Without
                   --target it pairs with the target synth would write for the same preset and
@@ -67,7 +72,7 @@ See docs/synth.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "kind", "", "what to write: target, dspark or dflash (required)")
-	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style), qwen3 (dense Qwen3) or qwen35 (Qwen3.5 hybrid)")
+	fl.StringVar(&f.arch, "arch", "deepseek2", "target: the architecture, deepseek2 (Kimi-K2 style), qwen3 (dense Qwen3), qwen35 (Qwen3.5 hybrid), kimi-k3 or kimi-linear")
 	fl.BoolVar(&f.moe, "moe", false, "target --arch qwen35: the MoE variant (Qwen3_5MoeForCausalLM)")
 	fl.BoolVar(&f.wrapper, "wrapper", false, "target --arch qwen35: the multimodal wrapper layout of the released checkpoints")
 	fl.BoolVar(&f.perExpert, "per-expert", false, "target --arch qwen35 --moe: one matrix per expert instead of the fused 3-D experts")
@@ -83,6 +88,7 @@ See docs/synth.md.`,
 	fl.BoolVar(&f.tied, "tied", false, "target: tie_word_embeddings (no lm_head)")
 	fl.BoolVar(&f.dense, "dense", false, "target: every layer dense (no MoE)")
 	fl.BoolVar(&f.fp8, "fp8", false, "target: FP8 (e4m3) block-quantized weights with weight_scale_inv")
+	fl.BoolVar(&f.mxfp4, "mxfp4", false, "target: kimi-k3 routed experts as compressed-tensors MXFP4")
 	fl.BoolVar(&f.groupRouting, "group-routing", false, "target: n_group > 1 group-limited routing")
 	fl.BoolVar(&f.dflashNames, "dflash-names", false, "dspark: DFlash tensor names (fc, hidden_norm, norm, model. prefix) and dflash_config")
 	fl.BoolVar(&f.withTokenizer, "with-tokenizer", false, "dspark: also write the target's tiktoken.model and tokenizer_config.json (trained if there is no --target; ~30 s for k3-full)")
@@ -141,7 +147,8 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.kind == "dflash" && f.backbone != synth.BackboneGQA {
 		return usagef("--backbone %s: head-less DFlash drafts (--kind dflash) have a GQA backbone", f.backbone)
 	}
-	if !slices.Contains(synth.Presets, f.preset) {
+	kimi := f.kind == "target" && (f.arch == synth.ArchKimiK3 || f.arch == synth.ArchKimiLinear)
+	if !slices.Contains(synth.Presets, f.preset) && !(kimi && slices.Contains(synth.KimiPresets, f.preset)) {
 		return usagef("--preset must be one of %s, got %q", strings.Join(synth.Presets, ", "), f.preset)
 	}
 	if f.out == "" {
@@ -150,7 +157,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.brk != "" && !slices.Contains(synth.Breaks, f.brk) {
 		return usagef("--break must be one of %s, got %q", strings.Join(synth.Breaks, ", "), f.brk)
 	}
-	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing", "moe", "wrapper", "mtp", "per-expert"}
+	targetOnly := []string{"arch", "no-q-lora", "tied", "dense", "fp8", "group-routing", "moe", "wrapper", "mtp", "per-expert", "mxfp4"}
 	draftOnly := []string{"target", "dflash-names", "with-tokenizer", "causal", "layers", "heads", "taps", "block", "markov-rank", "backbone", "tap-ids"}
 	wrong := targetOnly
 	if f.kind == "target" {
@@ -203,7 +210,25 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 	if f.kind == "target" {
 		switch f.arch {
 		case "deepseek2":
+			if f.mxfp4 {
+				return usagef("--mxfp4 applies to --arch kimi-k3 only")
+			}
+		case synth.ArchKimiK3, synth.ArchKimiLinear:
+			if !slices.Contains(synth.KimiPresets, f.preset) {
+				return usagef("--preset %s has no %s target (presets: %s)", f.preset, f.arch, strings.Join(synth.KimiPresets, ", "))
+			}
+			for _, name := range []string{"no-q-lora", "tied", "dense", "fp8", "group-routing", "break"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s does not apply to --arch %s", name, f.arch)
+				}
+			}
+			if f.mxfp4 && f.arch != synth.ArchKimiK3 {
+				return usagef("--mxfp4 applies to --arch kimi-k3 only")
+			}
 		case "qwen3":
+			if f.mxfp4 {
+				return usagef("--mxfp4 applies to --arch kimi-k3 only")
+			}
 			if !slices.Contains(synth.Qwen3Presets, f.preset) {
 				return usagef("--preset %s has no qwen3 target (qwen3 presets: %s)", f.preset, strings.Join(synth.Qwen3Presets, ", "))
 			}
@@ -213,6 +238,9 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 				}
 			}
 		case "qwen35":
+			if f.mxfp4 {
+				return usagef("--mxfp4 applies to --arch kimi-k3 only")
+			}
 			if !slices.Contains(synth.Qwen35Presets, f.preset) {
 				return usagef("--preset %s has no qwen35 target (qwen35 presets: %s)", f.preset, strings.Join(synth.Qwen35Presets, ", "))
 			}
@@ -228,7 +256,7 @@ func (f *synthFlags) validate(cmd *cobra.Command) error {
 				return usagef("--mtp must be in 0..4, got %d", f.mtp)
 			}
 		default:
-			return usagef("--arch must be deepseek2, qwen3 or qwen35, got %q", f.arch)
+			return usagef("--arch must be deepseek2, qwen3, qwen35, kimi-k3 or kimi-linear, got %q", f.arch)
 		}
 		if f.arch != "qwen35" {
 			for _, name := range []string{"moe", "wrapper", "mtp", "per-expert"} {
@@ -263,6 +291,8 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 	qwen3 := f.kind == "target" && f.arch == "qwen3"
 	q35opts := synth.Qwen35Options{Preset: f.preset, Seed: f.seed, Tied: f.tied, MoE: f.moe, MTP: f.mtp, Wrapper: f.wrapper, PerExpert: f.perExpert}
 	qwen35 := f.kind == "target" && f.arch == "qwen35"
+	kopts := synth.KimiOptions{Arch: f.arch, Preset: f.preset, Seed: f.seed, MXFP4: f.mxfp4}
+	kimi := f.kind == "target" && (f.arch == synth.ArchKimiK3 || f.arch == synth.ArchKimiLinear)
 
 	var total int64
 	switch {
@@ -274,6 +304,12 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		total = p.Roster.Bytes()
 	case qwen35:
 		p, err := synth.PlanQwen35(q35opts, f.brk)
+		if err != nil {
+			return err
+		}
+		total = p.Roster.Bytes()
+	case kimi:
+		p, err := synth.PlanKimi(kopts)
 		if err != nil {
 			return err
 		}
@@ -311,6 +347,8 @@ func runSynth(cmd *cobra.Command, f synthFlags) error {
 		res, err = synth.Qwen3Target(f.out, qopts, wo)
 	case qwen35:
 		res, err = synth.Qwen35Target(f.out, q35opts, wo)
+	case kimi:
+		res, err = synth.KimiTarget(f.out, kopts, wo)
 	case f.kind == "target":
 		res, err = synth.Target(f.out, topts, wo)
 	default:

@@ -111,6 +111,16 @@ func TestSynthUsageErrors(t *testing.T) {
 		{"--kind", "dflash", "--tap-ids", "1,2", "--taps", "2", "--out", out},
 		{"--kind", "target", "--tap-ids", "1", "--out", out},
 		{"--kind", "target", "--arch", "qwen35", "--per-expert", "--out", out},
+		{"--kind", "target", "--arch", "kimi-linear", "--mxfp4", "--out", out},
+		{"--kind", "target", "--arch", "deepseek2", "--mxfp4", "--out", out},
+		{"--kind", "target", "--arch", "qwen3", "--mxfp4", "--out", out},
+		{"--kind", "dspark", "--mxfp4", "--out", out},
+		{"--kind", "target", "--arch", "kimi-k3", "--preset", "demo", "--out", out},
+		{"--kind", "target", "--arch", "kimi-k3", "--preset", "k3-full", "--out", out},
+		{"--kind", "target", "--arch", "kimi-k3", "--tied", "--out", out},
+		{"--kind", "target", "--arch", "kimi-k3", "--break", "wrong-shape", "--out", out},
+		{"--kind", "target", "--preset", "real-slice", "--out", out},
+		{"--kind", "dspark", "--preset", "real-slice", "--out", out},
 	} {
 		_, err := runSynthArgs(t, args...)
 		var ue usageError
@@ -250,5 +260,21 @@ func TestSynthQwen35Draft(t *testing.T) {
 	out, err := runConvertArgs(t, drf, "--target", tgt, "-o", filepath.Join(root, "d.gguf"), "--verify")
 	if err != nil || !strings.Contains(out, "verify: OK") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestSynthKimi writes the tiny kimi-k3 (MXFP4 experts) and kimi-linear targets through the
+// command.
+func TestSynthKimi(t *testing.T) {
+	for _, args := range [][]string{{"--arch", "kimi-k3", "--mxfp4"}, {"--arch", "kimi-linear"}} {
+		dir := filepath.Join(t.TempDir(), args[1])
+		if _, err := runSynthArgs(t, append([]string{"--kind", "target", "--preset", "tiny", "--out", dir, "--quiet"}, args...)...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		want := map[string]string{"kimi-k3": `"KimiK3ForConditionalGeneration"`, "kimi-linear": `"KimiLinearForCausalLM"`}[args[1]]
+		if err != nil || !strings.Contains(string(b), want) || (args[1] == "kimi-k3") != strings.Contains(string(b), "mxfp4-pack-quantized") {
+			t.Errorf("%v: config.json %s (%v)", args, b, err)
+		}
 	}
 }

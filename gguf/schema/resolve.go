@@ -384,8 +384,8 @@ func (v *Values) checkRange(kc *keyC, st *keyState) {
 		}
 		return
 	}
-	if !st.typed {
-		return
+	if !st.typed || st.raw.ElemType() == gguf.ValueBool {
+		return // a bool array's entries are 0 and 1, within any bounds declared for it
 	}
 	xs, err := st.raw.Ints()
 	if err != nil {
@@ -785,7 +785,10 @@ func (v *Values) Eval(expr string) (int64, bool) {
 // condition use count as read.
 func (v *Values) MarkBound(template string) {
 	v.bound[template] = true
-	if tc, ok := v.s.c.tensorNames[template]; ok {
+	for _, tc := range v.s.c.tensors {
+		if tc.Name != template {
+			continue
+		}
 		for _, d := range tc.dims {
 			v.markDeps(d)
 		}

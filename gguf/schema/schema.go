@@ -82,7 +82,9 @@ type Tensor struct {
 	// this tensor is not required, and the two must not both be present.
 	Unless string
 	// Kinds lists the kinds of block (Schema.Kinds) the tensor exists in; empty: every
-	// kind. A per-layer tensor only.
+	// kind. A per-layer tensor only. Two declarations may share a name when their kinds
+	// are disjoint (one tensor name, different shapes in different kinds of block);
+	// TensorDecl returns the first.
 	Kinds []string
 	// F32 says the tensor is stored as F32 whatever the weights' type (llama.cpp's convention
 	// for the MoE router; 1-D tensors are F32 anyway).
@@ -276,6 +278,21 @@ func (s *Schema) TensorDecl(name string) (*Tensor, bool) {
 	return t.Tensor, true
 }
 
+// disjointKinds reports whether two declarations of one per-layer tensor name exist in
+// different kinds of block (kimi-k3's attn_output is one tensor in a KDA block and another
+// in an MLA block): each lists kinds and none is in both.
+func disjointKinds(a, b *Tensor) bool {
+	if a.Scope == Global || b.Scope == Global || len(a.Kinds) == 0 || len(b.Kinds) == 0 {
+		return false
+	}
+	for _, k := range a.Kinds {
+		if slices.Contains(b.Kinds, k) {
+			return false
+		}
+	}
+	return true
+}
+
 // compile parses every expression and merges the common keys. It is called once per
 // declaration at package initialization (mustCompile) and by the tests.
 func (s *Schema) compile() error {
@@ -336,15 +353,17 @@ func (s *Schema) compile() error {
 	}
 	for i := range s.Tensors {
 		t := &s.Tensors[i]
-		if _, dup := c.tensorNames[t.Name]; dup {
-			return fmt.Errorf("schema %s: tensor %s declared twice", s.Name, t.Name)
+		if prev, dup := c.tensorNames[t.Name]; dup && !disjointKinds(prev.Tensor, t) {
+			return fmt.Errorf("schema %s: tensor %s declared twice (only per-layer tensors of disjoint block kinds may share a name)", s.Name, t.Name)
 		}
 		if (t.Scope == Global) == strings.Contains(t.Name, "{i}") {
 			return fmt.Errorf("schema %s: tensor %s: a per-layer tensor name holds {i}, a global one does not", s.Name, t.Name)
 		}
 		tc := &tensorC{Tensor: t}
 		c.tensors = append(c.tensors, tc)
-		c.tensorNames[t.Name] = tc
+		if _, dup := c.tensorNames[t.Name]; !dup {
+			c.tensorNames[t.Name] = tc
+		}
 	}
 	// Expressions (names and tensors are all known now).
 	var err error

@@ -18,6 +18,7 @@ import (
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/session"
 	"github.com/dspark-dev/dspark/synth"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -786,7 +787,7 @@ func TestRunDemoEnglish(t *testing.T) {
 	}
 	// The pair's draft is calibrated by its build, for both modes: the demo schedules.
 	for _, mr := range r.Modes {
-		if s := mr.Schedule; s == nil || s.Mode != schedScheduled || s.Calibration == nil || !s.Calibration.Exact || s.Costs == nil ||
+		if s := mr.Schedule; s == nil || s.Mode != session.Scheduled || s.Calibration == nil || !s.Calibration.Exact || s.Costs == nil ||
 			mr.Verify.FullBlockRows != mr.Stats.Offered+mr.Stats.Rounds {
 			t.Fatalf("%s: schedule %+v, verify %+v", mr.Mode, mr.Schedule, mr.Verify)
 		}

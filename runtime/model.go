@@ -3,8 +3,8 @@ package runtime
 import (
 	"fmt"
 
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Dims are a target's sizes a draft and the decode loop depend on.

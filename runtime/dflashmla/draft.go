@@ -13,10 +13,10 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Config holds a dflash MLA draft's hyperparameters.

@@ -12,8 +12,8 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/dtype"
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Resolve reads f against its declaration s: keys (types, required ones, ranges) and the

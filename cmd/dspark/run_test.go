@@ -133,8 +133,8 @@ func TestRunSpeculativeJSON(t *testing.T) {
 		rep.Mode != "speculative" || rep.Context != 3+24-1 {
 		t.Fatalf("incomplete report: %+v", rep)
 	}
-	if rep.Numerics.Kernels != kernels.Path(kernels.F32Activations) || rep.Numerics.Activations != "f32" {
-		t.Fatalf("numerics %+v, want kernels %s and f32 activations", rep.Numerics, kernels.Path(kernels.F32Activations))
+	if rep.Numerics.Kernels != kernels.Path(kernels.F32Activations).Name || rep.Numerics.Activations != "f32" {
+		t.Fatalf("numerics %+v, want kernels %s and f32 activations", rep.Numerics, kernels.Path(kernels.F32Activations).Name)
 	}
 
 	// Text prompt through the target's tokenizer, table output.
@@ -201,9 +201,9 @@ func TestRunActivations(t *testing.T) {
 		}
 		var rep runReport
 		decodeJSON(t, out, &rep)
-		want, requested, path := a, "", kernels.Path(act)
-		if !kernels.Accelerated(act) {
-			want, requested, path = "f32", a, kernels.Implementation()
+		want, requested, path := a, "", kernels.Path(act).Name
+		if !kernels.Path(act).Accelerated {
+			want, requested, path = "f32", a, kernels.Path(kernels.F32Activations).Name
 		}
 		if rep.Numerics.Activations != want || rep.Numerics.Requested != requested || rep.Numerics.Kernels != path || rep.Numerics.Note == "" || rep.MatchesPlain == nil || !*rep.MatchesPlain {
 			t.Fatalf("%s: report %+v", a, rep)
@@ -218,7 +218,7 @@ func TestRunActivations(t *testing.T) {
 		}
 	}
 	out, code := runCLI(t, "run", "--draft", draft, "--draft-only")
-	if code != 0 || !strings.Contains(out, "kernels: "+kernels.Implementation()+", activations f32") {
+	if code != 0 || !strings.Contains(out, "kernels: "+kernels.Path(kernels.F32Activations).Name+", activations f32") {
 		t.Fatalf("draft-only table: exit %d:\n%s", code, out)
 	}
 	_, errOut, code := runRoot(t, "run", "--activations", "amx")

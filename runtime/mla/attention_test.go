@@ -569,7 +569,7 @@ func TestLatentCacheSizeChecked(t *testing.T) {
 // every kernel path (portable, avx2, avx512): attention has one numerical contract, in
 // purego builds too (the portable vector kernels define the bits the assembly repeats).
 func TestForwardPathsAgree(t *testing.T) {
-	defer kernels.SelectPath(kernels.Implementation())
+	defer kernels.SelectPath(kernels.Path(kernels.F32Activations).Name)
 	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}, {300, 13}, {40, 9}, {300, 16}} {
 		cfg := smallConfig(20, true)
 		cfg.NHead = tc.nHead

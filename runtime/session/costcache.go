@@ -157,7 +157,7 @@ func (c *CostCache) key(p *Pair, params speculative.Params, sizes int) (costKey,
 	if build == "" {
 		build = ExecutableID()
 	}
-	return costKey{Target: t, Draft: d, CPU: CPUModel(), Threads: goruntime.GOMAXPROCS(0), Kernels: kernels.Implementation(),
+	return costKey{Target: t, Draft: d, CPU: CPUModel(), Threads: goruntime.GOMAXPROCS(0), Kernels: kernels.Path(kernels.F32Activations).Name,
 		Version: c.Version, Build: build, Sampled: !params.Greedy(), Sizes: sizes}, nil
 }
 

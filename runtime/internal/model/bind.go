@@ -216,7 +216,7 @@ func (b *Binder) view(template string, layer int) *kernels.Mat {
 func (b *Binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
 	kt, ok := kernelType(typ)
 	if !ok {
-		b.fail("tensor %s has type %v; the runtime runs %s", name, typ, runTypes())
+		b.fail("%v", typeNotRun(name, typ))
 		return nil
 	}
 	m, err := kernels.NewMat(kt, rows, cols, data)

@@ -31,14 +31,14 @@ test-short:
 
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags purego ./runtime/... ./mla/...
+	$(GO) vet -tags purego ./runtime/...
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
 
 # The portable (non-assembly) kernels, forced by the purego build tag.
 test-purego:
-	$(GO) test -count=1 -tags purego ./runtime/... ./mla/...
+	$(GO) test -count=1 -tags purego ./runtime/...
 
 # One line per kernel path: tested here, or not (and why). go test hides the output of
 # passing tests, so the report test runs verbose and only its lines are shown.

@@ -2,10 +2,11 @@
 // interfaces (what the decode loop and a draft need from a target, and from a drafter), and
 // the Generator that decodes with a target alone or with lossless speculative decoding over
 // them (each round a draft step, a verify step and a commit step). The models live in their
-// own packages: runtime/deepseek2 (the deepseek2 target) and runtime/dflashmla (the dflash
-// DSpark draft with an MLA backbone), both reading their GGUF through its declaration
-// (gguf/schema). A new target or draft architecture is a new package implementing the
-// interface; nothing here or in the other models changes.
+// own packages, one per architecture, each reading its GGUF through its declaration
+// (gguf/schema); runtime/registry is the table of them that callers load files through, and
+// runtime/session opens, schedules and decodes a pair as `dspark run` does. A new target or
+// draft architecture is a new package implementing the interface and one registry entry;
+// nothing here or in the other models changes.
 //
 // Weights stay in the GGUF's memory map (or in huge-page memory the kernels repack them
 // into); the runtime never copies them into the Go heap. Every forward computes each row by

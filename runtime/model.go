@@ -3,8 +3,8 @@ package runtime
 import (
 	"fmt"
 
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Dims are a target's sizes a draft and the decode loop depend on.
@@ -173,7 +173,7 @@ type Options struct {
 	// as llama.cpp does for BF16 weights; faster where VDPBF16PS is fast, and less accurate)
 	// or kernels.BF16AMXActivations (the same rounding, summed the way AMX tiles do: batches
 	// nearly as cheap as one row where AMX-BF16 runs). A bf16 precision is only used where
-	// the kernels run it on hardware (kernels.Accelerated); elsewhere the model keeps
+	// the kernels run it on hardware (kernels.Path(p).Accelerated); elsewhere the model keeps
 	// F32Activations and its Numerics says why.
 	Activations kernels.Precision
 }

@@ -4,9 +4,9 @@ import "github.com/dspark-dev/dspark/runtime/kernels"
 
 // Precision returns the activation precision the options give the kernels on this machine:
 // a bf16 precision (BF16Activations, BF16AMXActivations) only when requested and run on
-// hardware kernels here (kernels.Accelerated), else F32Activations.
+// hardware kernels here (kernels.Path), else F32Activations.
 func (o Options) Precision() kernels.Precision {
-	if o.Activations != kernels.F32Activations && kernels.Accelerated(o.Activations) {
+	if o.Activations != kernels.F32Activations && kernels.Path(o.Activations).Accelerated {
 		return o.Activations
 	}
 	return kernels.F32Activations
@@ -28,7 +28,7 @@ func NumericsFor(opt Options, bf16 bool) Numerics {
 	if !bf16 {
 		p = kernels.F32Activations
 	}
-	n := Numerics{Kernels: kernels.Path(p), Activations: p.String()}
+	n := Numerics{Kernels: kernels.Path(p).Name, Activations: p.String()}
 	if !opt.Pack {
 		n.Kernels = "portable"
 	}

@@ -239,11 +239,11 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
-	if _, ok := m.df.Tensor("conf_proj.weight"); !ok {
+	if _, ok := m.DraftFile.Tensor("conf_proj.weight"); !ok {
 		return usagef("%s has no confidence head (conf_proj): there is nothing to calibrate", c.draft)
 	}
-	if m.tokErr != nil {
-		return fmt.Errorf("calibrate needs the target's tokenizer: %w", m.tokErr)
+	if m.TokenizerErr != nil {
+		return fmt.Errorf("calibrate needs the target's tokenizer: %w", m.TokenizerErr)
 	}
 	fitText, heldText, source, err := c.promptSets()
 	if err != nil {
@@ -253,7 +253,7 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 		out := make([][]int, len(ps))
 		longest := 0
 		for i, p := range ps {
-			if out[i] = m.tok.Encode(p); len(out[i]) == 0 {
+			if out[i] = m.Tokenizer.Encode(p); len(out[i]) == 0 {
 				return nil, 0, fmt.Errorf("prompt %q encodes to no tokens", p)
 			}
 			longest = max(longest, len(out[i]))
@@ -272,9 +272,9 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 	if err := m.load(rc, max(l1, l2)); err != nil {
 		return err
 	}
-	d := m.draft
-	paths := make([]string, len(m.df.Shards))
-	for i, sh := range m.df.Shards {
+	d := m.Draft
+	paths := make([]string, len(m.DraftFile.Shards))
+	for i, sh := range m.DraftFile.Shards {
 		paths[i] = sh.Path
 	}
 	sha, err := calibrate.FileSHA256(paths...)
@@ -285,7 +285,7 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 		BlockSize: d.Info().BlockSize, Positions: d.Info().MaxDrafts(), Prompts: source, Tokens: c.n, Seed: c.seed}
 	stop, release := watchInterrupt()
 	defer release()
-	g := &runtime.Generator{Target: m.target, Draft: d, EOS: runtime.EOS(m.tf), Interrupted: stop}
+	g := &runtime.Generator{Target: m.Target, Draft: d, EOS: runtime.EOS(m.TargetFile), Interrupted: stop}
 	var sections []calibrate.Section
 	for _, p := range c.settings {
 		s := calibrate.SamplingOf(p)
@@ -324,7 +324,7 @@ func (c *calibrateConfig) run(ctx context.Context, w, stderr io.Writer) error {
 	diagram := &calibrate.Diagram{
 		Title:    fmt.Sprintf("dspark calibrate: survival predictions of %s on %d held-out prompts", filepath.Base(c.draft), len(heldIDs)),
 		Sections: sections}
-	if err := c.writeOutputs(m.df, f, diagram); err != nil {
+	if err := c.writeOutputs(m.DraftFile, f, diagram); err != nil {
 		return err
 	}
 	rep.Seconds = time.Since(t0).Seconds()

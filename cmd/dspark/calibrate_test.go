@@ -14,6 +14,7 @@ import (
 	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/demo"
+	"github.com/dspark-dev/dspark/runtime/session"
 )
 
 var englishOnce struct {
@@ -215,12 +216,12 @@ func TestCalibrateEndToEnd(t *testing.T) {
 		mode   string
 		source string
 	}{
-		{[]string{"--draft", draft, "--calibration", side}, schedScheduled, side},
-		{[]string{"--draft", copyPath, "--calibration", side}, schedScheduled, side}, // the copy's digest is in the side file
-		{[]string{"--draft", copyPath}, schedScheduled, copyPath},
-		{[]string{"--draft", draft, "--schedule", "full"}, schedFull, ""},
-		{[]string{"--draft", draft, "--confidence-threshold", "0.5"}, schedThreshold, draft},
-		{[]string{"--draft", draft, "--schedule", "threshold", "--confidence-threshold", "0.7", "--calibration", side}, schedThreshold, side},
+		{[]string{"--draft", draft, "--calibration", side}, session.Scheduled, side},
+		{[]string{"--draft", copyPath, "--calibration", side}, session.Scheduled, side}, // the copy's digest is in the side file
+		{[]string{"--draft", copyPath}, session.Scheduled, copyPath},
+		{[]string{"--draft", draft, "--schedule", "full"}, session.Full, ""},
+		{[]string{"--draft", draft, "--confidence-threshold", "0.5"}, session.Threshold, draft},
+		{[]string{"--draft", draft, "--schedule", "threshold", "--confidence-threshold", "0.7", "--calibration", side}, session.Threshold, side},
 	} {
 		args := append([]string{"run", "--target", target, "--prompt", "The HTTP server", "-n", "24", "--json"}, c.args...)
 		out, errOut, code := runRoot(t, args...)
@@ -235,10 +236,10 @@ func TestCalibrateEndToEnd(t *testing.T) {
 		if cal := r.Schedule.Calibration; (c.source == "") != (cal == nil) || (cal != nil && (!strings.Contains(cal.Source, c.source) || !cal.Exact)) {
 			t.Errorf("%v: calibration %+v, want from %q", c.args, cal, c.source)
 		}
-		if c.mode == schedScheduled && (r.Schedule.Costs == nil || len(r.Schedule.Costs.Verify) != 8 || r.Stats.Offered < r.Stats.Drafted) {
+		if c.mode == session.Scheduled && (r.Schedule.Costs == nil || len(r.Schedule.Costs.Verify) != 8 || r.Stats.Offered < r.Stats.Drafted) {
 			t.Errorf("%v: cost model %+v, stats %+v", c.args, r.Schedule.Costs, r.Stats)
 		}
-		if c.mode == schedFull && r.Verify.RowsSaved != 0 {
+		if c.mode == session.Full && r.Verify.RowsSaved != 0 {
 			t.Errorf("full blocks saved %d rows", r.Verify.RowsSaved)
 		}
 	}
@@ -316,7 +317,7 @@ func TestRunCalibrationRefused(t *testing.T) {
 		out, errOut, code := runRoot(t, args...)
 		var r runReport
 		decodeJSON(t, out, &r)
-		if code != 0 || r.Schedule.Mode != schedFull || !strings.Contains(errOut, "no confidence head") || !*r.MatchesPlain {
+		if code != 0 || r.Schedule.Mode != session.Full || !strings.Contains(errOut, "no confidence head") || !*r.MatchesPlain {
 			t.Errorf("headless %v: exit %d, %+v\n%s", extra, code, r.Schedule, errOut)
 		}
 	}
@@ -329,7 +330,7 @@ func TestRunCalibrationRefused(t *testing.T) {
 	out, errOut, code := runRoot(t, "run", "--target", tp, "--draft", tdraft, "--tokens", "1,2", "-n", "8", "--json", "--schedule", "scheduled")
 	var r runReport
 	decodeJSON(t, out, &r)
-	if code != 0 || r.Schedule.Mode != schedScheduled || r.Schedule.Calibration != nil || !strings.Contains(errOut, "uncalibrated") {
+	if code != 0 || r.Schedule.Mode != session.Scheduled || r.Schedule.Calibration != nil || !strings.Contains(errOut, "uncalibrated") {
 		t.Errorf("uncalibrated scheduled: exit %d, %+v\n%s", code, r.Schedule, errOut)
 	}
 }
@@ -357,66 +358,5 @@ func TestRunScheduleFlags(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, c.flag) || strings.Contains(errOut, "panic") {
 			t.Errorf("%v: exit %d, want %d naming %s\n%s%s", c.args[1:], code, exitUsage, c.flag, out, errOut)
 		}
-	}
-}
-
-// TestCostCache: the scheduler's cost model pools this run's passes with the cached ones of
-// the same pair, machine and build (at most costCacheMax); a damaged cache file is ignored
-// and replaced; another pair, or another build of dspark, gets a file of its own.
-func TestCostCache(t *testing.T) {
-	target, draft := englishTestPair(t)
-	defer func(d func() string) { costCacheDir = d }(costCacheDir)
-	dir := t.TempDir()
-	costCacheDir = func() string { return dir }
-	run := func(d string) *costReport {
-		t.Helper()
-		out, errOut, code := runRoot(t, "run", "--target", target, "--draft", d, "--prompt", "A slice is", "-n", "8", "--json", "--no-plain")
-		if code != 0 {
-			t.Fatalf("exit %d\n%s%s", code, out, errOut)
-		}
-		var r runReport
-		decodeJSON(t, out, &r)
-		return r.Schedule.Costs
-	}
-	c1 := run(draft)
-	c2 := run(draft)
-	if c1.Passes != 3 || c1.NewPasses != 3 || c2.Passes != 6 || c2.NewPasses != 3 || c1.Cache != c2.Cache || !strings.HasPrefix(c1.Cache, dir) {
-		t.Fatalf("passes %d/%d then %d/%d, caches %q %q", c1.Passes, c1.NewPasses, c2.Passes, c2.NewPasses, c1.Cache, c2.Cache)
-	}
-	for range 10 {
-		run(draft)
-	}
-	if c := run(draft); c.Passes != costCacheMax {
-		t.Errorf("%d passes pooled, want the cap %d", c.Passes, costCacheMax)
-	}
-	os.WriteFile(c1.Cache, []byte("{not json"), 0o644)
-	if c := run(draft); c.Passes != 3 {
-		t.Errorf("damaged cache: %d passes pooled, want this run's 3", c.Passes)
-	}
-	// The calibrated copy of the draft is another file: another cache entry.
-	cp := filepath.Join(t.TempDir(), "copy.gguf")
-	src, _ := gguf.Open(draft)
-	f, _, err := calibrate.FromGGUF(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := calibrate.WriteGGUF(src, cp, f, false); err != nil {
-		t.Fatal(err)
-	}
-	src.Close()
-	if c := run(cp); c.Cache == c1.Cache || c.Passes != 3 {
-		t.Errorf("another draft file shares the cache entry %q (%d passes)", c.Cache, c.Passes)
-	}
-	// Another build of dspark (its kernels may run at other speeds): another entry.
-	if id := buildID(); len(id) != 24 {
-		t.Fatalf("build id %q of the test binary, want 24 hex digits", id)
-	}
-	if b, err := os.ReadFile(c1.Cache); err != nil || !strings.Contains(string(b), buildID()) {
-		t.Errorf("cache file %s does not record the build %s (%v)", c1.Cache, buildID(), err)
-	}
-	defer func(b func() string) { buildID = b }(buildID)
-	buildID = func() string { return "another-build" }
-	if c := run(draft); c.Cache == c1.Cache || c.Passes != 3 {
-		t.Errorf("another build shares the cache entry %q (%d passes)", c.Cache, c.Passes)
 	}
 }

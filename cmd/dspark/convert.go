@@ -169,9 +169,9 @@ func runConvert(stdout, stderr io.Writer, dir string, fl convertFlags) error {
 	}
 	if !fl.quiet {
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			wopt.Progress = convert.NewBarProgress(stderr)
+			wopt.Progress = newBarProgress(stderr)
 		} else {
-			wopt.Progress = convert.NewLogProgress(stderr)
+			wopt.Progress = newLogProgress(stderr)
 		}
 	}
 	paths, err := plan.Write(out, wopt)

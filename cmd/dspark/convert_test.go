@@ -302,3 +302,12 @@ func TestConvertQwen35(t *testing.T) {
 		t.Errorf("no verify OK in %s", out)
 	}
 }
+
+// TestThousands: byte counts in the convert log get thousands separators.
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 123456: "123,456", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

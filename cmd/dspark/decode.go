@@ -13,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/session"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"github.com/dspark-dev/dspark/tokenizer"
 )
@@ -35,7 +36,7 @@ type runReport struct {
 	Acceptance   float64                    `json:"acceptance_rate,omitempty"`
 	PerPosition  []float64                  `json:"acceptance_per_position,omitempty"`
 	Stats        *speculative.Stats         `json:"stats,omitempty"`
-	Schedule     *scheduleReport            `json:"schedule,omitempty"`
+	Schedule     *session.ScheduleReport    `json:"schedule,omitempty"`
 	Verify       *verifyReport              `json:"verify,omitempty"`
 	MatchesPlain *bool                      `json:"matches_plain,omitempty"`
 	LogProbs     []runtime.PositionLogProbs `json:"logprobs,omitempty"`
@@ -74,14 +75,14 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	stop, release := watchInterrupt()
 	defer release()
 	g.Interrupted = stop
-	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.ctx,
-		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.target.Numerics(), N: c.n}
+	rep := &runReport{Mode: c.mode.String(), Target: c.target, Draft: c.draft, Context: m.Context,
+		Threads: goruntime.GOMAXPROCS(0), Prompt: prompt, Numerics: m.Target.Numerics(), N: c.n}
 	if c.mode == modeSpeculative {
 		sched, err := c.setupSchedule(m, stderr)
 		if err != nil {
 			return err
 		}
-		rep.Schedule = sched.apply(g, c.params, func(msg string) { fmt.Fprintln(stderr, "dspark: note: "+msg) })
+		rep.Schedule = sched.Apply(g, c.params, func(msg string) { fmt.Fprintln(stderr, "dspark: note: "+msg) })
 	}
 	var plain *runtime.Result
 	if c.mode == modeTarget || !c.noPlain {
@@ -124,8 +125,8 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 	if k := len(rep.Tokens); k > 0 && k < c.n && slices.Contains(g.EOS, rep.Tokens[k-1]) {
 		rep.StoppedAtEOS = &rep.Tokens[k-1]
 	}
-	if m.tok != nil {
-		text := m.tok.Decode(rep.Tokens)
+	if m.Tokenizer != nil {
+		text := m.Tokenizer.Decode(rep.Tokens)
 		rep.Text = &text
 	}
 	if c.json {
@@ -133,7 +134,7 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 			return err
 		}
 	} else {
-		printReport(w, rep, m.tok)
+		printReport(w, rep, m.Tokenizer)
 	}
 	if rep.MatchesPlain != nil && !*rep.MatchesPlain {
 		return errParity
@@ -145,8 +146,8 @@ func runDecode(w, stderr io.Writer, c *runConfig) error {
 // far; JSON stays one valid document) and returns the interruption (exit 130/143).
 func finishInterrupted(w io.Writer, rep *runReport, m *models, c *runConfig) error {
 	rep.Interrupted = signalName()
-	if m.tok != nil {
-		text := m.tok.Decode(rep.Tokens)
+	if m.Tokenizer != nil {
+		text := m.Tokenizer.Decode(rep.Tokens)
 		rep.Text = &text
 	}
 	if c.json {
@@ -154,7 +155,7 @@ func finishInterrupted(w io.Writer, rep *runReport, m *models, c *runConfig) err
 			return err
 		}
 	} else {
-		printReport(w, rep, m.tok)
+		printReport(w, rep, m.Tokenizer)
 	}
 	return interruptedError(fmt.Sprintf("the report covers the %d token(s) decoded until then", len(rep.Tokens)))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/registry"
+	"github.com/dspark-dev/dspark/runtime/session"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 	"github.com/olekukonko/tablewriter"
 )
@@ -88,22 +89,22 @@ type demoPair struct {
 
 // demoModeReport holds one mode's rows and their summary over all prompts.
 type demoModeReport struct {
-	Mode        string            `json:"mode"`
-	Temperature float64           `json:"temperature"`
-	TopK        int               `json:"top_k,omitempty"`
-	TopP        float64           `json:"top_p,omitempty"`
-	Seed        *uint64           `json:"seed,omitempty"`
-	Prompts     []demoRow         `json:"prompts"`
-	PlainTPS    float64           `json:"plain_tokens_per_second"`
-	SpecTPS     float64           `json:"speculative_tokens_per_second"`
-	Speedup     float64           `json:"speedup"`
-	Tau         float64           `json:"tau"`
-	Acceptance  float64           `json:"acceptance_rate"`
-	PerPosition []float64         `json:"acceptance_per_position"`
-	Stats       speculative.Stats `json:"stats"`
-	Identical   *bool             `json:"identical,omitempty"` // greedy: every prompt's output equals plain decoding's
-	Schedule    *scheduleReport   `json:"schedule"`
-	Verify      verifyReport      `json:"verify"`
+	Mode        string                  `json:"mode"`
+	Temperature float64                 `json:"temperature"`
+	TopK        int                     `json:"top_k,omitempty"`
+	TopP        float64                 `json:"top_p,omitempty"`
+	Seed        *uint64                 `json:"seed,omitempty"`
+	Prompts     []demoRow               `json:"prompts"`
+	PlainTPS    float64                 `json:"plain_tokens_per_second"`
+	SpecTPS     float64                 `json:"speculative_tokens_per_second"`
+	Speedup     float64                 `json:"speedup"`
+	Tau         float64                 `json:"tau"`
+	Acceptance  float64                 `json:"acceptance_rate"`
+	PerPosition []float64               `json:"acceptance_per_position"`
+	Stats       speculative.Stats       `json:"stats"`
+	Identical   *bool                   `json:"identical,omitempty"` // greedy: every prompt's output equals plain decoding's
+	Schedule    *session.ScheduleReport `json:"schedule"`
+	Verify      verifyReport            `json:"verify"`
 	// The round's cost split, each a multiple of one plain step (the plain decode time per
 	// token): drafting one block, and verifying it. speedup ~ tau / (draft + verify).
 	PlainStepSeconds float64 `json:"plain_step_seconds"`
@@ -148,9 +149,9 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 		return err
 	}
 	defer m.Close()
-	m.tname, m.dname = "the "+files.Name+" demo target", "the "+files.Name+" demo draft"
-	if m.tokErr != nil {
-		return m.tokErr
+	m.TargetName, m.DraftName = "the "+files.Name+" demo target", "the "+files.Name+" demo draft"
+	if m.TokenizerErr != nil {
+		return m.TokenizerErr
 	}
 	var rows []demoRow
 	switch {
@@ -167,7 +168,7 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	for i := range rows {
 		r := &rows[i]
 		if r.PromptTokens == nil {
-			r.PromptTokens, r.label = m.tok.Encode(r.Prompt), strconv.Quote(r.Prompt)
+			r.PromptTokens, r.label = m.Tokenizer.Encode(r.Prompt), strconv.Quote(r.Prompt)
 			if len(r.PromptTokens) == 0 {
 				return usagef("--prompt %q encodes to no tokens", r.Prompt)
 			}
@@ -177,13 +178,18 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	if err := m.load(c, longest); err != nil {
 		return err
 	}
-	td, dv := m.target.Dims(), m.draft.Values()
-	rep := &demoReport{N: c.n, Context: m.ctx, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
-		Kernels: m.target.Numerics().Kernels, Numerics: m.target.Numerics(),
+	td, dv := m.Target.Dims(), m.Draft.Values()
+	rep := &demoReport{N: c.n, Context: m.Context, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
+		Kernels: m.Target.Numerics().Kernels, Numerics: m.Target.Numerics(),
 		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
 			TargetLayers: td.NLayer, Hidden: td.NEmbd, Vocab: td.NVocab, DraftLayers: int(dv.Int(schema.BlockCount)),
-			BlockSize: m.draft.Info().BlockSize, MarkovRank: int(dv.Int(schema.MarkovRank)), TargetStepBytes: targetStepBytes(m.tf),
-			DraftBlockBytes: draftBlockBytes(m.df, m.tf), LLCBytes: lastLevelCache(), Built: files.Built}}
+			BlockSize: m.Draft.Info().BlockSize, MarkovRank: int(dv.Int(schema.MarkovRank)), LLCBytes: lastLevelCache(), Built: files.Built}}
+	if rep.Pair.TargetStepBytes, err = m.StepBytes(); err != nil {
+		return err
+	}
+	if rep.Pair.DraftBlockBytes, err = m.BlockBytes(); err != nil {
+		return err
+	}
 	if mf := files.Manifest; mf != nil {
 		rep.Pair.Source = fmt.Sprintf("the doc comments of %s (%d bytes, sha256 %.12s)", mf.GoVersion, mf.CorpusBytes, mf.CorpusSHA256)
 	}
@@ -244,12 +250,12 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 // and the run's verify schedule (notes to stderr).
 // Stopped by stop (a signal), it returns the report of the prompts decoded in full until then
 // and runtime.ErrInterrupted.
-func runDemoMode(c *runConfig, m *models, sched *schedSetup, mode demoMode, rows []demoRow, reps int, stderr io.Writer, stop func() bool) (*demoModeReport, error) {
+func runDemoMode(c *runConfig, m *models, sched *session.Schedule, mode demoMode, rows []demoRow, reps int, stderr io.Writer, stop func() bool) (*demoModeReport, error) {
 	g := c.generator(m)
 	g.Interrupted = stop
 	g.Params = mode.Params
 	mr := &demoModeReport{Mode: mode.Name, Temperature: mode.Params.Temperature, TopK: mode.Params.TopK, TopP: mode.Params.TopP}
-	mr.Schedule = sched.apply(g, mode.Params, func(msg string) { fmt.Fprintf(stderr, "dspark: note: %s decoding: %s\n", mode.Name, msg) })
+	mr.Schedule = sched.Apply(g, mode.Params, func(msg string) { fmt.Fprintf(stderr, "dspark: note: %s decoding: %s\n", mode.Name, msg) })
 	greedy := mode.Params.Greedy()
 	if !greedy {
 		mr.Seed = &c.seed
@@ -292,7 +298,7 @@ rows:
 				spec = s1
 			}
 		}
-		row.Tokens, row.Text = spec.Tokens, m.tok.Decode(spec.Tokens)
+		row.Tokens, row.Text = spec.Tokens, m.Tokenizer.Decode(spec.Tokens)
 		row.PlainTPS, row.SpecTPS = plain.TokensPerSecond(), spec.TokensPerSecond()
 		row.Speedup, row.Tau, row.PerPosition = rate(row.SpecTPS, row.PlainTPS), spec.Stats.Tau(), spec.Stats.PerPositionRates()
 		if greedy {

@@ -14,6 +14,7 @@ import (
 	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/session"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkDemo(b *testing.B) {
 	var rows []demoRow
 	longest := 0
 	for _, p := range f.Prompts {
-		ids := m.tok.Encode(p)
+		ids := m.Tokenizer.Encode(p)
 		rows = append(rows, demoRow{Prompt: p, PromptTokens: ids, label: p})
 		longest = max(longest, len(ids))
 	}
@@ -55,8 +56,12 @@ func BenchmarkDemo(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "BenchmarkDemo: target %s\n", numericsLine(m.target.Numerics()))
-	step := float64(targetStepBytes(m.tf))
+	fmt.Fprintf(os.Stderr, "BenchmarkDemo: target %s\n", numericsLine(m.Target.Numerics()))
+	stepBytes, err := m.StepBytes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := float64(stepBytes)
 	for _, threads := range []int{1, 2} {
 		for _, mode := range demoModes(c) {
 			b.Run(fmt.Sprintf("threads=%d/%s", threads, mode.Name), func(b *testing.B) {
@@ -107,7 +112,7 @@ func median64(x []float64) float64 {
 // runs it on the AVX2 kernels (those of an AVX2-only machine) on a CPU that has AVX-512.
 func BenchmarkSchedule(b *testing.B) {
 	if p := os.Getenv("DSPARK_BENCH_KERNELS"); p != "" {
-		defer kernels.SelectPath(kernels.Implementation()) //nolint:errcheck // the path that ran before
+		defer kernels.SelectPath(kernels.Path(kernels.F32Activations).Name) //nolint:errcheck // the path that ran before
 		if err := kernels.SelectPath(p); err != nil {
 			b.Fatal(err)
 		}
@@ -128,7 +133,7 @@ func BenchmarkSchedule(b *testing.B) {
 	var prompts [][]int
 	longest := 0
 	for _, p := range f.Prompts {
-		ids := m.tok.Encode(p)
+		ids := m.Tokenizer.Encode(p)
 		prompts = append(prompts, ids)
 		longest = max(longest, len(ids))
 	}
@@ -139,17 +144,17 @@ func BenchmarkSchedule(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if sched.mode != schedScheduled {
-		b.Fatalf("the demo draft is not scheduled (%s): no calibration?", sched.mode)
+	if sched.Mode != session.Scheduled {
+		b.Fatalf("the demo draft is not scheduled (%s): no calibration?", sched.Mode)
 	}
-	costs := newCostReport(sched.costs, sched.measured, sched.passes).InPlainSteps
-	full := &schedSetup{mode: schedFull}
+	costs := session.NewCostReport(sched.Costs, sched.Measured, sched.Passes).InPlainSteps
+	full := &session.Schedule{Mode: session.Full}
 	for _, mode := range demoModes(c) {
 		b.Run(mode.Name, func(b *testing.B) {
 			gf, gs := c.generator(m), c.generator(m)
 			gf.Params, gs.Params = mode.Params, mode.Params
-			full.apply(gf, mode.Params, nil)
-			sched.apply(gs, mode.Params, nil)
+			full.Apply(gf, mode.Params, nil)
+			sched.Apply(gs, mode.Params, nil)
 			var wall, cpu []float64
 			var sf, ss speculative.Stats
 			run := func(g *runtime.Generator, p []int) (*runtime.Result, time.Duration) {
@@ -185,7 +190,7 @@ func BenchmarkSchedule(b *testing.B) {
 			vs := newVerifyReport(&ss)
 			b.ReportMetric(median64(wall), "sched/full")
 			b.ReportMetric(median64(cpu), "sched/full-cpu")
-			b.ReportMetric(modelledRate(&ss, sched.costs)/modelledRate(&sf, sched.costs), "sched/full-modelled")
+			b.ReportMetric(modelledRate(&ss, sched.Costs)/modelledRate(&sf, sched.Costs), "sched/full-modelled")
 			b.ReportMetric(100*vs.RowsSavedFraction, "%rows-saved")
 			b.ReportMetric(vs.MeanDrafts, "drafts/round")
 			b.ReportMetric(sf.MeanDrafted(), "full-drafts/round")
@@ -198,10 +203,10 @@ func BenchmarkSchedule(b *testing.B) {
 				rounds := float64(x.s.Rounds)
 				b.Logf("%s: per round, measured draft %.2f ms and verify %.2f ms; the cost model's %.2f ms and %.2f ms", x.name,
 					x.s.DraftTime.Seconds()*1e3/rounds, x.s.VerifyTime.Seconds()*1e3/rounds,
-					(float64(x.s.Blocks)*sched.costs.DraftBlock+float64(x.s.Drafted)*sched.costs.DraftToken)*1e3/rounds,
-					(float64(x.s.Emitted)/modelledRate(x.s, sched.costs)-float64(x.s.Blocks)*sched.costs.DraftBlock-float64(x.s.Drafted)*sched.costs.DraftToken)*1e3/rounds)
+					(float64(x.s.Blocks)*sched.Costs.DraftBlock+float64(x.s.Drafted)*sched.Costs.DraftToken)*1e3/rounds,
+					(float64(x.s.Emitted)/modelledRate(x.s, sched.Costs)-float64(x.s.Blocks)*sched.Costs.DraftBlock-float64(x.s.Drafted)*sched.Costs.DraftToken)*1e3/rounds)
 			}
-			b.Logf("cost model (plain steps, %d passes): draft block %.3f, per token %.4f, verify %.2f", sched.passes, costs.DraftBlock, costs.DraftToken, costs.Verify)
+			b.Logf("cost model (plain steps, %d passes): draft block %.3f, per token %.4f, verify %.2f", sched.Passes, costs.DraftBlock, costs.DraftToken, costs.Verify)
 			b.Logf("%d pairs; wall-clock ratio quartiles %.3f %.3f %.3f; CPU-time %.3f %.3f %.3f", len(wall),
 				quantile(wall, 0.25), median64(wall), quantile(wall, 0.75), quantile(cpu, 0.25), median64(cpu), quantile(cpu, 0.75))
 		})

@@ -10,8 +10,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
-
-	"github.com/dspark-dev/dspark/gguf"
 )
 
 // buildBar shows the English pair's build on a terminal (a progress bar per stage) and as
@@ -62,43 +60,6 @@ func (b *buildBar) done() {
 	if b.used {
 		fmt.Fprintf(b.w, "dspark: demo pair built in %v\n", time.Since(b.start).Round(100*time.Millisecond))
 	}
-}
-
-// targetStepBytes is the weight bytes one plain decode step of the target reads: every tensor
-// but the token embedding, of which a step reads one row (unless it is also the lm_head).
-func targetStepBytes(f *gguf.File) int64 {
-	var n int64
-	_, tied := f.Tensor("output.weight")
-	tied = !tied
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		if t.Name == "token_embd.weight" && !tied {
-			n += int64(t.Size / max(1, t.Dims[len(t.Dims)-1]))
-			continue
-		}
-		n += int64(t.Size)
-	}
-	return n
-}
-
-// draftBlockBytes is the weight bytes one draft block reads: the draft's tensors except the
-// context projection (used once per committed token, not per block) and its norm, plus the
-// target's lm_head, which the block's logits go through.
-func draftBlockBytes(d, t *gguf.File) int64 {
-	var n int64
-	for i := range d.Tensors {
-		switch name := d.Tensors[i].Name; name {
-		case "fc.weight", "enc.output_norm.weight", "token_embd.weight":
-		default:
-			n += int64(d.Tensors[i].Size)
-		}
-	}
-	if o, ok := t.Tensor("output.weight"); ok {
-		n += int64(o.Size)
-	} else if e, ok := t.Tensor("token_embd.weight"); ok {
-		n += int64(e.Size)
-	}
-	return n
 }
 
 // lastLevelCache returns the size of the largest CPU cache sysfs reports for cpu0 (0 when

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/dspark-dev/dspark/convert"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/outpath"
 	"github.com/dspark-dev/dspark/internal/quantize"
@@ -138,7 +137,7 @@ func runQuantize(stdout, stderr io.Writer, args []string, fl quantizeFlags) erro
 	}
 	if !fl.quiet {
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			opt.Progress = convert.NewBarProgress(stderr)
+			opt.Progress = newBarProgress(stderr)
 		} else {
 			opt.Progress = &quantizeLog{w: stderr}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/session"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -205,11 +206,11 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("--max-drafts %d: must be at least 1 (default: the draft's full block)", c.maxDrafts)
 	case math.IsNaN(c.threshold) || c.threshold < 0 || c.threshold > 1:
 		return nil, usagef("--confidence-threshold %v: must be in [0, 1] (0 = off)", c.threshold)
-	case set("schedule") && !slices.Contains(schedules, c.schedule):
-		return nil, usagef("--schedule %q: must be one of %s", c.schedule, strings.Join(schedules, ", "))
-	case c.schedule == schedThreshold && !(c.threshold > 0):
+	case set("schedule") && !slices.Contains(session.Schedules, c.schedule):
+		return nil, usagef("--schedule %q: must be one of %s", c.schedule, strings.Join(session.Schedules, ", "))
+	case c.schedule == session.Threshold && !(c.threshold > 0):
 		return nil, usagef("--schedule threshold needs --confidence-threshold C in (0, 1]")
-	case c.threshold > 0 && set("schedule") && c.schedule != schedThreshold:
+	case c.threshold > 0 && set("schedule") && c.schedule != session.Threshold:
 		return nil, usagef("--confidence-threshold applies to --schedule threshold, not %s", c.schedule)
 	case set("calibration") && c.calibration == "":
 		return nil, usagef("--calibration is empty")
@@ -229,7 +230,7 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("a --target run needs --prompt TEXT or --tokens IDS")
 	}
 	if c.threshold > 0 {
-		c.schedule = schedThreshold
+		c.schedule = session.Threshold
 	}
 	if p.Greedy() {
 		for _, name := range []string{"top-k", "top-p", "seed"} {
@@ -295,8 +296,7 @@ func (c *runConfig) run(stdout, stderr io.Writer) error {
 
 // generator returns a Generator for the loaded models with the run's settings.
 func (c *runConfig) generator(m *models) *runtime.Generator {
-	return &runtime.Generator{Target: m.target, Draft: m.draft, Params: c.params, EOS: runtime.EOS(m.tf),
-		MaxDraft: c.maxDrafts, Threshold: c.threshold, TopLogProbs: c.logprobs}
+	return m.Generator(session.Settings{Params: c.params, MaxDrafts: c.maxDrafts, Threshold: c.threshold, TopLogProbs: c.logprobs})
 }
 
 // rng returns a fresh sampling RNG for the run's seed: every decode of a run starts from the

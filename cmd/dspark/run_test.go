@@ -18,6 +18,7 @@ import (
 	"github.com/dspark-dev/dspark/internal/drafttime"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/session"
 	"github.com/dspark-dev/dspark/synth"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -136,8 +137,8 @@ func TestRunSpeculativeJSON(t *testing.T) {
 		rep.Mode != "speculative" || rep.Context != 3+24-1 {
 		t.Fatalf("incomplete report: %+v", rep)
 	}
-	if rep.Numerics.Kernels != kernels.Path(kernels.F32Activations) || rep.Numerics.Activations != "f32" {
-		t.Fatalf("numerics %+v, want kernels %s and f32 activations", rep.Numerics, kernels.Path(kernels.F32Activations))
+	if rep.Numerics.Kernels != kernels.Path(kernels.F32Activations).Name || rep.Numerics.Activations != "f32" {
+		t.Fatalf("numerics %+v, want kernels %s and f32 activations", rep.Numerics, kernels.Path(kernels.F32Activations).Name)
 	}
 
 	// Text prompt through the target's tokenizer, table output.
@@ -204,9 +205,9 @@ func TestRunActivations(t *testing.T) {
 		}
 		var rep runReport
 		decodeJSON(t, out, &rep)
-		want, requested, path := a, "", kernels.Path(act)
-		if !kernels.Accelerated(act) {
-			want, requested, path = "f32", a, kernels.Implementation()
+		want, requested, path := a, "", kernels.Path(act).Name
+		if !kernels.Path(act).Accelerated {
+			want, requested, path = "f32", a, kernels.Path(kernels.F32Activations).Name
 		}
 		if rep.Numerics.Activations != want || rep.Numerics.Requested != requested || rep.Numerics.Kernels != path || rep.Numerics.Note == "" || rep.MatchesPlain == nil || !*rep.MatchesPlain {
 			t.Fatalf("%s: report %+v", a, rep)
@@ -221,7 +222,7 @@ func TestRunActivations(t *testing.T) {
 		}
 	}
 	out, code := runCLI(t, "run", "--draft", draft, "--draft-only")
-	if code != 0 || !strings.Contains(out, "kernels: "+kernels.Implementation()+", activations f32") {
+	if code != 0 || !strings.Contains(out, "kernels: "+kernels.Path(kernels.F32Activations).Name+", activations f32") {
 		t.Fatalf("draft-only table: exit %d:\n%s", code, out)
 	}
 	_, errOut, code := runRoot(t, "run", "--activations", "amx")
@@ -790,7 +791,7 @@ func TestRunDemoEnglish(t *testing.T) {
 	}
 	// The pair's draft is calibrated by its build, for both modes: the demo schedules.
 	for _, mr := range r.Modes {
-		if s := mr.Schedule; s == nil || s.Mode != schedScheduled || s.Calibration == nil || !s.Calibration.Exact || s.Costs == nil ||
+		if s := mr.Schedule; s == nil || s.Mode != session.Scheduled || s.Calibration == nil || !s.Calibration.Exact || s.Costs == nil ||
 			mr.Verify.FullBlockRows != mr.Stats.Offered+mr.Stats.Rounds {
 			t.Fatalf("%s: schedule %+v, verify %+v", mr.Mode, mr.Schedule, mr.Verify)
 		}

@@ -1,195 +1,24 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/olekukonko/tablewriter"
 
-	"github.com/dspark-dev/dspark/calibrate"
-	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/session"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
-// Verify schedules (--schedule).
-const (
-	schedFull      = "full"      // verify every draft of the block
-	schedThreshold = "threshold" // stop at the first survival below --confidence-threshold
-	schedScheduled = "scheduled" // speculative.Schedule over the measured cost model
-)
-
-var schedules = []string{schedFull, schedThreshold, schedScheduled}
-
-// schedSetup is the verify schedule of a run, resolved once the models are loaded: the mode,
-// the calibration in use, and (scheduled) the cost model measured at start-up.
-type schedSetup struct {
-	mode      string
-	threshold float64
-	cal       *calibrate.File // nil: none
-	costs     *speculative.CostModel
-	measured  time.Duration // how long measuring the costs took
-	passes    int           // passes pooled in the cost model
-	newPasses int           // of which measured by this run
-	cache     string        // the cost cache file
-}
-
-// setupSchedule resolves the run's verify schedule (docs/cli.md, "Verify schedules"): it
-// reads the calibration (--calibration FILE, checked against the draft's digest, else the
-// draft's own dspark.calibration.* keys), chooses the mode (--schedule, else scheduled when
-// the draft has a confidence head and a calibration, else full blocks, with a note), and
-// measures the cost model for a scheduled run. Notes go to stderr; the demo, whose report
-// names the schedule, leaves out the note about the default.
-func (c *runConfig) setupSchedule(m *models, stderr io.Writer) (*schedSetup, error) {
-	d := m.draft
-	hasHead := d.Info().HasConfidence
-	note := func(format string, args ...any) { fmt.Fprintf(stderr, "dspark: note: "+format+"\n", args...) }
-	defaultNote := note
-	if c.mode == modeDemo {
-		defaultNote = func(string, ...any) {}
-	}
-	s := &schedSetup{threshold: c.threshold}
-	check := calibrate.Draft{Path: m.dname, BlockSize: d.Info().BlockSize, MaxDrafts: d.Info().MaxDrafts()}
-	if c.calibration != "" {
-		f, err := calibrate.ReadFile(c.calibration)
-		if err != nil {
-			return nil, err
-		}
-		paths := make([]string, len(m.df.Shards))
-		for i, sh := range m.df.Shards {
-			paths[i] = sh.Path
-		}
-		if check.SHA256, err = calibrate.FileSHA256(paths...); err != nil {
-			return nil, err
-		}
-		if err := f.Check(check); err != nil {
-			return nil, err
-		}
-		s.cal = f
-	} else {
-		f, ok, err := calibrate.FromGGUF(m.df)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if err := f.Check(check); err != nil {
-				return nil, err
-			}
-			s.cal = f
-		}
-	}
-	if s.cal != nil && !hasHead {
-		note("%s has no confidence head: its calibration is not used", m.dname)
-		s.cal = nil
-	}
-	switch s.mode = c.schedule; s.mode {
-	case schedScheduled:
-		if !hasHead {
-			note("%s has no confidence head (conf_proj): verifying full blocks", m.dname)
-			s.mode = schedFull
-		} else if s.cal == nil {
-			note("%s has no calibration: scheduling on its confidence head uncalibrated (dspark calibrate fits one)", m.dname)
-		}
-	case "":
-		switch {
-		case hasHead && s.cal != nil:
-			s.mode = schedScheduled
-		case hasHead:
-			s.mode = schedFull
-			defaultNote("the confidence head of %s has no calibration: verifying full blocks (dspark calibrate fits one; --calibration FILE, or --schedule scheduled to use the head uncalibrated)", m.dname)
-		default:
-			s.mode = schedFull
-			defaultNote("%s has no confidence head (conf_proj): verifying full blocks", m.dname)
-		}
-	}
-	if s.mode == schedScheduled {
-		t0 := time.Now()
-		mc, err := measureCosts(m, c.params)
-		if errors.Is(err, runtime.ErrContextTooSmall) {
-			// No round of so short a decode can draft: full blocks are the same thing.
-			s.mode = schedFull
-			return s, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if mc.measureError != nil {
-			note("the cost model could not be cached (%v): it is this run's measurement only", mc.measureError)
-		}
-		s.costs, s.measured, s.passes, s.newPasses, s.cache = &mc.costs, time.Since(t0), mc.passes, mc.new, mc.cache
-	}
-	return s, nil
-}
-
-// apply sets g's stop rule and calibration for decoding with params, and returns the
-// schedule part of the report; note receives a message when the calibration was fitted for
-// another sampling setting.
-func (s *schedSetup) apply(g *runtime.Generator, params speculative.Params, note func(string)) *scheduleReport {
-	rep := &scheduleReport{Mode: s.mode}
-	g.Stop, g.Temperatures, g.Threshold = nil, nil, 0
-	if s.mode == schedFull {
-		return rep
-	}
-	if s.cal != nil {
-		e, exact := s.cal.Select(calibrate.SamplingOf(params))
-		g.Temperatures = e.Temperatures
-		rep.Calibration = &calibrationUse{Source: s.cal.Source, FittedFor: e.Sampling, Exact: exact, Temperatures: e.Temperatures}
-		if !exact && note != nil {
-			note(fmt.Sprintf("%s has no calibration for %s: using the one fitted for %s (verification stays lossless; the survival estimates may be off)",
-				s.cal.Source, calibrate.SamplingOf(params), e.Sampling))
-		}
-	}
-	switch s.mode {
-	case schedThreshold:
-		g.Threshold = s.threshold
-		rep.Threshold = s.threshold
-	case schedScheduled:
-		g.Stop = &speculative.Schedule{Costs: *s.costs}
-		rep.Costs = newCostReport(s.costs, s.measured, s.passes)
-		rep.Costs.NewPasses, rep.Costs.Cache = s.newPasses, s.cache
-	}
-	return rep
-}
-
-// scheduleReport is the verify schedule of a decode, in run and demo reports.
-type scheduleReport struct {
-	Mode        string          `json:"mode"` // full, threshold or scheduled
-	Threshold   float64         `json:"confidence_threshold,omitempty"`
-	Calibration *calibrationUse `json:"calibration,omitempty"`
-	Costs       *costReport     `json:"cost_model,omitempty"`
-}
-
-// calibrationUse says which calibration a decode used.
-type calibrationUse struct {
-	Source       string             `json:"source"` // the side file, or the draft's keys
-	FittedFor    calibrate.Sampling `json:"fitted_for"`
-	Exact        bool               `json:"exact_match"` // fitted for this decode's sampling setting
-	Temperatures []float64          `json:"temperatures"`
-}
-
-// costReport is the measured cost model, in seconds and in plain steps (Verify[0]).
-type costReport struct {
-	speculative.CostModel
-	InPlainSteps struct {
-		DraftBlock float64   `json:"draft_block"`
-		DraftToken float64   `json:"draft_token"`
-		Verify     []float64 `json:"verify"`
-	} `json:"in_plain_steps"`
-	MeasureSeconds float64 `json:"measure_seconds"`
-	Passes         int     `json:"passes"`     // pooled: the median of each time over them
-	NewPasses      int     `json:"new_passes"` // measured at this start (the rest from the cache)
-	Cache          string  `json:"cache,omitempty"`
-}
-
-func newCostReport(c *speculative.CostModel, took time.Duration, passes int) *costReport {
-	r := &costReport{CostModel: *c, MeasureSeconds: took.Seconds(), Passes: passes}
-	step := c.Verify[0]
-	r.InPlainSteps.DraftBlock, r.InPlainSteps.DraftToken = c.DraftBlock/step, c.DraftToken/step
-	for _, v := range c.Verify {
-		r.InPlainSteps.Verify = append(r.InPlainSteps.Verify, v/step)
-	}
-	return r
+// setupSchedule resolves the run's verify schedule (session.Pair.Schedule; docs/cli.md,
+// "Verify schedules") with the run's flags; notes go to stderr, and the demo, whose report
+// names the schedule, leaves out the note about the default. The cost model's passes are
+// pooled in the user's cost cache.
+func (c *runConfig) setupSchedule(m *models, stderr io.Writer) (*session.Schedule, error) {
+	return m.Schedule(session.ScheduleOptions{Mode: c.schedule, Threshold: c.threshold, Calibration: c.calibration, Params: c.params,
+		Note:         func(msg string) { fmt.Fprintln(stderr, "dspark: note: "+msg) },
+		QuietDefault: c.mode == modeDemo,
+		Costs:        &session.CostCache{Dir: costCacheDir(), Version: version, Build: buildID()}})
 }
 
 // verifyReport is what the schedule did, from a decode's statistics: the figures a user
@@ -222,19 +51,19 @@ func newVerifyReport(s *speculative.Stats) verifyReport {
 }
 
 // printSchedule prints the verify schedule and what it did.
-func printSchedule(w io.Writer, r *scheduleReport, v *verifyReport) {
+func printSchedule(w io.Writer, r *session.ScheduleReport, v *verifyReport) {
 	line := "verify schedule: " + r.Mode
 	switch r.Mode {
-	case schedFull:
+	case session.Full:
 		line += " (every draft of the block)"
-	case schedThreshold:
+	case session.Threshold:
 		line += fmt.Sprintf(" (stop at the first survival below %g)", r.Threshold)
-	case schedScheduled:
+	case session.Scheduled:
 		line += " (the expected tokens per second of the measured cost model, Algorithm 1)"
 	}
 	if c := r.Calibration; c != nil {
 		line += fmt.Sprintf("; confidence calibrated for %s from %s", c.FittedFor, c.Source)
-	} else if r.Mode != schedFull {
+	} else if r.Mode != session.Full {
 		line += "; confidence uncalibrated"
 	}
 	fmt.Fprintln(w, line)

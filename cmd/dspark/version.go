@@ -39,5 +39,5 @@ func versionString() string {
 	}
 	return fmt.Sprintf("%s (commit %s, %s %s/%s; kernels: f32 %s, bf16 %s, bf16-amx %s)",
 		version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH,
-		kernels.Path(kernels.F32Activations), kernels.Path(kernels.BF16Activations), kernels.Path(kernels.BF16AMXActivations))
+		kernels.Path(kernels.F32Activations).Name, kernels.Path(kernels.BF16Activations).Name, kernels.Path(kernels.BF16AMXActivations).Name)
 }

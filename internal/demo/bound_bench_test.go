@@ -107,7 +107,7 @@ func BenchmarkScheduleBound(b *testing.B) {
 			costs []speculative.CostModel
 		}
 		var paths []pathCosts
-		for _, p := range []string{kernels.Implementation(), "avx2"} {
+		for _, p := range []string{kernels.Path(kernels.F32Activations).Name, "avx2"} {
 			if len(paths) > 0 && (p == paths[0].path || kernels.SelectPath(p) != nil) {
 				continue
 			}

@@ -247,7 +247,7 @@ func TestEnglishDeterministic(t *testing.T) {
 		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
 	}
 	c := testCorpus(t)
-	best := kernels.Implementation()
+	best := kernels.Path(kernels.F32Activations).Name
 	defer kernels.SelectPath(best)
 	other := map[string]string{"avx512": "avx2", "avx2": "portable"}[best]
 	var files [2][2][]byte

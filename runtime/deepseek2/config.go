@@ -7,8 +7,8 @@ package deepseek2
 import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Config holds a deepseek2 target's hyperparameters, read from its GGUF metadata.

@@ -86,7 +86,7 @@ func TestTargetBF16Activations(t *testing.T) {
 }
 
 func testTargetBF16Activations(t *testing.T, p kernels.Precision) {
-	if !kernels.Accelerated(p) {
+	if !kernels.Path(p).Accelerated {
 		t.Skipf("no hardware kernels for %v activations on this CPU: they fall back to f32", p)
 	}
 	spec := targetVariants()["bf16"]
@@ -135,7 +135,7 @@ func TestTargetBatchBitIdentity(t *testing.T) {
 			m := testmodel.BuildTarget(spec, 5)
 			a := openTarget(t, m, runtime.Options{Context: 64, Activations: act})
 			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: act}) // packed (fused) vs unpacked too
-			if act != kernels.F32Activations && kernels.Accelerated(act) && b.Numerics().Activations != act.String() {
+			if act != kernels.F32Activations && kernels.Path(act).Accelerated && b.Numerics().Activations != act.String() {
 				t.Fatalf("%v requested, numerics %+v", act, b.Numerics())
 			}
 			c := openTarget(t, m, runtime.Options{Context: 64, Pack: true, Activations: act}) // packed single rows (one-row MoE calls)

@@ -42,7 +42,7 @@ func TestPackedSameBits(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(d.Close)
-				if pack && c.act == kernels.BF16Activations && kernels.FastBF16() && d.Numerics().Activations != "bf16" {
+				if pack && c.act == kernels.BF16Activations && kernels.Path(kernels.BF16Activations).Accelerated && d.Numerics().Activations != "bf16" {
 					t.Fatalf("bf16 requested, numerics %+v", d.Numerics())
 				}
 				var st runtime.Step

@@ -13,10 +13,10 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Config holds a dflash MLA draft's hyperparameters.
@@ -124,19 +124,6 @@ func (d *Draft) SetProbe(p *runtime.Probe) { d.probe = p }
 
 // Name returns the draft's file path, for messages.
 func (d *Draft) Name() string { return d.File.Path }
-
-// checkContext reports the first non-finite value of m context rows after op (every
-// injection is checked: a row of the context costs a pass over NEmbd values beside a
-// product with fc.weight, and a bad row would poison every later block).
-func (d *Draft) checkContext(op, tensor string, ctx []float32, m int) error {
-	i := runtime.NonFiniteIndex(ctx)
-	if i < 0 {
-		return nil
-	}
-	E := len(ctx) / m
-	return &runtime.NonFiniteError{File: d.File.Path, Stage: "the draft's context injection", Layer: -1,
-		Op: op, Tensor: tensor, Row: i / E, Index: i % E, Value: ctx[i]}
-}
 
 // Numerics says which kernel path and activation precision the draft's products use (its
 // lm_head is the target's, or the stand-in head of LoadStandalone, with theirs).
@@ -352,11 +339,11 @@ func (d *Draft) inject(feat []float32, m int) error {
 	}
 	ctx := d.s.ctx[:m*E]
 	d.fc.MatMul(ctx, feat, m)
-	if err := d.checkContext("context projection", schema.FC, ctx, m); err != nil {
+	if err := model.CheckContext(d.File.Path, "context projection", schema.FC, ctx, m); err != nil {
 		return err
 	}
 	model.RMSRows(ctx, ctx, d.encNorm, m, E, c.Eps)
-	if err := d.checkContext("context norm", schema.EncOutputNorm, ctx, m); err != nil {
+	if err := model.CheckContext(d.File.Path, "context norm", schema.EncOutputNorm, ctx, m); err != nil {
 		return err
 	}
 	pos := d.s.pos[:m]

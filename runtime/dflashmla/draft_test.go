@@ -106,7 +106,7 @@ func TestDraftPackedSameBits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if pack && c.act == kernels.BF16Activations && kernels.FastBF16() && d.Numerics().Activations != "bf16" {
+				if pack && c.act == kernels.BF16Activations && kernels.Path(kernels.BF16Activations).Accelerated && d.Numerics().Activations != "bf16" {
 					t.Fatalf("bf16 requested, numerics %+v", d.Numerics())
 				}
 				var st runtime.Step

@@ -121,13 +121,8 @@ func roundBulk(d []uint32, row []float32) int {
 // streamPrefetch is whether the one-row kernels of several panels of the AVX2, AVX-512F and
 // AVX512_BF16 families (every weight type) prefetch each of their streams ahead in software (their pf
 // argument; see streamLoop in the generator): the core alone keeps too few lines in flight.
-// On an Emerald Rapids Xeon a 6-stream one-row BF16 product of 480 MB streamed at 0.82-0.91 of
-// a six-stream read without the prefetches and 0.98-1.1 with them; on a Zen 5 decode / read
-// went from 0.82 to 0.88 (one thread) and 0.70 to 0.76 (two) on the dense `small` target and
-// from 0.83 to 0.93 and 0.80 to 0.85 on the demo target (medians of six alternated pairs),
-// and the MoE and qwen3 `small` targets gained 4-8 % at one thread (an earlier prefetching
-// kernel had lost there). docs/kernels.md, "Stream prefetch". A variable so that tests run
-// both loops.
+// docs/kernels.md, "Stream prefetch"; figures in docs/benchmarks.md, "Current figures, by machine class".
+// A variable so that tests run both loops.
 var streamPrefetch = true
 
 // cpuIntel is whether the CPU is Intel's.
@@ -135,8 +130,8 @@ var cpuIntel = isIntel()
 
 // readSix reads six streams of n bytes (n a multiple of 64) at p, p+stride, ..., p+5*stride
 // with the strongest read this package has for the CPU, the limit the benchmarks compare
-// with: ZMM loads on AVX-512 machines, prefetching ahead on Intel's (on an Emerald Rapids Xeon
-// 4-9 % and 5-13 % faster than readStreams' YMM loads), else readStreams.
+// with: ZMM loads on AVX-512 machines, prefetching ahead on Intel's (faster there than
+// readStreams' YMM loads), else readStreams.
 func readSix(p *byte, stride, n int) uint64 {
 	if cpuAVX512 {
 		pf := 0

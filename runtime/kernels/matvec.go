@@ -11,8 +11,8 @@ const MaxBatch = 64
 // Every stream starts cold (the hardware prefetcher has to see it first), and for the small
 // matrices of a step (a MoE expert's 307 KB down projection in six streams of 51 KB) those
 // starts cost more than the parallel streams gain; matrices of 768 KB and more are not
-// affected. Chosen by decode against the same-run read on the `small` targets
-// (docs/benchmarks.md; measurements: `git show 373a0dc:docs/benchmarks.md`). A variable so
+// affected. Tuned by decode against the same-run read on the `small` targets
+// (docs/benchmarks.md, "Current figures, by machine class"). A variable so
 // that tests can run the widest kernels on small matrices too.
 var minStreamBytes = 128 << 10
 

@@ -7,13 +7,11 @@ import (
 	"time"
 )
 
-// minPartWork is the least number of multiply-adds worth handing to another goroutine: 64 Ki
-// (128 KB of BF16 weights for one row, ~4 µs of streaming at one core's rate) against the
-// microsecond a polling worker takes to join. It is low enough that the attention projections,
-// MLA's per-head k_b and v_b and each routed expert's products of hidden-1024 models split
-// across threads. It was chosen by two-thread decode against the same-run read
-// (docs/benchmarks.md, "Current figures"; the measurements behind it are in git history,
-// `git show 373a0dc:docs/benchmarks.md`, sections "Zen 5 with AVX512_BF16" and "Zen 5, 12-04 late night").
+// minPartWork is the least number of multiply-adds worth handing to another goroutine (64 Ki:
+// 128 KB of BF16 weights for one row) against the microsecond a polling worker takes to join;
+// low enough that the attention projections, MLA's per-head k_b and v_b and each routed
+// expert's products of hidden-1024 models split across threads. Tuned by two-thread decode
+// against the same-run read: docs/benchmarks.md, "Current figures, by machine class".
 var minPartWork = 1 << 16 // a variable so that tests can force splitting
 
 // parallelism is the number of goroutines a call may use (0: GOMAXPROCS).
@@ -130,8 +128,7 @@ func getJob() *job {
 // Parallelism is lowered: a worker beyond Parallelism()-1 leaves after its next job. An extra
 // worker would not just idle: blocked on the queue, it is handed the next job before the
 // workers polling for it (a channel gives a value to a blocked receiver first), and joins
-// ~100 µs late (two-thread decode of the dense `small` target at 0.60 of the read, against
-// 0.80, with three workers left from a four-thread test).
+// late.
 var workers struct {
 	mu   sync.Mutex
 	live atomic.Int64 // workers running (changed under mu)
@@ -195,9 +192,9 @@ func leave() bool {
 // chunksPerPart is how many equal chunks each participant of a batch call (and of a MatVecs
 // or unpacked one-row call) gets on average: enough that a late worker leaves work the caller
 // can take and that the last chunk, which one goroutine may wait for alone, is short; few
-// enough that chunks stay long streams. 8 read best of 2-32 in two-thread decode against the
-// same-run read (measurements: `git show 373a0dc:docs/benchmarks.md`); packed one-row calls
-// shrink their chunks as they go instead (nextCut).
+// enough that chunks stay long streams. Tuned by two-thread decode against the same-run read
+// (docs/benchmarks.md, "Current figures, by machine class"); packed one-row calls shrink their chunks as they go
+// instead (nextCut).
 const chunksPerPart = 8
 
 // testChunks, when positive, is the number of chunks run cuts a call into, of any units
@@ -244,14 +241,8 @@ func oneRowCuts(cut *[maxCuts + 1]int32, units, panelBytes, parts int) int {
 // when that is less (a small matrix is still shared by every part). Whoever finishes first
 // takes the next chunk, so the parts end at most about one tail apart, while the first
 // chunks are long streams: a chunk's every stream starts cold (the hardware prefetcher has to
-// see it), and equal chunks of six such streams each (as many as gave each stream
-// minStreamBytes, 14 for an 11 MB matrix at two goroutines) left a goroutine idle for up to a
-// whole chunk at the end of a call, 4-7 us on average. Switched step by step in one process
-// on a Zen 5, two threads, these chunks against equal ones (40 rounds a run, medians): dense
-// `small` decode steps 3.2-3.7 % faster (faster in 37 of 40 rounds; the equal chunks against
-// themselves +-0.1 %), the demo target's 0.3-1.3 %, the MoE `small` and qwen3 ones' within
-// their noise (docs/benchmarks.md); a tail of 256 KiB did as well, and chunks of 1/(2*parts)
-// of the panels left down to 128 KiB ran 3 % slower (more, shorter streams). The least chunk
+// see it), and equal chunks left a goroutine idle for up to a whole chunk at the end of a
+// call (the comparison is in docs/benchmarks.md, "Current figures, by machine class"). The least chunk
 // is also 2/maxCuts of the matrix, which keeps the count under maxCuts: at most
 // parts*ln(maxCuts/(2*parts)) <= 12 shrinking chunks, then about maxCuts/2 of the least size
 // (up to one a panel, for a matrix of fewer than maxCuts/2 panels). At two goroutines an 11
@@ -377,12 +368,9 @@ func Tasks(tasks, parts int, fn func(part, task int)) {
 // (a caller) before it blocks. A decoding step is a few dozen calls with microseconds of
 // other work between them, and some tens of microseconds here and there (a layer's attention
 // core); a goroutine that blocked in between has to be woken by the scheduler, and a woken
-// worker joins ~100 µs later under KVM (a futex wake-up, then another P stealing it from the
-// caller's), by which time the caller has taken most chunks itself. At 50 µs a worker still
-// blocked about 13 times a step on the dense `small` target; at 300 µs two-thread decode read
-// the weights at 0.79-0.82 of a two-thread read there instead of 0.74-0.78, 0.83-0.84 instead
-// of 0.81-0.82 on the demo target (three alternated runs each on an Intel Xeon; 2 ms no
-// better). The poll is bounded, so a worker whose vCPU is wanted elsewhere gives it up after
+// worker joins late under a hypervisor (a futex wake-up, then another P stealing it from the
+// caller's), by which time the caller has taken most chunks itself. The window was tuned by
+// two-thread decode against the same-run read (docs/benchmarks.md, "Current figures, by machine class"). The poll is bounded, so a worker whose vCPU is wanted elsewhere gives it up after
 // one window, and the caller never waits for a worker anyway. While a worker polls, a
 // goroutine made with go and queued on the caller's P waits for the window to end (the
 // poller's Gosched finds itself on the global queue before stealing): work meant to run
@@ -411,8 +399,7 @@ func receive[T any](ch <-chan T) T {
 }
 
 // minSiluPart is the least number of SiluMulRows values worth a goroutine of their own
-// (~5 µs at the avx512 path's 0.64 ns a value, ~10 µs at avx2's 1.25, ~20 µs when it was
-// chosen at 2.5 ns; against the microsecond a polling worker takes to join): a one-row
+// (microseconds of work against the microsecond a polling worker takes to join): a one-row
 // feed-forward of the demo target (6144) stays on the caller, one of k3 (14336) and every
 // 8-row batch are split.
 const minSiluPart = 1 << 13

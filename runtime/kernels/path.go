@@ -51,54 +51,44 @@ func setPath(p path) (restore func()) {
 // on the portable reference of that contract).
 func dotActive() bool { return curPath == pathAVX512 && cpuDot }
 
-// Path names the code that computes packed matrices' products at precision p in this
-// process, for reports and logs:
-//
-//	F32Activations:  "avx512", "avx2" or "portable" (all give the same bits);
-//	BF16Activations: "avx512bf16" (VDPBF16PS) or "portable" (the slow reference of the
-//	                 same bits) for BF16 weights; other weight types use the F32 path;
-//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise.
-//
-// Matrices made by NewMat and never packed always use the portable code.
-func Path(p Precision) string {
+// KernelPath is the code that computes packed matrices' products at one activation
+// precision in this process.
+type KernelPath struct {
+	// Name names it, for reports and logs:
+	//
+	//	F32Activations:  "avx512", "avx2" or "portable" (all give the same bits);
+	//	BF16Activations: "avx512bf16" (VDPBF16PS) or "portable" (the slow reference of the
+	//	                 same bits) for BF16 weights; other weight types use the F32 path;
+	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise.
+	Name string
+	// Accelerated says whether it runs on hardware kernels (for F32Activations: whether it is
+	// not the portable code). A bf16 precision without them is computed by its portable
+	// reference, which gives the same bits but is far slower than the float32 path: a runtime
+	// should then keep float32 activations.
+	Accelerated bool
+}
+
+// String returns the path's name.
+func (k KernelPath) String() string { return k.Name }
+
+// Path says which code computes packed matrices' products at precision p here, and whether
+// it is hardware-accelerated: the one question of which kernel path runs (SelectPath changes
+// it, for benchmarks). Matrices made by NewMat and never packed always use the portable code.
+func Path(p Precision) KernelPath {
 	switch p {
 	case BF16Activations:
 		if dotActive() {
-			return "avx512bf16"
+			return KernelPath{"avx512bf16", true}
 		}
-		return "portable"
+		return KernelPath{"portable", false}
 	case BF16AMXActivations:
 		if amxActive() {
-			return "amx"
+			return KernelPath{"amx", true}
 		}
-		return "portable"
+		return KernelPath{"portable", false}
 	}
-	return curPath.String()
+	return KernelPath{curPath.String(), curPath != pathPortable}
 }
-
-// Accelerated reports whether products at precision p run on hardware kernels here (for
-// F32Activations: whether the path is not the portable code). A bf16 precision without them
-// is computed by its portable reference, which gives the same bits but is far slower than
-// the float32 path: a runtime should then keep float32 activations.
-func Accelerated(p Precision) bool {
-	switch p {
-	case BF16Activations:
-		return dotActive()
-	case BF16AMXActivations:
-		return amxActive()
-	}
-	return curPath != pathPortable
-}
-
-// Implementation names the path that multiplies packed matrices with float32 activations:
-// Path(F32Activations).
-func Implementation() string { return Path(F32Activations) }
-
-// FastBF16 reports whether BF16-activation products run on hardware dot-product
-// instructions here (AVX512_BF16). Without them they are computed by the portable reference,
-// which gives the same bits but is far slower than the float32 path: a runtime should then
-// keep float32 activations.
-func FastBF16() bool { return dotActive() }
 
 // SelectPath makes packed matrices use the named f32 path ("avx512", "avx2" or
 // "portable"; all give the same bits) and, for "avx2" and "portable", the portable references

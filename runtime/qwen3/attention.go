@@ -3,8 +3,8 @@ package qwen3
 import (
 	"math"
 
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // parallelWork is the number of multiply-adds below which attention runs on the calling

@@ -12,8 +12,8 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Config holds a qwen3 target's hyperparameters, read from its GGUF metadata.

@@ -6,10 +6,10 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Target is a loaded qwen3 model with its KV cache. It implements runtime.Target.

@@ -175,7 +175,7 @@ func TestBatchBitIdentity(t *testing.T) {
 			b := openTarget(t, m, ob)
 			poisonScores(a)
 			poisonScores(b)
-			if name == "bf16-act" && kernels.FastBF16() && a.Numerics().Activations != "bf16" {
+			if name == "bf16-act" && kernels.Path(kernels.BF16Activations).Accelerated && a.Numerics().Activations != "bf16" {
 				t.Fatalf("bf16 activations requested on a CPU with them: numerics %+v", a.Numerics())
 			}
 			prompt := []int{1, 5, 9, 2}

@@ -81,6 +81,10 @@ type DraftArch struct {
 	// Standalone loads the draft without its target, head (Vocab x Embd) standing in for the
 	// target's embedding and lm_head: for timing a full-size draft alone (run --draft-only).
 	Standalone func(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Options) (Draft, error)
+	// PerToken lists the declared tensors a draft reads once per committed token (the
+	// context projection of the tapped features), not once per block: BlockBytes leaves
+	// them out.
+	PerToken []string
 }
 
 // perPosition formats a cache's size per position.
@@ -136,6 +140,7 @@ var Drafts = []*DraftArch{
 		Standalone: func(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Options) (Draft, error) {
 			return draft(dflashmla.LoadStandalone(f, head, opt))
 		},
+		PerToken: []string{schema.FC, schema.EncOutputNorm},
 	},
 	{
 		Schema: schema.DFlashGQA,
@@ -153,6 +158,7 @@ var Drafts = []*DraftArch{
 		Standalone: func(f *gguf.File, head runtime.EmbeddingHead, opt runtime.Options) (Draft, error) {
 			return draft(dflashgqa.LoadStandalone(f, head, opt))
 		},
+		PerToken: []string{schema.FC, schema.EncOutputNorm},
 	},
 }
 
@@ -265,4 +271,74 @@ func checkHeader(f *gguf.File, s *schema.Schema, info func(*gguf.File) (Info, er
 		return fmt.Errorf("%s: %w", f.Path, err)
 	}
 	return nil
+}
+
+// declared calls fn with every tensor of s's declaration that f holds, per-layer tensors
+// expanded over layers blocks; a tensor f holds outside the declaration is not visited.
+func declared(f *gguf.File, s *schema.Schema, layers int, fn func(name string, t *gguf.TensorInfo)) {
+	seen := map[string]bool{}
+	for _, d := range s.Tensors {
+		n := 1
+		if d.Scope != schema.Global {
+			n = layers
+		}
+		for i := range n {
+			name := schema.Name(d.Name, i)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if t, ok := f.Tensor(name); ok {
+				fn(name, t)
+			}
+		}
+	}
+}
+
+// StepBytes is the weight bytes one plain decode step of a target in f reads, from its
+// declaration: every declared tensor f holds, except the token embedding, of which a step
+// reads one row (all of it when it is also the output head: no schema.Output tensor).
+func (a *TargetArch) StepBytes(f *gguf.File) (int64, error) {
+	info, err := a.Info(f)
+	if err != nil {
+		return 0, err
+	}
+	_, untied := f.Tensor(schema.Output)
+	var n int64
+	declared(f, a.Schema, info.Layers, func(name string, t *gguf.TensorInfo) {
+		if name == schema.TokenEmbd && untied && len(t.Dims) > 0 {
+			n += int64(t.Size / max(1, t.Dims[len(t.Dims)-1]))
+			return
+		}
+		n += int64(t.Size)
+	})
+	return n, nil
+}
+
+// BlockBytes is the weight bytes one draft block of the draft in d reads against the target
+// in t (of architecture target), from the declarations: the draft's declared tensors except
+// its PerToken ones and its token embedding (a block reads a few rows of it), plus the
+// target's output head, which the block's logits go through (its token embedding when the
+// head is tied).
+func (a *DraftArch) BlockBytes(d *gguf.File, target *TargetArch, t *gguf.File) (int64, error) {
+	info, err := a.Info(d)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	declared(d, a.Schema, info.Layers, func(name string, ti *gguf.TensorInfo) {
+		if name != schema.TokenEmbd && !slices.Contains(a.PerToken, name) {
+			n += int64(ti.Size)
+		}
+	})
+	head := schema.Output
+	if _, ok := t.Tensor(head); !ok {
+		head = schema.TokenEmbd
+	}
+	if slices.ContainsFunc(target.Schema.Tensors, func(x schema.Tensor) bool { return x.Name == head }) {
+		if o, ok := t.Tensor(head); ok {
+			n += int64(o.Size)
+		}
+	}
+	return n, nil
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/internal/dtype"
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // Resolve reads f against its declaration s: keys (types, required ones, ranges) and the
@@ -212,7 +212,7 @@ func (b *Binder) view(template string, layer int) *kernels.Mat {
 func (b *Binder) newView(name string, typ gguf.GGMLType, rows, cols int, data []byte) *kernels.Mat {
 	kt, ok := kernelType(typ)
 	if !ok {
-		b.fail("tensor %s has type %v; the runtime runs %s", name, typ, runTypes())
+		b.fail("%v", typeNotRun(name, typ))
 		return nil
 	}
 	m, err := kernels.NewMat(kt, rows, cols, data)

@@ -36,7 +36,7 @@ func CheckTensors(f *gguf.File, v *schema.Values) error {
 			return fmt.Errorf("tensor %s has type %v, want F32 (1-D tensors are stored as F32)", t.Name, t.Type)
 		}
 		if _, ok := kernelType(t.Type); !ok {
-			return fmt.Errorf("tensor %s has type %v: the runtime runs %s", t.Name, t.Type, runTypes())
+			return typeNotRun(t.Name, t.Type)
 		}
 	}
 	for i := range f.Tensors {
@@ -74,7 +74,13 @@ func UnsupportedTypes(f *gguf.File) error {
 	return fmt.Errorf("%d %s the runtime does not run: %s; it runs %s", len(bad), noun, strings.Join(bad, ", "), runTypes())
 }
 
-// runTypes lists the weight types the runtime runs, for messages.
+// typeNotRun is the error for a tensor whose type the runtime does not run (the binder's and
+// CheckTensors' alike), listing the types it runs.
+func typeNotRun(name string, t gguf.GGMLType) error {
+	return fmt.Errorf("tensor %s has type %v: the runtime runs %s", name, t, runTypes())
+}
+
+// runTypes lists the weight types the runtime runs (those kernelType maps), for messages.
 func runTypes() string {
 	var names []string
 	for t := gguf.GGMLType(0); t < 64; t++ {

@@ -1,8 +1,8 @@
 package model
 
 import (
-	"github.com/dspark-dev/dspark/mla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/mla"
 )
 
 // RMSRows applies RMSNorm with weight w to n rows of width E.

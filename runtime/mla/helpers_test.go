@@ -339,7 +339,7 @@ func rangeTol(vals []float64, tol float64) float64 {
 // forPaths runs f once per kernel path of this build and CPU ("portable", "avx2", "avx512";
 // the vector kernels of attention give the same bits on all of them), each in a subtest.
 func forPaths(t *testing.T, f func(t *testing.T)) {
-	defer kernels.SelectPath(kernels.Implementation())
+	defer kernels.SelectPath(kernels.Path(kernels.F32Activations).Name)
 	for _, p := range []string{"avx512", "avx2", "portable"} {
 		if kernels.SelectPath(p) != nil {
 			continue

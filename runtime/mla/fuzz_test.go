@@ -64,7 +64,7 @@ func FuzzForwardVsNaive(f *testing.F) {
 		if err := a.Forward(out, h, rows, pos, cache, 0, mask); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.ForwardNaive(ref, h, rows, pos, naive, 0, mask); err != nil {
+		if err := a.forwardNaive(ref, h, rows, pos, naive, 0, mask); err != nil {
 			t.Fatal(err)
 		}
 		if cache.Len() != ctx {

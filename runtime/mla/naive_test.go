@@ -5,12 +5,12 @@ import (
 	"math"
 )
 
-// ForwardNaive is the reference for Forward, with the same arguments, cache effects and result
+// forwardNaive (test code) is the reference for Forward, with the same arguments, cache effects and result
 // up to rounding. It reads every matrix back into float64 (one MatVec per column), computes
 // every row on its own in float64, and decompresses per head and cache row
 // K = [W_UK[h] c_t | k_pe_t] and V = W_UV[h] c_t before a plain softmax(q·K * kq_scale)·V.
 // It allocates and costs O(Rows x Cols^2) per matrix per call: use it in tests on small layers.
-func (a *Attention) ForwardNaive(out, h []float32, n int, pos []int, cache *LatentCache, layer int, mask Mask) error {
+func (a *Attention) forwardNaive(out, h []float32, n int, pos []int, cache *LatentCache, layer int, mask Mask) error {
 	if err := a.checkCall("naive forward", h, n, pos, cache, layer); err != nil {
 		return err
 	}

@@ -1,17 +1,23 @@
-package convert
+package main
 
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/dspark-dev/dspark/convert"
 )
 
-// NewBarProgress returns a Progress drawing a progress bar on w (a terminal): bytes written,
+// The CLI owns how a conversion's progress looks: convert reports it through the
+// convert.Progress interface, and these draw it.
+
+// newBarProgress returns a convert.Progress drawing a progress bar on w (a terminal): bytes written,
 // rate, ETA and the tensor being converted.
-func NewBarProgress(w io.Writer) Progress { return &barProgress{w: w} }
+func newBarProgress(w io.Writer) convert.Progress { return &barProgress{w: w} }
 
 type barProgress struct {
 	w   io.Writer
@@ -40,9 +46,9 @@ func (b *barProgress) Done() {
 	fmt.Fprintln(b.w)
 }
 
-// NewLogProgress returns a Progress printing one plain line per tensor started, for
+// newLogProgress returns a convert.Progress printing one plain line per tensor started, for
 // non-terminal output (logs, CI), and a summary line at the end.
-func NewLogProgress(w io.Writer) Progress { return &logProgress{w: w} }
+func newLogProgress(w io.Writer) convert.Progress { return &logProgress{w: w} }
 
 type logProgress struct {
 	mu      sync.Mutex
@@ -60,7 +66,7 @@ func (l *logProgress) Start(total int64, tensors int) {
 func (l *logProgress) Tensor(i int, name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, "convert: [%d/%d] %s (%s of %s bytes written)\n", i+1, l.tensors, name, commas(l.done), commas(l.total))
+	fmt.Fprintf(l.w, "convert: [%d/%d] %s (%s of %s bytes written)\n", i+1, l.tensors, name, thousands(l.done), thousands(l.total))
 }
 
 func (l *logProgress) Add(n int64) {
@@ -77,5 +83,14 @@ func (l *logProgress) Done() {
 	if sec > 0 {
 		rate = float64(l.done) / sec / 1e6
 	}
-	fmt.Fprintf(l.w, "convert: %s bytes of tensor data in %.1fs (%.0f MB/s)\n", commas(l.done), sec, rate)
+	fmt.Fprintf(l.w, "convert: %s bytes of tensor data in %.1fs (%.0f MB/s)\n", thousands(l.done), sec, rate)
+}
+
+// thousands formats a non-negative byte count with thousands separators.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -107,7 +107,7 @@ func testForwardMatchesReferences(t *testing.T) {
 					if err := s.att[1].Forward(out, s.h, n, s.pos, s.cache, 1, mask); err != nil {
 						t.Fatal(err)
 					}
-					if err := s.att[1].ForwardNaive(outN, s.h, n, s.pos, naiveCache, 1, mask); err != nil {
+					if err := s.att[1].forwardNaive(outN, s.h, n, s.pos, naiveCache, 1, mask); err != nil {
 						t.Fatal(err)
 					}
 					if s.cache.Len() != nCtx {
@@ -422,7 +422,7 @@ func TestForwardArgumentErrors(t *testing.T) {
 		{"cache width", func() error { return s.att[0].Forward(out, s.h, 2, s.pos, other, 0, Causal) }, "wide"},
 		{"nil cache", func() error { return s.att[0].Forward(out, s.h, 2, s.pos, nil, 0, Causal) }, "nil"},
 		{"mask", func() error { return s.att[0].Forward(out, s.h, 2, s.pos, s.cache, 0, Mask(7)) }, "mask"},
-		{"naive mask", func() error { return s.att[0].ForwardNaive(out, s.h, 2, s.pos, s.cache, 0, Mask(7)) }, "mask"},
+		{"naive mask", func() error { return s.att[0].forwardNaive(out, s.h, 2, s.pos, s.cache, 0, Mask(7)) }, "mask"},
 		{"inject input", func() error { return s.att[0].InjectKV(s.h[:1], 2, s.pos, s.cache, 0) }, "input"},
 	}
 	for _, c := range cases {
@@ -569,7 +569,7 @@ func TestLatentCacheSizeChecked(t *testing.T) {
 // every kernel path (portable, avx2, avx512): attention has one numerical contract, in
 // purego builds too (the portable vector kernels define the bits the assembly repeats).
 func TestForwardPathsAgree(t *testing.T) {
-	defer kernels.SelectPath(kernels.Implementation())
+	defer kernels.SelectPath(kernels.Path(kernels.F32Activations).Name)
 	for _, tc := range []struct{ nCtx, nHead int }{{5, 3}, {300, 5}, {300, 13}, {40, 9}, {300, 16}} {
 		cfg := smallConfig(20, true)
 		cfg.NHead = tc.nHead

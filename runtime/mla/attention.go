@@ -69,7 +69,7 @@ func (a *Attention) KQScale() float32 { return a.kqScale }
 // MaxBatch returns the largest n accepted by Forward and InjectKV.
 func (a *Attention) MaxBatch() int { return a.maxBatch }
 
-// checkCall validates the arguments shared by Forward, ForwardNaive and InjectKV.
+// checkCall validates the arguments shared by Forward, forwardNaive and InjectKV.
 func (a *Attention) checkCall(op string, in []float32, n int, pos []int, cache *LatentCache, layer int) error {
 	if n < 0 || n > a.maxBatch {
 		return fmt.Errorf("mla: %s: batch of %d rows outside 0..%d", op, n, a.maxBatch)

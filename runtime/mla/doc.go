@@ -6,8 +6,8 @@
 //
 // The same layer serves the target model (causal mask over its own history) and the DSpark
 // draft (context rows injected with InjectKV, then a non-causal block where every new row
-// sees the whole cache and every other new row). ForwardNaive is a slow float64 reference that
-// decompresses K and V per head; it exists for tests.
+// sees the whole cache and every other new row). The tests check it against a slow float64
+// reference that decompresses K and V per head (naive_test.go).
 //
 // Usage per layer and step: Forward (or InjectKV) writes the new rows after cache.Len() and
 // attends over them; once every layer has been run the caller commits with cache.Advance(n),

@@ -33,7 +33,7 @@ type Config struct {
 // (KVLoraRank) then k_pe (DRope); O's input is head 0's DV values, then head 1's, and so on.
 //
 // Optional fused forms of the same weights, used by Forward when set (the unfused ones must
-// still be given: InjectKV, ForwardNaive and the validation use them). They change no bit of
+// still be given: InjectKV, the tests' naive reference and the validation use them). They change no bit of
 // the result, given Linears whose rows are computed independently (as the runtime's kernels
 // do), and save passes over the weights and per-call overhead:
 //

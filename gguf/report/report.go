@@ -145,6 +145,9 @@ type Check struct {
 	Loaders  []drafts.Verdict `json:"loaders"`
 	// Target is the path of the target the draft was checked against ("" = none).
 	Target string `json:"target,omitempty"`
+	// Pair is the draft's taps read against the target's blocks: the kind of each tapped
+	// layer (recurrent, attention, nextn for hybrids) and whether the main pass serves it.
+	Pair *drafts.Pair `json:"pair,omitempty"`
 }
 
 // Problem is one lint finding.
@@ -243,6 +246,7 @@ func Build(f *gguf.File, opt Options) (*Report, error) {
 		c := &Check{Rules: drafts.Rules(f, r.Draft), Problems: []Problem{}, Warnings: []Problem{}, Loaders: []drafts.Verdict{}}
 		if opt.Target != nil {
 			c.Target = opt.Target.Path
+			c.Pair = drafts.PairOf(r.Draft, opt.Target)
 		}
 		for _, p := range drafts.Check(f, r.Draft, opt.Target) {
 			q := Problem{Subject: p.Subject, Message: p.Msg}

@@ -103,11 +103,15 @@ func TestSchemaDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dr, err := Build(df, Options{Check: true})
+	tf, err := draftfixture.Target().Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dr.Draft.Recognized || len(dr.Check.Loaders) == 0 || len(dr.Check.Warnings) == 0 {
+	dr, err := Build(df, Options{Check: true, Target: tf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dr.Draft.Recognized || len(dr.Check.Loaders) == 0 || len(dr.Check.Warnings) == 0 || dr.Check.Pair == nil {
 		t.Fatalf("draft report: %+v", dr.Check)
 	}
 	djs, _ := json.Marshal(dr)

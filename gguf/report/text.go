@@ -9,6 +9,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/dspark-dev/dspark/gguf/drafts"
 )
 
 // TextOptions control the table rendering.
@@ -291,6 +293,9 @@ func (r *Report) writeCheck(w io.Writer) {
 	for _, p := range c.Problems {
 		fmt.Fprintf(w, "  - %s\n", p.text())
 	}
+	if c.Pair != nil {
+		writePair(w, c.Pair)
+	}
 	if len(c.Warnings) > 0 {
 		fmt.Fprintf(w, "Warnings (%d; they do not fail the check)\n", len(c.Warnings))
 		for _, p := range c.Warnings {
@@ -310,6 +315,30 @@ func (r *Report) writeCheck(w io.Writer) {
 		}
 		_ = t.Render() // errWriter keeps the first write error
 	}
+}
+
+// writePair renders the draft's taps against the target's blocks.
+func writePair(w io.Writer, p *drafts.Pair) {
+	var kinds []string
+	for _, k := range p.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%d %s", k.Blocks, k.Kind))
+	}
+	fmt.Fprintf(w, "\nTaps in the target (%s, %d blocks: %s; taps must lie in the first %d)\n", Safe(p.Architecture), p.Blocks, strings.Join(kinds, ", "), p.Trunk)
+	fmt.Fprintf(w, "  %s\n", p.Convention)
+	t := newTable(w, 0, 1, 2, 3)
+	t.Header("ENTRY", "STORED", "LLAMA.CPP ID (INPUT OF)", "HF LAYER (OUTPUT OF)", "KIND", "OK")
+	for _, tp := range p.Taps {
+		ok := "yes"
+		if !tp.OK {
+			ok = "no: " + tp.Note
+		}
+		kind := tp.Kind
+		if kind == "" {
+			kind = "-"
+		}
+		t.Append([]string{strconv.Itoa(tp.Entry), strconv.FormatInt(tp.Stored, 10), strconv.FormatInt(tp.LlamaID, 10), strconv.FormatInt(tp.HFLayer, 10), kind, ok})
+	}
+	_ = t.Render() // errWriter keeps the first write error
 }
 
 // text formats a finding: "[file: ]subject (offset N): message".

@@ -9,6 +9,7 @@ package declfixture
 import (
 	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/schema"
@@ -73,7 +74,9 @@ func Header(name string, kvs []gguf.KV, specs []gguf.TensorSpec) (*gguf.File, er
 	if err != nil {
 		return nil, err
 	}
-	return gguf.ReadHeader(bytes.NewReader(l.Header), gguf.Name(name))
+	// The stream goes on (zeros) past the header: a stream that ends there would be taken
+	// for the whole file, whose tensors' data would then lie outside it.
+	return gguf.ReadHeader(io.MultiReader(bytes.NewReader(l.Header), zeros{}), gguf.Name(name))
 }
 
 // Qwen35 is the geometry of a qwen35 (or, with Experts, qwen35moe) target.
@@ -161,4 +164,12 @@ func WriteFile(path string, kvs []gguf.KV, specs []gguf.TensorSpec) error {
 		specs[i].Data = gguf.BytesData(make([]byte, n))
 	}
 	return gguf.WriteFile(path, kvs, specs, gguf.WriteOptions{})
+}
+
+// zeros is an endless stream of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

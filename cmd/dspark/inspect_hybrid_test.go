@@ -80,3 +80,67 @@ func TestInspectHybridTaps(t *testing.T) {
 		t.Errorf("pair: %+v", p)
 	}
 }
+
+// TestInspectMemory: inspect --ctx N gives the memory estimate of a target alone and of a
+// hybrid pair (figures computed by hand from the fixtures' sizes: see gguf/memory's
+// TestQwen35Tiny), in text and JSON; bad values of --ctx, --rollback and --cache-type, and a
+// draft without its target, are usage errors (exit 2) naming the flag.
+func TestInspectMemory(t *testing.T) {
+	target, draft := hybridPair(t, []int32{2, 4, 7})
+	out, errOut, code := runRoot(t, "inspect", "--no-tensors", "--ctx", "100", target)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Memory at --ctx 100 (KV cache F32", "kv_cache", "12,800", "recurrent_state", "5,184", "nextn"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	for _, c := range []struct {
+		rollback string
+		want     uint64
+	}{{"stash", 5184 + 8*6*(40+2*6)*4}, {"snapshots", 7 * 5184}} {
+		out, errOut, code = runRoot(t, "inspect", "--json", "--no-tensors", "--check", "--target", target, "--ctx", "100", "--rollback", c.rollback, draft)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var r struct {
+			Memory struct {
+				Rows  int64 `json:"rollback_rows"`
+				Parts []struct {
+					Model, Part string
+					Bytes       uint64
+				} `json:"parts"`
+				Total uint64 `json:"total_bytes"`
+			} `json:"memory"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uint64{}
+		for _, p := range r.Memory.Parts {
+			got[p.Model+" "+p.Part] = p.Bytes
+		}
+		if r.Memory.Rows != 7 || got["target rollback"] != c.want || got["draft kv_cache"] != (100+7)*2*2*(6+6)*4 || got["target kv_cache"] != 12800 {
+			t.Errorf("%s: %+v", c.rollback, r.Memory)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--ctx", "0", target}, "--ctx"},
+		{[]string{"--ctx", "-3", target}, "--ctx"},
+		{[]string{"--ctx", "many", target}, "--ctx"},
+		{[]string{"--ctx", "99999999999999", target}, "--ctx"},
+		{[]string{"--ctx", "10", "--rollback", "replay", target}, "--rollback"},
+		{[]string{"--ctx", "10", "--cache-type", "Q8_0", target}, "--cache-type"},
+		{[]string{"--rollback", "snapshots", target}, "--rollback"},
+		{[]string{"--ctx", "10", draft}, "--ctx"},
+	} {
+		_, errOut, code := runRoot(t, append([]string{"inspect"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, c.flag) {
+			t.Errorf("%v: exit %d, want %d naming %s: %s", c.args, code, exitUsage, c.flag, errOut)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/dspark-dev/dspark/gguf/drafts"
+	"github.com/dspark-dev/dspark/gguf/memory"
 )
 
 // TextOptions control the table rendering.
@@ -167,6 +168,9 @@ func (r *Report) WriteText(w io.Writer, opt TextOptions) error {
 	if r.Check != nil {
 		r.writeCheck(ew)
 	}
+	if r.Memory != nil {
+		writeMemory(ew, r.Memory)
+	}
 	return ew.err
 }
 
@@ -314,6 +318,33 @@ func (r *Report) writeCheck(w io.Writer) {
 			t.Append([]string{l.Name, loads, Safe(l.Reason)})
 		}
 		_ = t.Render() // errWriter keeps the first write error
+	}
+}
+
+// writeMemory renders the memory estimate.
+func writeMemory(w io.Writer, e *memory.Estimate) {
+	fmt.Fprintf(w, "\nMemory at --ctx %d (KV cache %s, batches of %d rows", e.Ctx, e.CacheType, e.Batch)
+	if e.RollbackRows > 0 {
+		fmt.Fprintf(w, ", rollback design %s for %d drafted rows", e.Rollback, e.RollbackRows)
+	}
+	fmt.Fprintln(w, ")")
+	t := newTable(w, 2, 3)
+	t.Header("MODEL", "PART", "BYTES", "SIZE", "HOW")
+	for _, p := range e.Parts {
+		how := p.Formula
+		if len(p.ByType) > 0 {
+			var ts []string
+			for _, b := range p.ByType {
+				ts = append(ts, fmt.Sprintf("%s %s", b.Type, HumanBytes(b.Bytes)))
+			}
+			how = strings.Join(ts, ", ")
+		}
+		t.Append([]string{p.Model, p.Part, Commas(p.Bytes), HumanBytes(p.Bytes), Safe(how)})
+	}
+	t.Append([]string{"", "total", Commas(e.Total), HumanBytes(e.Total), ""})
+	_ = t.Render() // errWriter keeps the first write error
+	for _, n := range e.Notes {
+		fmt.Fprintf(w, "  note: %s\n", Safe(n))
 	}
 }
 

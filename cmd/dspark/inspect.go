@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/drafts"
 	"github.com/dspark-dev/dspark/gguf/input"
+	"github.com/dspark-dev/dspark/gguf/memory"
 	"github.com/dspark-dev/dspark/gguf/report"
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime/registry"
@@ -21,6 +23,9 @@ import (
 type inspectFlags struct {
 	json, fullArrays, noTensors, dataOffset, group, check, data bool
 	keys, tensors, target                                       string
+	ctx                                                         int
+	rollback, cacheType                                         string
+	changed                                                     func(name string) bool // which flags were given (nil: none)
 }
 
 func newInspectCmd() *cobra.Command {
@@ -53,14 +58,23 @@ draft against its target: taps at or past the target's last layer or off by the 
 convention, hidden size, mask token within the vocabulary. --data (with --check) also reads
 every byte of the float tensors (F32, F16, BF16, the scales of Q8_0) and reports each tensor
 holding NaN or Inf by name and byte offset: the cost of reading the whole file once, where
---check alone reads only the header.`,
+--check alone reads only the header.
+
+--ctx N estimates the memory a target (or, with --check --target, a draft-target pair)
+needs at N tokens in dspark's runtime, from the headers and declarations alone: weights by
+type, the KV cache of the attention blocks (GQA heads or MLA latent, --cache-type), the
+recurrent state of recurrent blocks (qwen35's Gated DeltaNet) and its rollback copies for
+one verify round of the draft's block (--rollback stash|snapshots), the draft's KV cache
+and tapped hidden states, and scratch.`,
 		Example: `  dspark inspect draft.gguf
   dspark inspect --no-tensors --keys 'dflash.*' draft.gguf
   dspark inspect --check --json model-00001-of-00003.gguf
   dspark inspect --check --target qwen3-8b.gguf draft.gguf
+  dspark inspect --check --target qwen3.5-4b.gguf --ctx 32768 draft.gguf
   dspark inspect https://example.com/model.gguf`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fl.changed = func(name string) bool { return cmd.Flags().Changed(name) }
 			return runInspect(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), args[0], fl)
 		},
 	}
@@ -74,6 +88,9 @@ holding NaN or Inf by name and byte offset: the cost of reading the whole file o
 	f.BoolVar(&fl.group, "group", false, "group tensors by block (blk.N), with per-block totals")
 	f.BoolVar(&fl.check, "check", false, "lint the file against its architecture and draft schema, judge each loader; exit 1 on any problem")
 	f.StringVar(&fl.target, "target", "", "with --check: the target GGUF (FILE|URL) the draft is checked against")
+	f.IntVar(&fl.ctx, "ctx", 0, "estimate memory at this context (tokens): weights, KV cache, recurrent state and rollback, draft context, scratch (a draft needs --check --target)")
+	f.StringVar(&fl.rollback, "rollback", string(memory.Stash), "with --ctx: the rollback design of recurrent targets: stash (pre-batch state + per-row stash) or snapshots (a state per drafted row, llama.cpp's n_rs_seq)")
+	f.StringVar(&fl.cacheType, "cache-type", "F32", "with --ctx: the target's KV cache element type: F32 (dspark's runtime), F16 or BF16")
 	f.BoolVar(&fl.data, "data", false, "with --check: also read every float tensor (F32, F16, BF16, Q8_0 scales) for NaN/Inf: reads the whole file")
 	return cmd
 }
@@ -127,6 +144,27 @@ func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, 
 	if fl.target != "" && fl.target == "-" && name == "-" {
 		return usagef("--target -: standard input is already the draft")
 	}
+	var mem *memory.Options
+	set := func(name string) bool { return fl.changed != nil && fl.changed(name) }
+	switch {
+	case set("ctx") || fl.ctx != 0:
+		if fl.ctx < 1 || fl.ctx > memory.MaxCtx {
+			return usagef("--ctx %d: a context of 1..%d tokens", fl.ctx, int64(memory.MaxCtx))
+		}
+		ct, ok := gguf.ParseGGMLType(strings.ToUpper(fl.cacheType))
+		if !ok || (ct != gguf.TypeF32 && ct != gguf.TypeF16 && ct != gguf.TypeBF16) {
+			return usagef("--cache-type %q: F32, F16 or BF16", fl.cacheType)
+		}
+		d := memory.Design(fl.rollback)
+		if d != memory.Stash && d != memory.Snapshots {
+			return usagef("--rollback %q: %s or %s", fl.rollback, memory.Stash, memory.Snapshots)
+		}
+		mem = &memory.Options{Ctx: fl.ctx, CacheType: ct, Rollback: d}
+	case set("rollback"):
+		return usagef("--rollback: the rollback design is part of the memory estimate (--ctx)")
+	case set("cache-type"):
+		return usagef("--cache-type: the cache type is part of the memory estimate (--ctx)")
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -149,7 +187,11 @@ func runInspect(ctx context.Context, stdin io.Reader, w io.Writer, name string, 
 		NoTensors: fl.noTensors, Check: fl.check, Data: fl.data, Source: in.Source,
 		Target: target, Loaders: []drafts.Loader{dsparkLoader},
 		TargetLoaders: []func(*gguf.File) (drafts.Verdict, bool){dsparkTargetLoader},
+		Memory:        mem,
 	})
+	if errors.Is(err, report.ErrMemoryNeedsTarget) {
+		return usagef("--ctx: %s is a draft: its memory depends on its target (give --check --target T)", name)
+	}
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/lint"
+	"github.com/dspark-dev/dspark/gguf/schema"
 )
 
 // Finding is one lint finding, located: the file and the key or tensor it is about, with
@@ -281,13 +282,18 @@ func (l *linter) target() {
 	if tv := Recognize(t); tv.Recognized {
 		// A draft given as the target: its sizes are not a target's, so the checks below
 		// would compare a draft with a draft.
-		l.add(t, false, "general.architecture", "is %s, a draft (%s schema), not a target: --target names the model the draft drafts for (a deepseek2 or qwen3 GGUF)", ta, tv.Schema)
+		l.add(t, false, "general.architecture", "is %s, a draft (%s schema), not a target: --target names the model the draft drafts for (a deepseek2, qwen3 or qwen35 GGUF)", ta, tv.Schema)
 		return
 	}
 	if ta == "deepseek2" && strings.HasPrefix(v.Schema, "llama.cpp-") {
 		l.add(t, true, "general.architecture", "is deepseek2: upstream llama.cpp's deepseek2 target does not publish the per-layer inputs a dflash draft taps, so upstream cannot run this pair (dspark's runtime can)")
 	}
-	n, okN := intKey(t, ta+".block_count")
+	tb, okN := ReadTargetBlocks(t)
+	n := tb.Trunk
+	trunk := fmt.Sprintf("%s.block_count %d", ta, tb.Blocks)
+	if tb.Trunk != tb.Blocks {
+		trunk = fmt.Sprintf("%s.block_count %d, of which the last %d are %s blocks: a trunk of %d", ta, tb.Blocks, tb.Blocks-tb.Trunk, schema.KindNextN, tb.Trunk)
+	}
 	if v.TapsHF.Known() && okN {
 		sub := subjectOf(v.TapsHF.From)
 		for i, h := range v.TapsHF.Get() {
@@ -299,17 +305,20 @@ func (l *linter) target() {
 			case h < 0:
 				l.add(l.f, false, sub, "entry %d is %d: in llama.cpp's +1 convention id 0 is the embedding output, which no draft taps; the file holds HF ids written without the +1 (HF ids %v are stored as %v)",
 					i, stored, v.TapsLlama.Get(), plus(v.TapsLlama.Get(), 1))
+			case h > tb.Blocks-1:
+				l.add(l.f, false, sub, "entry %d is %d (HF layer %d): past the target's last layer (%s: HF layers 0..%d, %s)",
+					i, stored, h, trunk, tb.Blocks-1, v.decl.TapsWhy)
 			case h > n-1:
-				l.add(l.f, false, sub, "entry %d is %d (HF layer %d): past the target's last layer (%s.block_count %d: HF layers 0..%d, %s)",
-					i, stored, h, ta, n, n-1, v.decl.TapsWhy)
+				l.add(l.f, false, sub, "entry %d is %d (HF layer %d): a %s (multi-token-prediction) block of the target, which its main pass does not run (%s: HF layers 0..%d; %s)",
+					i, stored, h, tb.Kind(h), trunk, n-1, v.decl.TapsWhy)
 			case h == n-1 && !v.decl.LastTapOK:
-				l.add(l.f, false, sub, "entry %d is %d (HF layer %d): the target's last layer, whose output is the final hidden state and no layer's input (%s.block_count %d; %s); taps end at HF layer %d",
-					i, stored, h, ta, n, v.decl.TapsWhy, n-2)
+				l.add(l.f, false, sub, "entry %d is %d (HF layer %d): the target's last layer, whose output is the final hidden state and no layer's input (%s; %s); taps end at HF layer %d",
+					i, stored, h, trunk, v.decl.TapsWhy, n-2)
 			}
 		}
 	}
 	if v.TargetLayerCount.Known() && okN && v.TargetLayerCount.Get() != n {
-		l.add(l.f, false, v.TargetLayerCount.From, "is %d, the target has %d layers (%s.block_count)", v.TargetLayerCount.Get(), n, ta)
+		l.add(l.f, false, v.TargetLayerCount.From, "is %d, the target has %d layers (%s)", v.TargetLayerCount.Get(), n, trunk)
 	}
 	want, why := v.TargetHidden, ""
 	if v.Schema == "llama.cpp-dflash" {

@@ -8,6 +8,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -19,6 +20,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/gguf/drafts"
 	"github.com/dspark-dev/dspark/gguf/lint"
+	"github.com/dspark-dev/dspark/gguf/memory"
 )
 
 // Schema identifies the JSON layout; it changes only when a field changes meaning or is
@@ -45,7 +47,14 @@ type Options struct {
 	// TargetLoaders judge a file that is not a draft (a target) with Check: each returns its
 	// verdict, or false when it has nothing to say of the file.
 	TargetLoaders []func(f *gguf.File) (drafts.Verdict, bool)
+	// Memory, when set, adds the memory estimate (gguf/memory) of the file as a target, or,
+	// for a recognized draft, of the pair with Target (ErrMemoryNeedsTarget without one).
+	Memory *memory.Options
 }
+
+// ErrMemoryNeedsTarget is returned by Build for a memory estimate of a draft without its
+// target: a draft's memory depends on the target it drafts for.
+var ErrMemoryNeedsTarget = errors.New("a draft's memory estimate needs its target")
 
 // Report is everything inspect shows, in JSON-ready form.
 type Report struct {
@@ -61,6 +70,8 @@ type Report struct {
 	Draft       *drafts.View `json:"draft"`
 	Check       *Check       `json:"check,omitempty"`
 	Transfer    *Transfer    `json:"transfer,omitempty"`
+	// Memory is the memory estimate (with Options.Memory).
+	Memory *memory.Estimate `json:"memory,omitempty"`
 }
 
 // Format is the container-level header.
@@ -145,6 +156,9 @@ type Check struct {
 	Loaders  []drafts.Verdict `json:"loaders"`
 	// Target is the path of the target the draft was checked against ("" = none).
 	Target string `json:"target,omitempty"`
+	// Pair is the draft's taps read against the target's blocks: the kind of each tapped
+	// layer (recurrent, attention, nextn for hybrids) and whether the main pass serves it.
+	Pair *drafts.Pair `json:"pair,omitempty"`
 }
 
 // Problem is one lint finding.
@@ -239,10 +253,25 @@ func Build(f *gguf.File, opt Options) (*Report, error) {
 		r.Unsupported = append(r.Unsupported, u.Error())
 	}
 	r.Draft = drafts.Recognize(f)
+	if opt.Memory != nil {
+		var err error
+		switch {
+		case r.Draft.Recognized && opt.Target == nil:
+			return nil, fmt.Errorf("%s: %w", f.Path, ErrMemoryNeedsTarget)
+		case r.Draft.Recognized:
+			r.Memory, err = memory.Pair(opt.Target, f, *opt.Memory)
+		default:
+			r.Memory, err = memory.Target(f, *opt.Memory)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	if opt.Check {
 		c := &Check{Rules: drafts.Rules(f, r.Draft), Problems: []Problem{}, Warnings: []Problem{}, Loaders: []drafts.Verdict{}}
 		if opt.Target != nil {
 			c.Target = opt.Target.Path
+			c.Pair = drafts.PairOf(r.Draft, opt.Target)
 		}
 		for _, p := range drafts.Check(f, r.Draft, opt.Target) {
 			q := Problem{Subject: p.Subject, Message: p.Msg}

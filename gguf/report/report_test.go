@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/memory"
 	"github.com/dspark-dev/dspark/internal/draftfixture"
 )
 
@@ -103,11 +104,15 @@ func TestSchemaDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dr, err := Build(df, Options{Check: true})
+	tf, err := draftfixture.Target().Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dr.Draft.Recognized || len(dr.Check.Loaders) == 0 || len(dr.Check.Warnings) == 0 {
+	dr, err := Build(df, Options{Check: true, Target: tf, Memory: &memory.Options{Ctx: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dr.Draft.Recognized || len(dr.Check.Loaders) == 0 || len(dr.Check.Warnings) == 0 || dr.Check.Pair == nil || dr.Memory == nil {
 		t.Fatalf("draft report: %+v", dr.Check)
 	}
 	djs, _ := json.Marshal(dr)

@@ -9,6 +9,9 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/dspark-dev/dspark/gguf/drafts"
+	"github.com/dspark-dev/dspark/gguf/memory"
 )
 
 // TextOptions control the table rendering.
@@ -165,6 +168,9 @@ func (r *Report) WriteText(w io.Writer, opt TextOptions) error {
 	if r.Check != nil {
 		r.writeCheck(ew)
 	}
+	if r.Memory != nil {
+		writeMemory(ew, r.Memory)
+	}
 	return ew.err
 }
 
@@ -291,6 +297,9 @@ func (r *Report) writeCheck(w io.Writer) {
 	for _, p := range c.Problems {
 		fmt.Fprintf(w, "  - %s\n", p.text())
 	}
+	if c.Pair != nil {
+		writePair(w, c.Pair)
+	}
 	if len(c.Warnings) > 0 {
 		fmt.Fprintf(w, "Warnings (%d; they do not fail the check)\n", len(c.Warnings))
 		for _, p := range c.Warnings {
@@ -310,6 +319,57 @@ func (r *Report) writeCheck(w io.Writer) {
 		}
 		_ = t.Render() // errWriter keeps the first write error
 	}
+}
+
+// writeMemory renders the memory estimate.
+func writeMemory(w io.Writer, e *memory.Estimate) {
+	fmt.Fprintf(w, "\nMemory at --ctx %d (KV cache %s, batches of %d rows", e.Ctx, e.CacheType, e.Batch)
+	if e.RollbackRows > 0 {
+		fmt.Fprintf(w, ", rollback design %s for %d drafted rows", e.Rollback, e.RollbackRows)
+	}
+	fmt.Fprintln(w, ")")
+	t := newTable(w, 2, 3)
+	t.Header("MODEL", "PART", "BYTES", "SIZE", "HOW")
+	for _, p := range e.Parts {
+		how := p.Formula
+		if len(p.ByType) > 0 {
+			var ts []string
+			for _, b := range p.ByType {
+				ts = append(ts, fmt.Sprintf("%s %s", b.Type, HumanBytes(b.Bytes)))
+			}
+			how = strings.Join(ts, ", ")
+		}
+		t.Append([]string{p.Model, p.Part, Commas(p.Bytes), HumanBytes(p.Bytes), Safe(how)})
+	}
+	t.Append([]string{"", "total", Commas(e.Total), HumanBytes(e.Total), ""})
+	_ = t.Render() // errWriter keeps the first write error
+	for _, n := range e.Notes {
+		fmt.Fprintf(w, "  note: %s\n", Safe(n))
+	}
+}
+
+// writePair renders the draft's taps against the target's blocks.
+func writePair(w io.Writer, p *drafts.Pair) {
+	var kinds []string
+	for _, k := range p.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%d %s", k.Blocks, k.Kind))
+	}
+	fmt.Fprintf(w, "\nTaps in the target (%s, %d blocks: %s; taps must lie in the first %d)\n", Safe(p.Architecture), p.Blocks, strings.Join(kinds, ", "), p.Trunk)
+	fmt.Fprintf(w, "  %s\n", p.Convention)
+	t := newTable(w, 0, 1, 2, 3)
+	t.Header("ENTRY", "STORED", "LLAMA.CPP ID (INPUT OF)", "HF LAYER (OUTPUT OF)", "KIND", "OK")
+	for _, tp := range p.Taps {
+		ok := "yes"
+		if !tp.OK {
+			ok = "no: " + tp.Note
+		}
+		kind := tp.Kind
+		if kind == "" {
+			kind = "-"
+		}
+		t.Append([]string{strconv.Itoa(tp.Entry), strconv.FormatInt(tp.Stored, 10), strconv.FormatInt(tp.LlamaID, 10), strconv.FormatInt(tp.HFLayer, 10), kind, ok})
+	}
+	_ = t.Render() // errWriter keeps the first write error
 }
 
 // text formats a finding: "[file: ]subject (offset N): message".

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/internal/declfixture"
+	fx "github.com/dspark-dev/dspark/internal/draftfixture"
+)
+
+// hybridPair writes a tiny qwen35 target (8 trunk blocks, full attention at 3 and 7, one
+// MTP block) and an upstream DSpark draft of its width tapping llama.cpp ids taps.
+func hybridPair(t *testing.T, taps []int32) (target, draft string) {
+	t.Helper()
+	dir := t.TempDir()
+	q := declfixture.Tiny()
+	q.Hidden, q.Vocab = fx.Hidden, fx.Vocab
+	specs, err := declfixture.Specs(q.KVs(), gguf.TypeBF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target = filepath.Join(dir, "qwen35.gguf")
+	if err := declfixture.WriteFile(target, q.KVs(), specs); err != nil {
+		t.Fatal(err)
+	}
+	d := fx.Upstream(true)
+	d.Set("dflash.target_layers", gguf.I32s(taps))
+	d.Drop("fc.weight")
+	d.Add("fc.weight", uint64(len(taps))*fx.Hidden, fx.Hidden)
+	draft = filepath.Join(dir, "draft.gguf")
+	if err := d.WriteFile(draft); err != nil {
+		t.Fatal(err)
+	}
+	return target, draft
+}
+
+// TestInspectHybridTaps: inspect --check --target of a hybrid pair names each tapped
+// layer's kind (by the spec's pattern: block i is full attention iff (i+1) % 4 == 0), states
+// the +1 convention, and fails on a tap into the MTP block, in text and in JSON.
+func TestInspectHybridTaps(t *testing.T) {
+	target, draft := hybridPair(t, []int32{2, 4, 7})
+	out, errOut, code := runRoot(t, "inspect", "--check", "--no-tensors", "--target", target, draft)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"Taps in the target (qwen35, 9 blocks: 1 nextn, 6 recurrent, 2 attention; taps must lie in the first 8)",
+		"llama.cpp's +1 convention", "recurrent", "attention"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	// A tap into the MTP block: llama.cpp id 9 = HF layer 8.
+	target, draft = hybridPair(t, []int32{4, 9})
+	out, _, code = runRoot(t, "inspect", "--check", "--json", "--no-tensors", "--target", target, draft)
+	if code != exitFailure {
+		t.Errorf("tap into the nextn block: exit %d, want %d", code, exitFailure)
+	}
+	var r struct {
+		Check struct {
+			Pair struct {
+				Trunk int64 `json:"trunk_blocks"`
+				Taps  []struct {
+					LlamaID int64  `json:"llama_id"`
+					HF      int64  `json:"hf_layer"`
+					Kind    string `json:"kind"`
+					OK      bool   `json:"ok"`
+				} `json:"taps"`
+			} `json:"pair"`
+		} `json:"check"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	p := r.Check.Pair
+	if p.Trunk != 8 || len(p.Taps) != 2 || p.Taps[0].Kind != "attention" || !p.Taps[0].OK || p.Taps[0].HF != 3 ||
+		p.Taps[1].Kind != "nextn" || p.Taps[1].OK || p.Taps[1].LlamaID != 9 {
+		t.Errorf("pair: %+v", p)
+	}
+}
+
+// TestInspectMemory: inspect --ctx N gives the memory estimate of a target alone and of a
+// hybrid pair (figures computed by hand from the fixtures' sizes: see gguf/memory's
+// TestQwen35Tiny), in text and JSON; bad values of --ctx, --rollback and --cache-type, and a
+// draft without its target, are usage errors (exit 2) naming the flag.
+func TestInspectMemory(t *testing.T) {
+	target, draft := hybridPair(t, []int32{2, 4, 7})
+	out, errOut, code := runRoot(t, "inspect", "--no-tensors", "--ctx", "100", target)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Memory at --ctx 100 (KV cache F32", "kv_cache", "12,800", "recurrent_state", "5,184", "nextn"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	for _, c := range []struct {
+		rollback string
+		want     uint64
+	}{{"stash", 5184 + 8*6*(40+2*6)*4}, {"snapshots", 7 * 5184}} {
+		out, errOut, code = runRoot(t, "inspect", "--json", "--no-tensors", "--check", "--target", target, "--ctx", "100", "--rollback", c.rollback, draft)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var r struct {
+			Memory struct {
+				Rows  int64 `json:"rollback_rows"`
+				Parts []struct {
+					Model, Part string
+					Bytes       uint64
+				} `json:"parts"`
+				Total uint64 `json:"total_bytes"`
+			} `json:"memory"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uint64{}
+		for _, p := range r.Memory.Parts {
+			got[p.Model+" "+p.Part] = p.Bytes
+		}
+		if r.Memory.Rows != 7 || got["target rollback"] != c.want || got["draft kv_cache"] != (100+7)*2*2*(6+6)*4 || got["target kv_cache"] != 12800 {
+			t.Errorf("%s: %+v", c.rollback, r.Memory)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--ctx", "0", target}, "--ctx"},
+		{[]string{"--ctx", "-3", target}, "--ctx"},
+		{[]string{"--ctx", "many", target}, "--ctx"},
+		{[]string{"--ctx", "99999999999999", target}, "--ctx"},
+		{[]string{"--ctx", "10", "--rollback", "replay", target}, "--rollback"},
+		{[]string{"--ctx", "10", "--cache-type", "Q8_0", target}, "--cache-type"},
+		{[]string{"--rollback", "snapshots", target}, "--rollback"},
+		{[]string{"--ctx", "10", draft}, "--ctx"},
+	} {
+		_, errOut, code := runRoot(t, append([]string{"inspect"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, c.flag) {
+			t.Errorf("%v: exit %d, want %d naming %s: %s", c.args, code, exitUsage, c.flag, errOut)
+		}
+	}
+}

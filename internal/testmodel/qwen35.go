@@ -70,7 +70,7 @@ func BuildQwen35(s Qwen35Spec, seed uint64) *Model {
 	a := s.arch() + "."
 	m.KV("general.architecture", gguf.Str(s.arch()))
 	m.KV(a+"block_count", gguf.U32(uint32(s.Layers)))
-	m.KV(a+"context_length", gguf.U32(1024))
+	m.KV(a+"context_length", gguf.U32(512))
 	m.KV(a+"embedding_length", gguf.U32(uint32(s.Embd)))
 	if s.Experts == 0 {
 		m.KV(a+"feed_forward_length", gguf.U32(uint32(s.FF)))

@@ -359,3 +359,20 @@ func TestErrors(t *testing.T) {
 		t.Errorf("overfull context: %v", err)
 	}
 }
+
+// TestNextNRefused: a file with multi-token-prediction blocks is refused with an error
+// naming the key, not half-run.
+func TestNextNRefused(t *testing.T) {
+	m := testmodel.BuildQwen35(testmodel.DefaultQwen35(), 1)
+	m.KV("qwen35.nextn_predict_layers", gguf.U32(1))
+	path := filepath.Join(t.TempDir(), "mtp.gguf")
+	m.Write(t, path)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := Load(f, runtime.Options{Context: 8}); err == nil || !strings.Contains(err.Error(), "qwen35.nextn_predict_layers is 1") {
+		t.Fatalf("load of a file with an MTP block: %v", err)
+	}
+}

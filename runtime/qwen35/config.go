@@ -90,6 +90,10 @@ func readConfig(f *gguf.File) (Config, *schema.Values, error) {
 		return Config{}, nil, fmt.Errorf("%s: %s %d differs from %s %d (the attention blocks need equal key and value heads)",
 			f.Path, s.FullName(schema.ValueLength), v.Int(schema.ValueLength), s.FullName(schema.KeyLength), c.HeadDim)
 	}
+	if c.DState > maxState {
+		return Config{}, nil, fmt.Errorf("%s: %s is %d, more than %d: each value head's state is its square (128 in the released models)",
+			f.Path, s.FullName(schema.SSMStateSize), c.DState, maxState)
+	}
 	if c.ConvK < 2 {
 		return Config{}, nil, fmt.Errorf("%s: %s is %d, the causal conv needs at least 2 taps", f.Path, s.FullName(schema.SSMConvKernel), c.ConvK)
 	}
@@ -134,6 +138,10 @@ func (c *Config) Layers() (recurrent, attention int) {
 	}
 	return
 }
+
+// maxState bounds the DeltaNet head size: the state of a head is its square, so a file a
+// few bytes long could otherwise ask for gigabytes.
+const maxState = 1024
 
 // maxUsed is the most experts a token is routed to (10 in the released models).
 const maxUsed = 64

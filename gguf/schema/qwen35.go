@@ -32,8 +32,8 @@ func qwen35Schema(moe bool) *Schema {
 	keys := []Key{
 		{Name: BlockCount, Type: u32, Required: true, Min: "1", Max: "4096", Why: "implausibly many layers",
 			Doc: "blocks: the trunk's decoder blocks plus the nextn blocks"},
-		{Name: NextNPredictLayers, Type: u32, Default: "0", Doc: "multi-token-prediction blocks after the trunk (0 or 1)",
-			NotRead: "dspark runs the trunk only; the nextn blocks are bound by nobody"},
+		{Name: NextNPredictLayers, Type: u32, Default: "0",
+			Doc: "multi-token-prediction blocks after the trunk (0 or 1; the runtime refuses a file with them: it runs the trunk only)"},
 		{Name: ContextLength, Type: u32, Required: true, Min: "1", Doc: "trained context length (max_position_embeddings)"},
 		{Name: EmbeddingLength, Type: u32, Required: true, Min: "1", Doc: "hidden size"},
 		{Name: VocabSize, Type: u32, Infer: []string{"len(tokenizer.ggml.tokens)", "dim(token_embd.weight, 1)"},
@@ -202,7 +202,6 @@ func qwen35Schema(moe bool) *Schema {
 		},
 		Tensors: tensors,
 		Rules:   rules,
-		NotRun:  "the qwen35 runtime is not built yet (issue 44)",
 	}
 }
 

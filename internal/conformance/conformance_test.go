@@ -17,6 +17,7 @@ import (
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
+	"github.com/dspark-dev/dspark/runtime/qwen35"
 	"github.com/dspark-dev/dspark/synth"
 )
 
@@ -331,11 +332,32 @@ func testDeclarationsCovered(t *testing.T, pack bool) {
 	t.Cleanup(hdr.Close)
 	c.loaded(hdr.Values())
 
+	// The hybrid targets: hand-built (convert does not write them yet), dense untied and
+	// MoE, with the layer pattern from the interval and from the array.
+	for name, hs := range map[string]testmodel.Qwen35Spec{"dense": testmodel.DefaultQwen35(), "moe": qwen35MoEArray()} {
+		path := filepath.Join(root, "hand-qwen35-"+name+".gguf")
+		testmodel.BuildQwen35(hs, 6).Write(t, path)
+		hf, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hf.Close()
+		ht, err := qwen35.Load(hf, runtime.Options{Context: 32, Pack: pack})
+		if err != nil {
+			t.Fatalf("qwen35 %s: %v", name, err)
+		}
+		t.Cleanup(ht.Close)
+		c.loaded(ht.Values())
+	}
+
 	for _, s := range schema.All() {
 		if s.NotProduced != "" || s.NotRun != "" {
 			checkUnsupported(t, c, s)
 			if s.NotProduced == "" {
 				checkProduced(t, c, s)
+			}
+			if s.NotRun == "" {
+				checkRun(t, c, s)
 			}
 			continue
 		}
@@ -395,6 +417,38 @@ func checkProduced(t *testing.T, c *census, s *schema.Schema) {
 			t.Errorf("%s: %s (%v) is marked not produced (%s) but convert wrote it", s.Name, d.Name, d.Kinds, d.NotProduced)
 		case !u.produced && d.NotProduced == "":
 			t.Errorf("%s: %s (%v) is neither written by convert nor marked NotProduced", s.Name, d.Name, d.Kinds)
+		}
+	}
+}
+
+// qwen35MoEArray is the MoE hybrid with its layer pattern given per block.
+func qwen35MoEArray() testmodel.Qwen35Spec {
+	s := testmodel.DefaultQwen35MoE()
+	s.Interval, s.Recurrent = 0, []bool{true, false, true, false}
+	return s
+}
+
+// checkRun checks the runtime side of a declaration convert does not produce yet: each key
+// and tensor is read or bound by the runtime exactly when it is not marked NotRead / NotRun.
+func checkRun(t *testing.T, c *census, s *schema.Schema) {
+	t.Helper()
+	for _, k := range s.AllKeys() {
+		u, name := c.key(k), s.FullName(k.Name)
+		switch {
+		case u.read && k.NotRead != "":
+			t.Errorf("%s: %s is marked not read (%s) but the runtime read it", s.Name, name, k.NotRead)
+		case !u.read && k.NotRead == "":
+			t.Errorf("%s: %s is neither read by the runtime nor marked NotRead", s.Name, name)
+		}
+	}
+	for i := range s.Tensors {
+		d, _ := s.TensorDecl(s.Tensors[i].Name)
+		u := c.tensor(d)
+		switch {
+		case u.read && d.NotRun != "":
+			t.Errorf("%s: %s is marked not run (%s) but the runtime bound it", s.Name, d.Name, d.NotRun)
+		case !u.read && d.NotRun == "":
+			t.Errorf("%s: %s is neither bound by the runtime nor marked NotRun", s.Name, d.Name)
 		}
 	}
 }

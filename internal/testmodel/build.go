@@ -46,6 +46,9 @@ type Model struct {
 	// Quant stores the named tensors (of 2 or more dims) in a ggml block quantization
 	// (quant.go); Write replaces their values by what the blocks decode to.
 	Quant map[string]dtype.Quant
+	// KeepF32 names tensors of 2 or more dims stored as F32 whatever BF16 and Quant say
+	// (those a declaration marks F32, such as ssm_conv1d and the routers).
+	KeepF32 map[string]bool
 }
 
 // Add appends a tensor of Gaussian values (base + scale z) with ggml dims.
@@ -74,7 +77,12 @@ func (m *Model) Write(t testing.TB, path string) {
 		w := m.T[name]
 		typ := gguf.TypeF32
 		var data []byte
-		if q, ok := m.Quant[name]; ok && len(w.Dims) > 1 {
+		if m.KeepF32[name] {
+			data = make([]byte, 4*len(w.Vals))
+			for i, v := range w.Vals {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+			}
+		} else if q, ok := m.Quant[name]; ok && len(w.Dims) > 1 {
 			typ = gguf.GGMLType(q.GGMLType())
 			data = quantize(q, w.Vals, uint64(len(specs))+1)
 		} else if m.BF16 && len(w.Dims) > 1 {

@@ -21,7 +21,9 @@ import (
 	"github.com/dspark-dev/dspark/runtime/dflashgqa"
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
+	"github.com/dspark-dev/dspark/runtime/qwen35"
 )
 
 // Info is what a model file says before it is loaded: enough to bound a context and the
@@ -120,6 +122,30 @@ var Targets = []*TargetArch{
 		},
 		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return target(qwen3.Load(f, opt)) },
 	},
+	qwen35Arch(schema.Qwen35),
+	qwen35Arch(schema.Qwen35MoE),
+}
+
+// qwen35Arch is the entry of the hybrid targets (qwen35 and qwen35moe share a package).
+// Their cache is the KV cache of the attention blocks plus the DeltaNet blocks' recurrent
+// states, kept twice, and the rollback stash of a verify batch of the kernels' limit.
+func qwen35Arch(s *schema.Schema) *TargetArch {
+	return &TargetArch{
+		Schema: s,
+		Info: func(f *gguf.File) (Info, error) {
+			c, err := qwen35.ReadConfig(f)
+			if err != nil {
+				return Info{}, err
+			}
+			rec, att := c.Layers()
+			return Info{ContextLength: c.NCtx, ContextKey: s.FullName(schema.ContextLength),
+				CacheBytes: func(ctx int) (int64, error) { return c.StateBytes(ctx, kernels.MaxBatch) },
+				Cache: perPosition(att, 2*c.KVWidth()) + fmt.Sprintf(", plus %d recurrent blocks x 2 states of %d values and a rollback stash",
+					rec, c.StateLen()),
+				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab}, nil
+		},
+		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return target(qwen35.Load(f, opt)) },
+	}
 }
 
 // Drafts are the draft architectures, in the order they were added.

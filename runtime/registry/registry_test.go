@@ -51,12 +51,17 @@ func TestEveryDeclarationRuns(t *testing.T) {
 }
 
 // TestLoadByDeclaration loads each registered test model through the table and runs it: a
-// qwen3 target and a deepseek2 target, each with a dflash MLA draft of its sizes.
+// qwen3 target, a deepseek2 target and the qwen35 / qwen35moe hybrids, each with a dflash
+// MLA draft of its sizes, greedy speculative decoding equal to plain decoding.
 func TestLoadByDeclaration(t *testing.T) {
 	ds := testmodel.DefaultTarget()
 	qs := testmodel.DefaultQwen3()
 	qs.Embd, qs.Vocab = ds.Embd, ds.Vocab // a draft built for ds fits the qwen3 target too
-	for name, m := range map[string]*testmodel.Model{"deepseek2": testmodel.BuildTarget(ds, 1), "qwen3": testmodel.BuildQwen3(qs, 2)} {
+	hs, hm := testmodel.DefaultQwen35(), testmodel.DefaultQwen35MoE()
+	hs.Embd, hs.Vocab, hm.Embd, hm.Vocab = ds.Embd, ds.Vocab, ds.Embd, ds.Vocab
+	hs.Layers, hs.Interval, hm.Layers, hm.Interval = ds.Layers, 3, ds.Layers, 3 // recurrent, recurrent, attention
+	for name, m := range map[string]*testmodel.Model{"deepseek2": testmodel.BuildTarget(ds, 1), "qwen3": testmodel.BuildQwen3(qs, 2),
+		"qwen35": testmodel.BuildQwen35(hs, 4), "qwen35moe": testmodel.BuildQwen35(hm, 5)} {
 		t.Run(name, func(t *testing.T) {
 			tf := open(t, m)
 			ta, err := LookupTarget(tf)

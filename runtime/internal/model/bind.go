@@ -303,9 +303,14 @@ func (b *Binder) Mats(template string, layer int) []*kernels.Mat {
 	return ms
 }
 
-// Vec binds a declared 1-D F32 tensor as a float32 slice aliasing the mapping.
+// Vec binds a declared F32 vector as a float32 slice aliasing the mapping: a 1-D tensor, or a
+// matrix whose dims after the first are 1 (qwen35moe's {H, 1} shared-expert gate).
 func (b *Binder) Vec(template string, layer int) []float32 {
-	t, dims, data := b.tensor(template, layer, 1)
+	rank := 1
+	if in, ok := b.inst[schema.Name(template, layer)]; ok && len(in.Dims) > 1 && slices.Max(in.Dims[1:]) == 1 && slices.Min(in.Dims[1:]) == 1 {
+		rank = len(in.Dims)
+	}
+	t, dims, data := b.tensor(template, layer, rank)
 	if t == nil {
 		return nil
 	}

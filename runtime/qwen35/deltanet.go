@@ -1,0 +1,127 @@
+package qwen35
+
+import (
+	"math"
+
+	"github.com/dspark-dev/dspark/runtime/kernels"
+)
+
+// recurrent is one Gated DeltaNet block's weights, its state and its rollback stash.
+//
+// State: two recurrent states and two conv windows; cur (the target's) selects the current
+// pair, the other holds the pair before the last forward. A forward reads the current pair
+// and writes its rows' states into the other, which then becomes current: the pre-forward
+// state is kept at no copy. The stash holds what kernels.DeltaNetLayer.Replay needs to
+// recompute the state after any row of the last forward from the kept one (keys, decays and
+// the recurrence's deltas, per row) and the conv inputs from which the window after any row
+// is rebuilt.
+type recurrent struct {
+	qkv, gate, beta, alpha, out *kernels.Mat
+	convW                       []float32 // the conv taps as kernels.Conv reads them
+	dtBias, a, norm             []float32
+	net                         kernels.DeltaNetLayer
+
+	state [2][]float32 // StateLen each
+	conv  [2][]float32 // (ConvK-1) x ConvChannels each, oldest row first
+
+	x, k, decay, delta []float32 // stash: MaxBatch rows of ConvChannels, NKHead*DState, NVHead, NVHead*DState
+}
+
+// recScratch is the per-forward scratch of the DeltaNet blocks (MaxBatch rows).
+type recScratch struct {
+	y, q, v, z, b, al, o []float32
+	states               [][]float32
+}
+
+func newRecurrent(c *Config, maxBatch int) recurrent {
+	C, Kd, Vd := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState
+	r := recurrent{
+		net: kernels.DeltaNetLayer{Heads: c.NVHead, QKHeads: c.NKHead, DK: c.DState, DV: c.DState, Scale: kernels.DeltaNetScale(c.DState)},
+		x:   make([]float32, maxBatch*C), k: make([]float32, maxBatch*Kd),
+		decay: make([]float32, maxBatch*c.NVHead), delta: make([]float32, maxBatch*Vd),
+	}
+	for i := range r.state {
+		r.state[i] = make([]float32, c.StateLen())
+		r.conv[i] = make([]float32, (c.ConvK-1)*C)
+	}
+	return r
+}
+
+func newRecScratch(c *Config, maxBatch int) recScratch {
+	C, Kd, Vd := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState
+	return recScratch{y: make([]float32, maxBatch*C), q: make([]float32, maxBatch*Kd), v: make([]float32, maxBatch*Vd),
+		z: make([]float32, maxBatch*Vd), b: make([]float32, maxBatch*c.NVHead), al: make([]float32, maxBatch*c.NVHead),
+		o: make([]float32, maxBatch*Vd), states: make([][]float32, maxBatch)}
+}
+
+// softplus is ggml's: x above 20 passes through, else log(1 + e^x) (float64, rounded once).
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log1p(math.Exp(float64(x))))
+}
+
+// sigmoid32 is 1 / (1 + e^-x), the exponential in float64 rounded to float32.
+func sigmoid32(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+
+// forward runs n rows h (normed inputs, NEmbd each) through the block, token by token in
+// order, into dst (n rows of NEmbd): from state cur it writes every row's state into the
+// other slot (nxt), and stashes the rows for rewind.
+func (r *recurrent) forward(c *Config, s *recScratch, dst, h []float32, n, cur int) {
+	C, Kd, Vd, d, nv := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState, c.DState, c.NVHead
+	nxt := 1 - cur
+	x := r.x[:n*C]
+	r.qkv.MatMul(x, h, n)
+	r.gate.MatMul(s.z[:n*Vd], h, n)
+	r.beta.MatMul(s.b[:n*nv], h, n)
+	r.alpha.MatMul(s.al[:n*nv], h, n)
+	for t := range n {
+		in := r.conv[cur]
+		if t > 0 {
+			in = r.conv[nxt]
+		}
+		y := s.y[t*C : (t+1)*C]
+		kernels.ConvSilu(y, r.conv[nxt], in, x[t*C:(t+1)*C], r.convW, c.ConvK)
+		kernels.L2NormHeads(s.q[t*Kd:(t+1)*Kd], y[:Kd], d, c.Eps)
+		kernels.L2NormHeads(r.k[t*Kd:(t+1)*Kd], y[Kd:2*Kd], d, c.Eps)
+		copy(s.v[t*Vd:(t+1)*Vd], y[2*Kd:])
+		for j := range nv {
+			g := r.a[j] * softplus(s.al[t*nv+j]+r.dtBias[j])
+			r.decay[t*nv+j] = float32(math.Exp(float64(g)))
+			s.b[t*nv+j] = sigmoid32(s.b[t*nv+j])
+		}
+		s.states[t] = r.state[nxt]
+	}
+	o := s.o[:n*Vd]
+	r.net.Rows(s.states[:n], r.state[cur], o, r.delta, s.q, r.k, s.v, s.b, r.decay, n)
+	kernels.RMSNormGated(o, o, r.norm, s.z, d, c.Eps, kernels.SiluGate)
+	r.out.MatMul(dst, o, n)
+}
+
+// rewind sets state cur to the state after the first a rows of the last forward, which
+// started from state 1-cur: the recurrence replayed from the stash, the conv window rebuilt
+// from the kept window and the stashed inputs.
+func (r *recurrent) rewind(c *Config, cur, a int) {
+	pre := 1 - cur
+	r.net.Replay(r.state[cur], r.state[pre], r.k, r.delta, r.decay, a)
+	C, w := c.ConvChannels(), c.ConvK-1
+	dst, old := r.conv[cur], r.conv[pre]
+	// The window after row a-1 is the last w rows of (old window, x_0..x_{a-1}).
+	for j := range w {
+		src := j + a // index in the concatenation
+		if src < w {
+			copy(dst[j*C:(j+1)*C], old[src*C:(src+1)*C])
+		} else {
+			copy(dst[j*C:(j+1)*C], r.x[(src-w)*C:(src-w+1)*C])
+		}
+	}
+}
+
+// reset clears both states and windows.
+func (r *recurrent) reset() {
+	for i := range r.state {
+		clear(r.state[i])
+		clear(r.conv[i])
+	}
+}

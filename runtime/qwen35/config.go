@@ -12,7 +12,9 @@
 // and stashes, per row and DeltaNet block, the key, the decay, the recurrence's deltas and
 // the conv input; Rewind(n) recomputes the state after row n with kernels.DeltaNetLayer.Replay
 // (bit for bit the state the forward had there: one pass over the state, no dot product).
-// The multi-token-prediction blocks (nextn) are not run: a file with them is refused.
+// The multi-token-prediction blocks (nextn, the last nextn_predict_layers blocks of the
+// released models) are not run, as llama.cpp leaves them out of its graph: the target is the
+// trunk of NLayer blocks before them, and their tensors are skipped.
 package qwen35
 
 import (
@@ -27,7 +29,8 @@ import (
 // Config holds a qwen35 or qwen35moe target's hyperparameters, read from its GGUF metadata.
 type Config struct {
 	MoE                         bool
-	NLayer, NEmbd, NVocab, NCtx int
+	NLayer, NEmbd, NVocab, NCtx int // NLayer: the trunk's blocks (block_count less the nextn blocks)
+	NextN                       int // the nextn blocks after the trunk (not run)
 	NFF                         int // dense FFN width (qwen35)
 	NHead, NHeadKV, HeadDim     int // attention blocks: query heads, key/value heads, head size
 	NRot                        int // rotated dims of an attention head (rope.dimension_count)
@@ -97,15 +100,26 @@ func readConfig(f *gguf.File) (Config, *schema.Values, error) {
 	if c.ConvK < 2 {
 		return Config{}, nil, fmt.Errorf("%s: %s is %d, the causal conv needs at least 2 taps", f.Path, s.FullName(schema.SSMConvKernel), c.ConvK)
 	}
-	for i, k := range v.Kinds() {
-		c.Recurrent = append(c.Recurrent, k == schema.KindRecurrent)
-		if k != schema.KindRecurrent && k != schema.KindAttention {
-			return Config{}, nil, fmt.Errorf("%s: block %d is a %q block: the multi-token-prediction blocks are not run by dspark (%s is %d)",
-				f.Path, i, k, s.FullName(schema.NextNPredictLayers), c.NLayer-i)
+	kinds := v.Kinds()
+	if len(kinds) != c.NLayer {
+		return Config{}, nil, fmt.Errorf("%s: %d block kinds for %d blocks", f.Path, len(kinds), c.NLayer)
+	}
+	for i, k := range kinds {
+		switch {
+		case k == schema.KindNextN:
+			c.NextN++
+		case c.NextN > 0:
+			return Config{}, nil, fmt.Errorf("%s: block %d is a %q block after a nextn block: the nextn blocks come last (%s)",
+				f.Path, i, k, s.FullName(schema.NextNPredictLayers))
+		case k == schema.KindRecurrent || k == schema.KindAttention:
+			c.Recurrent = append(c.Recurrent, k == schema.KindRecurrent)
+		default:
+			return Config{}, nil, fmt.Errorf("%s: block %d is a %q block, which the qwen35 runtime does not know", f.Path, i, k)
 		}
 	}
-	if len(c.Recurrent) != c.NLayer {
-		return Config{}, nil, fmt.Errorf("%s: %d block kinds for %d blocks", f.Path, len(c.Recurrent), c.NLayer)
+	c.NLayer -= c.NextN
+	if c.NLayer < 1 {
+		return Config{}, nil, fmt.Errorf("%s: no block before the %d nextn block(s) (%s)", f.Path, c.NextN, s.FullName(schema.NextNPredictLayers))
 	}
 	if err := c.rope().Validate(); err != nil {
 		return Config{}, nil, fmt.Errorf("%s: %s %v with %s %d: %w", f.Path, s.FullName(schema.RopeFreqBase), c.RopeBase,

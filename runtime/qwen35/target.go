@@ -117,6 +117,9 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		}
 		t.layers = append(t.layers, l)
 	}
+	for i := cfg.NLayer; i < cfg.NLayer+cfg.NextN; i++ {
+		b.SkipBlock(i)
+	}
 	if err := b.Finish(); err != nil {
 		b.Release()
 		return nil, err

@@ -329,6 +329,26 @@ func (b *Binder) Vec(template string, layer int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), int(dims[0]))
 }
 
+// SkipBlock marks every tensor of block layer as deliberately left unbound: a block the
+// runtime does not run by design, such as qwen35's multi-token-prediction (nextn) blocks,
+// which llama.cpp also loads but leaves out of its graph. Finish then does not report them.
+// The block must still be whole: a required tensor of its declaration that the file lacks is
+// an error, as when it is bound.
+func (b *Binder) SkipBlock(layer int) {
+	prefix := fmt.Sprintf("blk.%d.", layer)
+	for name, in := range b.inst {
+		if _, ok := b.f.Tensor(name); !ok && in.Required && strings.HasPrefix(name, prefix) {
+			b.fail("missing tensor %s (the %s declaration requires it)", name, b.v.Schema().Name)
+			return
+		}
+	}
+	for i := range b.f.Tensors {
+		if name := b.f.Tensors[i].Name; strings.HasPrefix(name, prefix) {
+			b.used[name] = true
+		}
+	}
+}
+
 // Finish reports the first tensor of the file the loader did not bind: one the runtime does
 // not run (with the declaration's reason), or one the declaration does not claim (llama.cpp
 // refuses such files too: "wrong number of tensors").

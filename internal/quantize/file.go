@@ -48,7 +48,8 @@ type TensorReport struct {
 	InBytes  uint64
 	OutBytes uint64
 	// RelRMSE is the round-trip error sqrt(mean((dequant(q(x)) - x)^2)) / sqrt(mean(x^2))
-	// of a converted tensor (0 for a copy; NaN when the tensor is all zero or not finite).
+	// of a converted tensor (0 for a copy and for an all-zero tensor, which every type stores
+	// exactly).
 	RelRMSE   float64
 	Converted bool
 }
@@ -268,7 +269,11 @@ func writeTensor(w io.Writer, in *gguf.File, ti *gguf.TensorInfo, tr *TensorRepo
 			opt.Progress.Add(int64(len(ys)))
 		}
 	}
-	tr.RelRMSE = math.Sqrt(se / ss)
+	if ss > 0 {
+		tr.RelRMSE = math.Sqrt(se / ss)
+	} else if se > 0 { // an all-zero tensor comes back as zeros from every type; never here
+		tr.RelRMSE = math.Sqrt(se)
+	} // an all-zero tensor: no error (0, not the NaN of 0/0, which JSON cannot carry)
 	return nil
 }
 

@@ -102,3 +102,52 @@ func TestNonFiniteRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroTensorError: an all-zero tensor round-trips exactly, and its relative error is 0,
+// not the NaN of 0/0.
+func TestZeroTensorError(t *testing.T) {
+	src, err := gguf.Open(filepath.Join(fixtureDir, "input-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const zeroed = "blk.0.ffn_up.weight"
+	specs := make([]gguf.TensorSpec, len(src.Tensors))
+	for i := range src.Tensors {
+		ti := &src.Tensors[i]
+		b, _ := src.TensorData(ti)
+		if ti.Name == zeroed {
+			b = make([]byte, len(b))
+		}
+		specs[i] = gguf.TensorSpec{Name: ti.Name, Type: ti.Type, Dims: ti.Dims, Data: gguf.BytesData(b)}
+	}
+	dir := t.TempDir()
+	zero := filepath.Join(dir, "zero.gguf")
+	if err := gguf.WriteFile(zero, src.KVs, specs, gguf.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	in, err := gguf.Open(zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ft, _ := ParseFileType("Q4_K_M")
+	rep, err := QuantizeFile(in, filepath.Join(dir, "out.gguf"), FileOptions{FileType: ft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tr := range rep.Tensors {
+		if tr.Name == zeroed {
+			found = true
+			if !tr.Converted || tr.RelRMSE != 0 {
+				t.Errorf("%s: converted %v, relative error %v; want a converted tensor with 0", zeroed, tr.Converted, tr.RelRMSE)
+			}
+		} else if tr.Converted && (math.IsNaN(tr.RelRMSE) || tr.RelRMSE <= 0) {
+			t.Errorf("%s: relative error %v", tr.Name, tr.RelRMSE)
+		}
+	}
+	if !found {
+		t.Fatalf("no %s in the report", zeroed)
+	}
+}

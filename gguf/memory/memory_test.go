@@ -8,6 +8,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/declfixture"
 	fx "github.com/dspark-dev/dspark/internal/draftfixture"
+	"github.com/dspark-dev/dspark/internal/testdir"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 )
 
@@ -141,7 +142,7 @@ func TestGQAAndMLA(t *testing.T) {
 
 	ts := testmodel.DefaultTarget()
 	ds := testmodel.DefaultDraft(ts)
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	tp, dp := filepath.Join(dir, "t.gguf"), filepath.Join(dir, "d.gguf")
 	testmodel.BuildTarget(ts, 1).Write(t, tp)
 	testmodel.BuildDraft(ts, ds, 1).Write(t, dp)

@@ -32,4 +32,15 @@ if [ ! -f "$dll" ]; then
   fi
   exec 9>&-
 fi
+# Start the prefix's wineserver and its system processes (services.exe, winedevice.exe, ...)
+# first, with their stdio detached: started by the test program itself they inherit its
+# stderr, outlive it while other packages' tests keep the shared server busy, and go test then
+# waits for that pipe ("Test I/O incomplete 1m0s after exiting"). -p60: the server stays 60 s
+# after its last client, so it does not exit between this step and the program.
+server=$(dirname "$wine")/wineserver
+[ -x "$server" ] || server=$(command -v wineserver || true)
+if [ -n "$server" ]; then
+  "$server" -p60 </dev/null >/dev/null 2>&1 || true
+fi
+"$wine" wineboot </dev/null >/dev/null 2>&1 || true
 exec "$wine" "$@"

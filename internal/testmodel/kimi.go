@@ -231,7 +231,7 @@ func BuildKimi(s KimiSpec, seed uint64) *Model {
 // pass, written from target-kimi-k3.md sections 2 and 3 with plain loops, one token at a
 // time: KDA as the recurrence of section 2.5 on a d x d matrix per head with a decay per key
 // channel (K3's lb sigmoid(exp(A_log) z) or Kimi-Linear's -exp(A_log) softplus(z)), the three
-// causal convs, the L2 norm of q and k (x / max(|x|, eps), ggml_l2_norm), the sigmoid-gated
+// causal convs, the L2 norm of q and k (x / sqrt(|x|^2 + eps), llama.cpp's build_gdn_l2_norm), the sigmoid-gated
 // RMSNorm output; NoPE MLA in the absorbed form with the 1/sqrt(nope+rope) scale and the
 // sigmoid output gate; the attention residuals (res_mix over the banked block inputs, section
 // 3.3); situ (K3) or SiLU feed-forwards; the sigmoid-routed MoE with its selection bias, in
@@ -405,6 +405,18 @@ func (r *KimiRef) Forward(tokens []int) KimiRefOut {
 	return out
 }
 
+// l2eps normalizes v in place as llama.cpp's build_gdn_l2_norm: v / sqrt(sum v^2 + eps).
+func l2eps(v []float64, eps float64) {
+	var ss float64
+	for _, x := range v {
+		ss += x * x
+	}
+	n := math.Sqrt(ss + eps)
+	for i := range v {
+		v[i] /= n
+	}
+}
+
 func add(a, b []float64) []float64 {
 	o := make([]float64, len(a))
 	for i := range a {
@@ -436,8 +448,8 @@ func (r *KimiRef) kda(ref *Ref, st *kimiLayerState, p string, h []float64) []flo
 	st.conv = append(st.conv[1:], in)
 	q, k, v := y[:Dn], y[Dn:2*Dn], y[2*Dn:]
 	for hd := range H {
-		l2(q[hd*d:(hd+1)*d], eps)
-		l2(k[hd*d:(hd+1)*d], eps)
+		l2eps(q[hd*d:(hd+1)*d], eps)
+		l2eps(k[hd*d:(hd+1)*d], eps)
 	}
 	z := ref.MV(p+"ssm_f_b.weight", 0, ref.MV(p+"ssm_f_a.weight", 0, h))
 	dt, sa := ref.Vec(p+"ssm_dt.bias"), ref.Vec(p+"ssm_a")

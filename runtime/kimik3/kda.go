@@ -98,8 +98,8 @@ func (r *kda) forward(c *Config, s *kdaScratch, dst, h []float32, n, cur int) {
 			in = r.conv[nxt]
 		}
 		kernels.ConvSilu(s.y, r.conv[nxt], in, x, r.convW, c.ConvK)
-		kernels.L2NormHeads(s.q[t*D:(t+1)*D], s.y[:D], d, c.Eps)
-		kernels.L2NormHeads(r.kst[t*D:(t+1)*D], s.y[D:2*D], d, c.Eps)
+		l2NormHeads(s.q[t*D:(t+1)*D], s.y[:D], d, c.Eps)
+		l2NormHeads(r.kst[t*D:(t+1)*D], s.y[D:2*D], d, c.Eps)
 		copy(s.v[t*D:(t+1)*D], s.y[2*D:])
 		z, dec := s.z[t*D:(t+1)*D], r.decay[t*D:(t+1)*D]
 		for hd := range H {
@@ -122,6 +122,28 @@ func (r *kda) forward(c *Config, s *kdaScratch, dst, h []float32, n, cur int) {
 	r.net.Rows(s.states[:n], r.state[cur], o, r.delta, s.q, r.kst, s.v, s.b, r.decay, n)
 	kernels.RMSNormGated(o, o, r.norm, s.g2, d, c.Eps, kernels.SigmoidGate)
 	r.out.MatMul(dst, o, n)
+}
+
+// l2NormHeads is llama.cpp's build_gdn_l2_norm (src/models/models.h), which the kimi-k3 and
+// kimi-linear graphs apply to q and k: per head of d values, ggml_rms_norm with epsilon eps/d
+// then ggml_scale by 1/sqrtf(d), i.e. x / sqrt(sum x^2 + eps) (not ggml_l2_norm's
+// x / max(|x|, eps) of kernels.L2NormHeads). As ggml's rms_norm: the squares rounded to
+// float32 and summed in float64, the mean and the scale in float32, each product rounded.
+func l2NormHeads(dst, x []float32, d int, eps float32) {
+	epsN := eps / float32(d)
+	post := 1 / float32(math.Sqrt(float64(float32(d))))
+	for h := 0; h < len(x); h += d {
+		xs, ds := x[h:h+d], dst[h:h+d]
+		var sum float64
+		for _, v := range xs {
+			sum += float64(v * v)
+		}
+		mean := float32(sum / float64(d))
+		scale := 1 / float32(math.Sqrt(float64(mean+epsN)))
+		for i, v := range xs {
+			ds[i] = (v * scale) * post
+		}
+	}
 }
 
 // rewind sets state cur to the state after the first a rows of the last forward, which

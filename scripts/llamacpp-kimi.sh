@@ -2,7 +2,9 @@
 # llamacpp-kimi: greedy-token and log-prob parity of dspark's kimik3 runtime with llama.cpp on
 # tiny kimi-k3 (every K3 feature on: q-LoRA, the lower-bound gate, the MLA output gate,
 # attention residuals, the latent MoE with its norm, shared experts, situ) and kimi-linear
-# files that dspark synthesizes and converts. A check gated on
+# files that dspark synthesizes and converts, and on F32 files built by internal/testmodel with
+# every optional feature switched on and off (scripts/kimi-variants.go; the tokenizer taken
+# from the converted K3). A check gated on
 # llama.cpp being installed (node-llama-cpp, as scripts/bench-llamacpp.sh installs it), never
 # part of `make test` or CI.
 #
@@ -45,6 +47,12 @@ run() { # name synth-args outtype [compare flags]
 }
 run k3 "--arch kimi-k3" f32
 run linear "--arch kimi-linear" f32
+echo "hand-built F32 variants (scripts/kimi-variants.go), every optional feature on and off:"
+for f in $(go run scripts/kimi-variants.go --tokenizer "$work/k3.gguf" --out "$work/var"); do
+  node scripts/llamacpp-decode.mjs --model "$f" --tokens $prompt -n "$ntok" --kv f32 --logits "${f%.gguf}.json" >/dev/null
+  printf '%-22s %-5s ' "$(basename "$f" .gguf)" f32
+  go run scripts/llamacpp-compare.go --target "$f" --llama "${f%.gguf}.json" | tail -1
+done
 echo "BF16 weights, dspark's activations rounded to bf16 as llama.cpp's:"
 run k3-bf16 "--arch kimi-k3" bf16 --bf16-activations
 run linear-bf16 "--arch kimi-linear" bf16 --bf16-activations

@@ -27,6 +27,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/registry"
 )
 
@@ -51,6 +52,7 @@ type summary struct {
 func main() {
 	target := flag.String("target", "", "target GGUF (any architecture the runtime runs)")
 	dumpPath := flag.String("llama", "", "logits JSON written by llamacpp-decode.mjs --logits")
+	flag.BoolVar(&bf16Act, "bf16-activations", false, "round the activations of BF16 products to bfloat16 (as llama.cpp does) where the kernels run it")
 	flag.Parse()
 	if *target == "" || *dumpPath == "" {
 		fmt.Fprintln(os.Stderr, "usage: go run scripts/llamacpp-compare.go --target F.gguf --llama LOGITS.json")
@@ -61,6 +63,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// bf16Act selects kernels.BF16Activations for the target's BF16 products.
+var bf16Act bool
 
 func run(path, dumpPath string) error {
 	raw, err := os.ReadFile(dumpPath)
@@ -83,7 +88,11 @@ func run(path, dumpPath string) error {
 	if err != nil {
 		return err
 	}
-	t, err := arch.Load(f, runtime.Options{Context: len(d.Prompt) + len(d.Tokens) + 1, Pack: true})
+	opt := runtime.Options{Context: len(d.Prompt) + len(d.Tokens) + 1, Pack: true}
+	if bf16Act {
+		opt.Activations = kernels.BF16Activations
+	}
+	t, err := arch.Load(f, opt)
 	if err != nil {
 		return err
 	}

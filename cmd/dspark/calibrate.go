@@ -73,7 +73,7 @@ usage error (exit 2). See docs/cli.md.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "target model (a deepseek2, qwen3, qwen35 or qwen35moe GGUF)")
+	fl.StringVar(&f.target, "target", "", "target model (a deepseek2, qwen3, qwen35, qwen35moe, kimi-k3 or kimi-linear GGUF)")
 	fl.StringVar(&f.draft, "draft", "", "draft model (dflash GGUF with a confidence head)")
 	fl.StringVar(&f.prompts, "prompts", "", "prompts, one per line; every fourth line is held out for the reported ECE (default: the built-in prompts)")
 	fl.StringVarP(&f.output, "output", "o", "", "the calibration JSON file (default: the draft's path with .calibration.json for .gguf)")

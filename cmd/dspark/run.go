@@ -55,7 +55,7 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "target model (a deepseek2, qwen3, qwen35 or qwen35moe GGUF)")
+	fl.StringVar(&f.target, "target", "", "target model (a deepseek2, qwen3, qwen35, qwen35moe, kimi-k3 or kimi-linear GGUF)")
 	fl.StringVar(&f.draft, "draft", "", "draft model (a dflash GGUF)")
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text (tokenized with the target's tokenizer)")
 	fl.StringVar(&f.tokens, "tokens", "", "prompt as comma-separated token ids")

@@ -237,10 +237,8 @@ func kimiSchema(k3 bool) *Schema {
 		Derived: derived,
 		Tensors: tensors,
 		Rules:   rules,
-		NotRun:  "the kimi-linear runtime is not built yet (issue 45 part 3)",
 	}
 	if k3 {
-		s.NotRun = "the kimi-k3 runtime is not built yet (issue 45 part 3)"
 		// K3's converter writes value_length (kimi-linear's does not).
 		for i := range s.Keys {
 			if s.Keys[i].Name == ValueLength {

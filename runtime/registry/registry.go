@@ -22,6 +22,7 @@ import (
 	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/kernels"
+	"github.com/dspark-dev/dspark/runtime/kimik3"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
 	"github.com/dspark-dev/dspark/runtime/qwen35"
 )
@@ -124,6 +125,30 @@ var Targets = []*TargetArch{
 	},
 	qwen35Arch(schema.Qwen35),
 	qwen35Arch(schema.Qwen35MoE),
+	kimiArch(schema.KimiK3),
+	kimiArch(schema.KimiLinear),
+}
+
+// kimiArch is the entry of the Kimi hybrids (kimi-k3 and kimi-linear share a package). Their
+// cache is the latent cache of the MLA blocks plus the KDA blocks' recurrent states, kept
+// twice, and the rollback stash of a verify batch of the kernels' limit.
+func kimiArch(s *schema.Schema) *TargetArch {
+	return &TargetArch{
+		Schema: s,
+		Info: func(f *gguf.File) (Info, error) {
+			c, err := kimik3.ReadConfig(f)
+			if err != nil {
+				return Info{}, err
+			}
+			kda, mlas := c.Layers()
+			return Info{ContextLength: c.NCtx, ContextKey: s.FullName(schema.ContextLength),
+				CacheBytes: func(ctx int) (int64, error) { return c.StateBytes(ctx, kernels.MaxBatch) },
+				Cache: perPosition(mlas, c.Attn.KVLoraRank+c.Attn.DRope) + fmt.Sprintf(", plus %d KDA blocks x 2 states of %d values and a rollback stash",
+					kda, c.StateLen()),
+				Layers: c.NLayer, Embd: c.NEmbd, Vocab: c.NVocab}, nil
+		},
+		Load: func(f *gguf.File, opt runtime.Options) (Target, error) { return target(kimik3.Load(f, opt)) },
+	}
 }
 
 // qwen35Arch is the entry of the hybrid targets (qwen35 and qwen35moe share a package).

@@ -445,3 +445,38 @@ func MLAConfig(v *schema.Values) mla.Config {
 		DNope: int(v.Int(schema.KeyLengthMLA)) - dRope, DRope: dRope, DV: int(v.Int(schema.ValueLengthMLA)),
 		Eps: eps, RoPE: YaRN(v.RoPE(), dRope)}
 }
+
+// Floats binds a declared F32 tensor of any rank as its values in ggml order, a float32
+// slice aliasing the mapping (nil when absent and optional): KDA's convolution weights
+// {c, 1, d_inner, 1} (or 3-D) and kimi-linear's ssm_a {1, n_head, 1, 1}.
+func (b *Binder) Floats(template string, layer int) []float32 {
+	in, ok := b.inst[schema.Name(template, layer)]
+	if !ok {
+		b.tensor(template, layer, 0) // reports the undeclared tensor
+		return nil
+	}
+	t, dims, data := b.tensor(template, layer, len(in.Dims))
+	if t == nil {
+		return nil
+	}
+	if t.Type != gguf.TypeF32 {
+		b.fail("tensor %s has type %v, want F32 (the declaration keeps it F32)", t.Name, t.Type)
+		return nil
+	}
+	if b.f.BigEndian {
+		b.fail("big-endian GGUF files cannot be run (tensor data is big-endian)")
+		return nil
+	}
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	if n == 0 {
+		return []float32{}
+	}
+	if uintptr(unsafe.Pointer(&data[0]))%4 != 0 {
+		b.fail("tensor %s data is not 4-byte aligned", t.Name)
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), int(n))
+}

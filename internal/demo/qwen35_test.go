@@ -1,0 +1,152 @@
+package demo
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dspark-dev/dspark/calibrate"
+	"github.com/dspark-dev/dspark/gguf"
+	"github.com/dspark-dev/dspark/gguf/lint"
+	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/dflashgqa"
+	"github.com/dspark-dev/dspark/runtime/qwen35"
+)
+
+// TestQwen35Taps: the recipes tap DeltaNet blocks only, never the last block.
+func TestQwen35Taps(t *testing.T) {
+	for _, r := range []Qwen35Recipe{DefaultQwen35, TestQwen35} {
+		ids, err := r.taps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != r.Taps {
+			t.Fatalf("taps %v for %d", ids, r.Taps)
+		}
+		for _, id := range ids {
+			if (id+1)%r.Interval == 0 || id >= r.Layers-1 {
+				t.Errorf("recipe %d layers: tap %d is an attention block or the last", r.Layers, id)
+			}
+		}
+	}
+	r := TestQwen35
+	r.Taps = 4
+	if ids, err := r.taps(); err == nil {
+		t.Errorf("4 taps over a 4-block target (3 DeltaNet blocks, the last never tapped): %v", ids)
+	}
+}
+
+// TestQwen35PairTiny builds the qwen35 test pair and checks what the build promises: the
+// converted target carries the lexicon's tokenizer (the same ids for the demo's prompts),
+// loads in the hybrid runtime with the recipe's DeltaNet and attention blocks, the
+// draft is a GQA DSpark tapping DeltaNet blocks with a fitted confidence head and a
+// calibration, and greedy speculative decoding (each verify forward rolled back in the
+// recurrent state) equals plain decoding while drafting well.
+func TestQwen35PairTiny(t *testing.T) {
+	if raceEnabled {
+		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
+	}
+	c := testCorpus(t)
+	p, err := BuildQwen35(context.Background(), t.TempDir(), TestQwen35, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(p)
+	if p.Probe.FCResid > 0.01 {
+		t.Errorf("fc reconstructs the embedding with RMS error %.4f", p.Probe.FCResid)
+	}
+	if cf := p.Confidence; cf.MAE >= cf.MAEConst || cf.Samples < 100 {
+		t.Errorf("confidence head: MAE %.3f against %.3f for a constant, %d samples", cf.MAE, cf.MAEConst, cf.Samples)
+	}
+	tf, err := gguf.Open(p.TargetPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tf.Close()
+	df, err := gguf.Open(p.DraftPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer df.Close()
+	for _, f := range []*gguf.File{tf, df} {
+		if probs := lint.Check(f); len(probs) > 0 {
+			t.Errorf("%s fails lint: %v", f.Path, probs)
+		}
+	}
+	tok, err := runtime.LoadTokenizer(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(append([]string{}, EnglishPrompts...), CalibrationPrompts...) {
+		if a, b := tok.Encode(s), p.Lexicon.Tok.Encode(s); !slices.Equal(a, b) {
+			t.Fatalf("%q: the target's tokenizer gives %v, the lexicon's %v", s, a, b)
+		}
+	}
+	tg, err := qwen35.Load(tf, runtime.Options{Context: 256, Pack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	rec, att := tg.Config.Layers()
+	if tg.Config.NLayer != TestQwen35.Layers || att != TestQwen35.Layers/TestQwen35.Interval || rec+att != TestQwen35.Layers {
+		t.Fatalf("target blocks: %d DeltaNet, %d attention", rec, att)
+	}
+	d, err := dflashgqa.Load(df, tg, runtime.Options{Pack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !d.Config.HasConfidence || d.Config.MarkovRank != TestQwen35.MarkovRank || d.Config.BlockSize != 7 || !d.Config.SampleFromAnchor {
+		t.Fatalf("draft config %+v", d.Config)
+	}
+	for _, l := range d.Taps() {
+		if !tg.Config.Recurrent[l] {
+			t.Errorf("the draft taps block %d, an attention block", l)
+		}
+	}
+	cal, ok, err := calibrate.FromGGUF(df)
+	if err != nil || !ok || len(cal.Calibrations) != 2 || cal.Positions != 7 || len(p.Calibration) != 2 {
+		t.Fatalf("calibration keys: ok %v, %v, %+v", ok, err, cal)
+	}
+	g := &runtime.Generator{Target: tg, Draft: d}
+	var emitted, rounds int
+	for _, prompt := range EnglishPrompts {
+		ids := p.Lexicon.Tok.Encode(prompt)
+		plain, err := g.Plain(ids, 48)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := g.Speculative(ids, 48)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(plain.Tokens, spec.Tokens) {
+			t.Fatalf("%q: greedy speculative output differs from plain", prompt)
+		}
+		for _, id := range plain.Tokens {
+			if id >= p.Lexicon.Vocab-TestQwen35.Reserved {
+				t.Fatalf("%q: the target emitted reserved id %d", prompt, id)
+			}
+		}
+		if spec.Stats.Rounds > 0 && spec.Stats.Accepted < spec.Stats.Rounds && spec.Stats.RewindTime <= 0 {
+			t.Errorf("%q: rounds rejected drafts but no rewind time was measured", prompt)
+		}
+		emitted += spec.Stats.Emitted
+		rounds += spec.Stats.Rounds
+	}
+	tau := float64(emitted) / float64(rounds)
+	t.Logf("greedy tau %.2f over %d rounds", tau, rounds)
+	if tau < 2.5 {
+		t.Fatalf("greedy tau %.2f on the qwen35 test pair: the fitted draft does not draft", tau)
+	}
+	// Sampled: the pair still drafts (no parity to check: the streams differ).
+	g.Params, g.RNG = SampledParams, rand.New(rand.NewPCG(1, 2))
+	spec, err := g.Speculative(p.Lexicon.Tok.Encode(EnglishPrompts[0]), 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Stats.Accepted == 0 {
+		t.Errorf("sampled: no draft accepted in %d rounds", spec.Stats.Rounds)
+	}
+}

@@ -3,7 +3,9 @@ package demo
 import (
 	"context"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dspark-dev/dspark/calibrate"
@@ -148,5 +150,42 @@ func TestQwen35PairTiny(t *testing.T) {
 	}
 	if spec.Stats.Accepted == 0 {
 		t.Errorf("sampled: no draft accepted in %d rounds", spec.Stats.Rounds)
+	}
+}
+
+// TestOpenQwen35: the qwen35 pair is built into its own cache entry, found there by the next
+// Open, and neither pair's manifest is taken for the other's.
+func TestOpenQwen35(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the qwen35 test pair (seconds); `go test` without -short (make test) runs it")
+	}
+	if raceEnabled {
+		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
+	}
+	cache := t.TempDir()
+	r := TestQwen35
+	opt := OpenOptions{CacheDir: cache, Pair: PairQwen35, Qwen35Recipe: &r}
+	f, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Built || f.Name != PairQwen35 || !strings.HasPrefix(filepath.Base(f.Cache), "qwen35-v1-") ||
+		f.Manifest.Pair != PairQwen35 || f.Manifest.Qwen35 == nil || *f.Manifest.Qwen35 != r {
+		t.Fatalf("first open: %+v", f)
+	}
+	if f2, err := Open(opt); err != nil || f2.Built || f2.TargetSHA256 != f.TargetSHA256 {
+		t.Fatalf("second open rebuilt or failed: %+v %v", f2, err)
+	}
+	e := TestEnglish
+	if _, err := checkPair(f.Cache, englishBuild(&e), f.Manifest.GoVersion); err == nil {
+		t.Error("the qwen35 manifest passed as the English pair's")
+	}
+	r2 := r
+	r2.Lambda = 0.001
+	if _, err := checkPair(f.Cache, qwen35Build(&r2), f.Manifest.GoVersion); err == nil || !strings.Contains(err.Error(), "recipe") {
+		t.Errorf("another qwen35 recipe: %v", err)
+	}
+	if _, err := Open(OpenOptions{CacheDir: cache, Pair: "llama"}); err == nil || !strings.Contains(err.Error(), "qwen35") {
+		t.Errorf("unknown pair: %v", err)
 	}
 }

@@ -346,11 +346,11 @@ func printDemo(w io.Writer, r *demoReport) {
 		p.Name, p.TargetArch, p.TargetLayers, p.Hidden, p.Vocab, megabytes(p.TargetStepBytes), p.DraftArch, p.DraftLayers, p.BlockSize, p.MarkovRank)
 	switch p.Name {
 	case demo.PairQwen35:
-		fmt.Fprintf(w, "The target is constructed: a Qwen3.5 hybrid (Gated DeltaNet blocks, a gated attention block every 4th) whose\n")
-		fmt.Fprintf(w, "lexicon is the bigram statistics of %s, planted in its weights (no repetition\n", p.Source)
-		fmt.Fprintln(w, "penalty). The GQA draft taps DeltaNet blocks and is derived from the target by running it; its confidence head is")
-		fmt.Fprintln(w, "fitted to held-out corpus text. Rejected drafts are rolled back in the recurrent state by replay. These prompts")
-		fmt.Fprintln(w, "were never seen by any fit (docs/demo.md).")
+		fmt.Fprintf(w, "The target is constructed: a Qwen3.5 hybrid (Gated DeltaNet blocks and gated attention blocks) whose lexicon is\n")
+		fmt.Fprintf(w, "the bigram statistics of %s, planted in its weights, with a repetition penalty\n", p.Source)
+		fmt.Fprintln(w, "computed by its first attention block. The GQA draft taps DeltaNet blocks and is derived from the target by running")
+		fmt.Fprintln(w, "it; its confidence head is fitted to held-out corpus text. Rejected drafts are rolled back in the recurrent state.")
+		fmt.Fprintln(w, "These prompts were never seen by any fit (docs/demo.md).")
 	case demo.PairEnglish:
 		fmt.Fprintf(w, "The target is constructed: its lexicon is the bigram statistics of %s, planted in its weights, with a\n", p.Source)
 		fmt.Fprintln(w, "repetition penalty computed by its first attention layer. The draft is derived from it by running it; its")

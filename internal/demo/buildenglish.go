@@ -104,7 +104,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 		return nil, err
 	}
 	defer backbone.Release()
-	pr, err := probeTarget(ctx, tg, backbone, g.ranks, r.ProbeChunk, taps, r.DraftSeed, func(done, total int) {
+	pr, err := probeTarget(ctx, tg, backbone, g.ranks, r.ProbeChunk, taps, taps[0], r.DraftSeed, func(done, total int) {
 		progress("running the target over the vocabulary", float64(done)/float64(total))
 	})
 	if err != nil {

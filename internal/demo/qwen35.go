@@ -35,6 +35,8 @@ type Qwen35Recipe struct {
 
 	// The planted lexicon.
 	BigramRank int     // residual dims (and rank) of the bigram factors
+	CodeDims   int     // dims of the per-token codes of the repetition penalty
+	Penalty    float64 // logit penalty of a token per unit of its share of the context
 	PowerIters int     // power iterations of the low-rank factorizations
 	Alpha      float64 // smoothing of the bigram counts towards the unigram distribution
 	Lambda     float32 // scale of every residual branch's output projection
@@ -56,18 +58,18 @@ type Qwen35Recipe struct {
 var DefaultQwen35 = Qwen35Recipe{Version: 1,
 	Vocab: 4096, Reserved: 64, Hidden: 1536, FFN: 3584, Layers: 8, Interval: 4,
 	Heads: 8, KVHeads: 2, HeadDim: 256, LinKHeads: 4, LinVHeads: 8, LinDim: 128, ConvKernel: 4,
-	BigramRank: 480, PowerIters: 1, Alpha: 0.5, Lambda: 0.0005,
-	DraftFFN: 1024, DraftHeads: 8, DraftKVHeads: 2, DraftHeadDim: 128, Taps: 3, BlockSize: 7, MarkovRank: 480,
+	BigramRank: 480, CodeDims: 512, Penalty: 45, PowerIters: 1, Alpha: 0.5, Lambda: 0.0005,
+	DraftFFN: 1024, DraftHeads: 8, DraftKVHeads: 4, DraftHeadDim: 128, Taps: 3, BlockSize: 7, MarkovRank: 480,
 	ProbeChunk: 512, ConfPrompts: 12, ConfTokens: 64, ConfL2: 1e-2, CalibPrompts: 16, CalibTokens: 48,
 	TargetSeed: 21, DraftSeed: 22}
 
-// TestQwen35 is a small recipe of the same construction (4 blocks of width 256, a
-// 512-token vocabulary) that builds in seconds: for tests of the build, the cache and the
-// CLI, never for figures.
+// TestQwen35 is a small recipe of the same construction (4 blocks of width 256, attention
+// every second, a 512-token vocabulary) that builds in seconds: for tests of the build, the
+// cache and the CLI, never for figures.
 var TestQwen35 = Qwen35Recipe{Version: 1,
-	Vocab: 512, Reserved: 64, Hidden: 256, FFN: 384, Layers: 4, Interval: 4,
+	Vocab: 512, Reserved: 64, Hidden: 256, FFN: 384, Layers: 4, Interval: 2,
 	Heads: 2, KVHeads: 1, HeadDim: 64, LinKHeads: 2, LinVHeads: 4, LinDim: 32, ConvKernel: 4,
-	BigramRank: 96, PowerIters: 1, Alpha: 0.5, Lambda: 0.0005,
+	BigramRank: 96, CodeDims: 64, Penalty: 45, PowerIters: 1, Alpha: 0.5, Lambda: 0.0005,
 	DraftFFN: 128, DraftHeads: 2, DraftKVHeads: 1, DraftHeadDim: 64, Taps: 1, BlockSize: 7, MarkovRank: 96,
 	ProbeChunk: 128, ConfPrompts: 4, ConfTokens: 32, ConfL2: 1e-2, CalibPrompts: 4, CalibTokens: 24,
 	TargetSeed: 21, DraftSeed: 22}
@@ -96,13 +98,31 @@ func (r *Qwen35Recipe) taps() ([]int, error) {
 			return nil, fmt.Errorf("demo: %d taps cannot be spread over the DeltaNet blocks of a %d-block target", r.Taps, r.Layers)
 		}
 	}
+	if ids[len(ids)-1] < r.recencyLayer() {
+		return nil, fmt.Errorf("demo: no tap after block %d, the recency head (taps %v)", r.recencyLayer(), ids)
+	}
 	return ids, nil
+}
+
+// recencyLayer is the target block that computes the repetition penalty: the first gated
+// attention block.
+func (r *Qwen35Recipe) recencyLayer() int { return r.Interval - 1 }
+
+// backboneTap is the first tapped block after the recency head: its output holds what the
+// draft's layer computes (the penalty readout), for the probe's backbone estimate.
+func backboneTap(taps []int, recency int) int {
+	for _, l := range taps {
+		if l >= recency {
+			return l
+		}
+	}
+	return taps[len(taps)-1]
 }
 
 // buildQwen35Lexicon trains the tokenizer on the corpus with the qwen35 pre-tokenizer and
 // builds the qwen35 GGUF's vocabulary from it (Qwen3's added tokens after the ranks), then
-// counts the corpus bigrams as BuildLexicon does (no per-token codes: this pair has no
-// repetition penalty). Its tokenizer is the one the converted target carries.
+// counts the corpus bigrams and draws the codes as BuildLexicon does. Its tokenizer is the
+// one the converted target carries.
 func buildQwen35Lexicon(c *Corpus, r *Qwen35Recipe) (*Lexicon, error) {
 	ranks := r.ranks()
 	if used := synth.Qwen3IDs(ranks).Used; used > r.Vocab {
@@ -128,19 +148,27 @@ func buildQwen35Lexicon(c *Corpus, r *Qwen35Recipe) (*Lexicon, error) {
 	for id := ranks; id < r.Vocab; id++ {
 		specials[id] = voc.Tokens[id]
 	}
-	return countLexicon(c, lexiconParams{Vocab: r.Vocab, Reserved: r.Reserved, BigramRank: r.BigramRank,
+	return countLexicon(c, lexiconParams{Vocab: r.Vocab, Reserved: r.Reserved, BigramRank: r.BigramRank, CodeDims: r.CodeDims,
 		PowerIters: r.PowerIters, Alpha: r.Alpha, Seed: r.TargetSeed}, rk, tok, specials)
 }
 
-// qwen35Geometry places the lexicon in the residual stream: the bigram factors, the
-// constant-1 dim, the norm pad and the mask flag (the English geometry without the
-// repetition penalty's codes and readout).
+// geometry places the lexicon in the residual stream as the English pair does: the bigram
+// factors, the token codes, the penalty readout, the constant-1 dim, the norm pad and the
+// mask flag.
 func (r *Qwen35Recipe) geometry(lx *Lexicon) (*geometry, error) {
-	g := &geometry{E: r.Hidden, rank: r.BigramRank, maskID: synth.Qwen3IDs(r.ranks()).Mask, ranks: r.ranks(), vocb: r.Vocab}
-	g.bigram, g.code, g.read, g.one = 0, r.BigramRank, r.BigramRank, r.BigramRank
+	g := &geometry{E: r.Hidden, rank: r.BigramRank, codeDims: r.CodeDims, codeNorm: 8,
+		maskID: synth.Qwen3IDs(r.ranks()).Mask, ranks: r.ranks(), vocb: r.Vocab}
+	g.bigram, g.code = 0, r.BigramRank
+	g.read = g.code + r.CodeDims
+	g.one = g.read + r.CodeDims
 	g.pad, g.flag = g.one+1, g.one+2
-	if g.flag >= g.E {
+	switch {
+	case g.flag >= g.E:
 		return nil, fmt.Errorf("demo: recipe needs %d residual dims, hidden is %d", g.flag+1, g.E)
+	case r.CodeDims > r.KVHeads*r.HeadDim || r.CodeDims > r.DraftKVHeads*r.DraftHeadDim:
+		return nil, fmt.Errorf("demo: code dims %d exceed the values of the target (%d) or the draft (%d)", r.CodeDims, r.KVHeads*r.HeadDim, r.DraftKVHeads*r.DraftHeadDim)
+	case r.HeadDim/4 >= r.HeadDim-1 || r.Heads%r.KVHeads != 0 || r.DraftHeads%r.DraftKVHeads != 0 || r.DraftHeadDim%2 != 0:
+		return nil, fmt.Errorf("demo: the recency heads need an unrotated dim and whole query groups")
 	}
 	var maxA float64
 	for a := 0; a < g.ranks; a++ {
@@ -150,13 +178,93 @@ func (r *Qwen35Recipe) geometry(lx *Lexicon) (*geometry, error) {
 		}
 		maxA = max(maxA, s)
 	}
-	g.bigramScale = math.Sqrt((float64(g.E) - 1 - 16) / maxA)
+	g.bigramScale = math.Sqrt((float64(g.E) - g.codeNorm*g.codeNorm - 1 - 16) / maxA)
 	return g, nil
 }
 
+// recencyHead returns the tensors of the target's recency head, its first gated attention
+// block (HF names without the layer prefix): a uniform average over every position so far of
+// the tokens' codes, written to the readout dims. Queries and keys read only the constant
+// dim into the last dim of each head, which partial RoPE leaves unrotated, so after the
+// per-head q/k norms every score is the same (a mask row's key is negated); the output gate
+// reads the constant dim times 20 (sigmoid ~1); value dim j is code dim j, and the first
+// query head of each key/value group writes its values back, divided by the codes' norm.
+// The norms are identities (Qwen3.5's 1 + w with w = 0).
+func (r *Qwen35Recipe) recencyHead(g *geometry) map[string][]float32 {
+	E, D, H, KV := g.E, r.HeadDim, r.Heads, r.KVHeads
+	t := map[string][]float32{
+		"input_layernorm.weight": make([]float32, E),
+		"self_attn.q_norm.weight": make([]float32, D), "self_attn.k_norm.weight": make([]float32, D),
+	}
+	q := make([]float32, 2*H*D*E)
+	for h := 0; h < H; h++ {
+		q[(h*2*D+D-1)*E+g.one] = 1
+		for j := 0; j < D; j++ {
+			q[(h*2*D+D+j)*E+g.one] = 20
+		}
+	}
+	t["self_attn.q_proj.weight"] = q
+	k := make([]float32, KV*D*E)
+	for h := 0; h < KV; h++ {
+		k[(h*D+D-1)*E+g.one] = 1
+		k[(h*D+D-1)*E+g.flag] = -2
+	}
+	t["self_attn.k_proj.weight"] = k
+	t["self_attn.v_proj.weight"], t["self_attn.o_proj.weight"] = codeValues(g, KV, D, H)
+	return t
+}
+
+// codeValues returns the v and o projections of a recency head with kv key/value heads and
+// h query heads of d dims: value dim j reads code dim j; the first query head of each group
+// writes its output's dims back to readout dim j, divided by the codes' norm.
+func codeValues(g *geometry, kv, d, h int) (v, o []float32) {
+	E, group := g.E, h/kv
+	v = make([]float32, kv*d*E)
+	o = make([]float32, E*h*d)
+	for j := 0; j < g.codeDims; j++ {
+		v[j*E+g.code+j] = 1
+		head := (j / d) * group
+		o[(g.read+j)*h*d+head*d+j%d] = float32(1 / g.codeNorm)
+	}
+	return v, o
+}
+
+// draftRecency returns the draft layer's attention (HF names without the "layers.0."
+// prefix): the target's recency head for the GQA backbone, which rotates the whole head, so
+// queries and keys use the last dim of the lowest-frequency rotary pair (well within 1e-3 of
+// the identity over the demo's contexts); the draft's norms are plain (weight 1). The
+// context rows (the target's taps through fc, ~ the tokens' embeddings) and the anchor row
+// score alike and the mask rows, whose flag negates their keys, ~22 lower.
+func (r *Qwen35Recipe) draftRecency(g *geometry) map[string][]float32 {
+	E, D, H, KV := g.E, r.DraftHeadDim, r.DraftHeads, r.DraftKVHeads
+	ones := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	t := map[string][]float32{"input_layernorm.weight": ones(E), "self_attn.q_norm.weight": ones(D), "self_attn.k_norm.weight": ones(D)}
+	last := D/2 - 1
+	q := make([]float32, H*D*E)
+	for h := 0; h < H; h++ {
+		q[(h*D+last)*E+g.one] = 1
+	}
+	t["self_attn.q_proj.weight"] = q
+	k := make([]float32, KV*D*E)
+	for h := 0; h < KV; h++ {
+		k[(h*D+last)*E+g.one] = 1
+		k[(h*D+last)*E+g.flag] = -2
+	}
+	t["self_attn.k_proj.weight"] = k
+	t["self_attn.v_proj.weight"], t["self_attn.o_proj.weight"] = codeValues(g, KV, D, H)
+	return t
+}
+
 // buildQwen35Target writes the target checkpoint into dir and converts it to out: synth's
-// Qwen3.5 checkpoint with the corpus-trained tokenizer, the planted embedding and lm_head,
-// an identity final norm (Qwen3.5's norms are 1 + w: w = 0), and every residual branch's
+// Qwen3.5 checkpoint with the corpus-trained tokenizer, the planted embedding and lm_head
+// (with the penalty on the readout dims), an identity final norm (Qwen3.5's norms are 1 + w:
+// w = 0), the recency head in the first attention block, and every other residual branch's
 // output projection (the DeltaNet out_proj, the attention o_proj, the FFN down_proj) scaled
 // by Lambda: real bytes to read and multiply that barely move the planted lexicon.
 func buildQwen35Target(dir, out string, r *Qwen35Recipe, lx *Lexicon, g *geometry) error {
@@ -167,12 +275,18 @@ func buildQwen35Target(dir, out string, r *Qwen35Recipe, lx *Lexicon, g *geometr
 	}
 	data := map[string]func(io.Writer) error{
 		"model.embed_tokens.weight": source(bf16Bytes(g.embedding(lx))),
-		"lm_head.weight":            source(bf16Bytes(g.lmHead(lx, 0))),
+		"lm_head.weight":            source(bf16Bytes(g.lmHead(lx, r.Penalty))),
 		"model.norm.weight":         source(bf16Bytes(make([]float32, r.Hidden))),
+	}
+	for name, v := range r.recencyHead(g) {
+		data[fmt.Sprintf("model.layers.%d.%s", r.recencyLayer(), name)] = source(bf16Bytes(v))
 	}
 	gen := synth.Generator{Seed: r.TargetSeed}
 	for i := range plan.Roster {
 		t := &plan.Roster[i]
+		if _, done := data[t.Name]; done {
+			continue
+		}
 		if !strings.HasSuffix(t.Name, "out_proj.weight") && !strings.HasSuffix(t.Name, "o_proj.weight") && !strings.HasSuffix(t.Name, "down_proj.weight") {
 			continue
 		}
@@ -215,11 +329,11 @@ func (r *Qwen35Recipe) gqaDims(taps []int, g *geometry) *synth.GQADims {
 }
 
 // buildQwen35Draft writes the GQA DSpark draft checkpoint into dir (paired with the target
-// checkpoint in targetDir) and converts it to out. Its layer keeps synth's random weights
-// with the output projections scaled by Lambda (the target's own construction: the block
-// rows stay their embeddings); its final norm keeps only the constant dim, so the backbone's
-// logits are the lm_head's bias column (the reserved ids' -40) and the Markov head supplies
-// the rest; fc, the Markov head and the confidence head are the fitted parts.
+// checkpoint in targetDir) and converts it to out. Its layer's attention is the target's
+// recency head for the GQA backbone (draftRecency), its FFN synth's random weights with
+// down_proj scaled by Lambda; its final norm keeps the penalty readout and the constant dim
+// (the lm_head's bias column), since the Markov head supplies the bigram part of the logits;
+// fc, the Markov head and the confidence head are the fitted parts.
 func buildQwen35Draft(dir, out, targetDir string, r *Qwen35Recipe, g *geometry, taps []int, parts *DraftParts) error {
 	opts := synth.DraftOptions{Seed: r.DraftSeed, TargetDir: targetDir, Backbone: synth.BackboneGQA, GQA: r.gqaDims(taps, g), TapIDs: taps}
 	plan, err := synth.PlanDraft(opts, "")
@@ -240,10 +354,13 @@ func buildQwen35Draft(dir, out, targetDir string, r *Qwen35Recipe, g *geometry, 
 	put("markov_head.markov_w2.weight", parts.Markov2)
 	put("confidence_head.proj.weight", parts.Conf)
 	put("confidence_head.proj.bias", []float32{parts.ConfBias})
+	for name, v := range r.draftRecency(g) {
+		put("layers.0."+name, v)
+	}
 	gen := synth.Generator{Seed: r.DraftSeed}
 	for i := range plan.Roster {
 		t := &plan.Roster[i]
-		if !strings.HasSuffix(t.Name, "o_proj.weight") && !strings.HasSuffix(t.Name, "down_proj.weight") {
+		if _, done := data[t.Name]; done || !strings.HasSuffix(t.Name, "down_proj.weight") {
 			continue
 		}
 		v, err := scaledRandom(gen, t, r.Lambda)
@@ -285,10 +402,8 @@ func loadGQA(f *gguf.File, t runtime.Target, opt runtime.Options) (fitDraft, err
 //     corpus windows, and the draft written again;
 //  5. the head is calibrated (greedy and sampled) into the draft's dspark.calibration.* keys.
 //
-// The pair has no repetition penalty: the recency head of the English pair reads MLA's
-// shared latent, which neither Qwen3.5's gated attention (per-head q/k norms, partial RoPE)
-// nor the GQA draft reproduces without a construction of its own; the lexicon is the
-// bigram alone.
+// The repetition penalty is the English pair's, computed by the first gated attention block
+// (recencyHead) and, in the draft, by its layer (draftRecency).
 func BuildQwen35(ctx context.Context, dir string, r Qwen35Recipe, c *Corpus, progress Progress) (*EnglishPair, error) {
 	if progress == nil {
 		progress = func(string, float64) {}
@@ -341,12 +456,12 @@ func BuildQwen35(ctx context.Context, dir string, r Qwen35Recipe, c *Corpus, pro
 		return nil, err
 	}
 	defer tg.Close()
-	backbone, err := g.backboneHead(lx, 0)
+	backbone, err := g.backboneHead(lx, r.Penalty)
 	if err != nil {
 		return nil, err
 	}
 	defer backbone.Release()
-	pr, err := probeTarget(ctx, tg, backbone, g.ranks, r.ProbeChunk, taps, r.DraftSeed, func(done, total int) {
+	pr, err := probeTarget(ctx, tg, backbone, g.ranks, r.ProbeChunk, taps, backboneTap(taps, r.recencyLayer()), r.DraftSeed, func(done, total int) {
 		progress("running the target over the vocabulary", float64(done)/float64(total))
 	})
 	if err != nil {

@@ -131,6 +131,19 @@ func TestQwen35PairTiny(t *testing.T) {
 				t.Fatalf("%q: the target emitted reserved id %d", prompt, id)
 			}
 		}
+		// The recency head's penalty keeps greedy decoding out of short loops: no token
+		// three times in a row, and most of the 48 tokens distinct.
+		distinct := map[int]bool{}
+		for i, id := range plain.Tokens {
+			distinct[id] = true
+			if i >= 2 && id == plain.Tokens[i-1] && id == plain.Tokens[i-2] {
+				t.Fatalf("%q: a token three times in a row: %q", prompt, p.Lexicon.Tok.Decode(plain.Tokens))
+			}
+		}
+		if len(distinct) < len(plain.Tokens)/2 {
+			t.Errorf("%q: %d distinct tokens of %d: %q", prompt, len(distinct), len(plain.Tokens), p.Lexicon.Tok.Decode(plain.Tokens))
+		}
+		t.Logf("%q -> %q", prompt, p.Lexicon.Tok.Decode(plain.Tokens))
 		if spec.Stats.Rounds > 0 && spec.Stats.Accepted < spec.Stats.Rounds && spec.Stats.RewindTime <= 0 {
 			t.Errorf("%q: rounds rejected drafts but no rewind time was measured", prompt)
 		}

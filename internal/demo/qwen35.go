@@ -193,7 +193,7 @@ func (r *Qwen35Recipe) geometry(lx *Lexicon) (*geometry, error) {
 func (r *Qwen35Recipe) recencyHead(g *geometry) map[string][]float32 {
 	E, D, H, KV := g.E, r.HeadDim, r.Heads, r.KVHeads
 	t := map[string][]float32{
-		"input_layernorm.weight": make([]float32, E),
+		"input_layernorm.weight":  make([]float32, E),
 		"self_attn.q_norm.weight": make([]float32, D), "self_attn.k_norm.weight": make([]float32, D),
 	}
 	q := make([]float32, 2*H*D*E)

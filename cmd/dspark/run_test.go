@@ -821,7 +821,8 @@ func TestRunDemoQwen35(t *testing.T) {
 	defer func(n int, r *demo.Qwen35Recipe) { demoReps, demoQwen35Recipe = n, r }(demoReps, demoQwen35Recipe)
 	demoReps, demoQwen35Recipe = 1, &demo.TestQwen35
 	cache := t.TempDir()
-	out, errOut, code := runRoot(t, "run", "--demo", "qwen35", "--cache-dir", cache, "-n", "16", "--json")
+	// Full blocks: the test pair is compute-bound, so the default schedule may not draft at all.
+	out, errOut, code := runRoot(t, "run", "--demo", "qwen35", "--cache-dir", cache, "-n", "16", "--schedule", "full", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}

@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test test-short bench-report vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets demo-qwen35 clean \
+	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets demo-qwen35 bench-demo-qwen35 clean \
 	vet-cross test-cross dist check-nofma
 
 all: build
@@ -102,6 +102,10 @@ bench-run: build
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).
 bench-demo:
 	$(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
+
+## bench-demo-qwen35: the same figures on the qwen35 hybrid pair, with rollback's share of a round.
+bench-demo-qwen35:
+	DSPARK_DEMO_PAIR=qwen35 $(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
 
 ## bench-schedule: on the English demo pair, the verify scheduler against full blocks in one
 ## process, greedy and sampled (paired alternating runs, median ratio of tokens per second).

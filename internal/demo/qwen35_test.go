@@ -1,8 +1,10 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf/lint"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/dflashgqa"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/qwen35"
 )
 
@@ -200,5 +203,44 @@ func TestOpenQwen35(t *testing.T) {
 	}
 	if _, err := Open(OpenOptions{CacheDir: cache, Pair: "llama"}); err == nil || !strings.Contains(err.Error(), "qwen35") {
 		t.Errorf("unknown pair: %v", err)
+	}
+}
+
+// TestQwen35Deterministic: two builds of the qwen35 test recipe write the same bytes, the
+// second on another kernel path where the machine has one (the fits run with f32
+// activations, whose bits every path shares), as the cache's recipe key assumes.
+func TestQwen35Deterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the qwen35 test pair twice (seconds); `go test` without -short (make test) runs it")
+	}
+	if raceEnabled {
+		t.Skip("building the pair under -race takes minutes; `make test` runs this test without -race (test-demo)")
+	}
+	c := testCorpus(t)
+	best := kernels.Path(kernels.F32Activations).Name
+	defer kernels.SelectPath(best)
+	other := map[string]string{"avx512": "avx2", "avx2": "portable"}[best]
+	var files [2][2][]byte
+	for i := range files {
+		if i == 1 && other != "" {
+			if err := kernels.SelectPath(other); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("first build on %s, second on %s", best, other)
+		}
+		p, err := BuildQwen35(context.Background(), t.TempDir(), TestQwen35, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, path := range []string{p.TargetPath, p.DraftPath} {
+			if files[i][j], err = os.ReadFile(path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for j := range 2 {
+		if !bytes.Equal(files[0][j], files[1][j]) {
+			t.Fatalf("file %d differs between two builds", j)
+		}
 	}
 }

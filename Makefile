@@ -59,6 +59,7 @@ test-paths:
 test-demo:
 	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache|TestQwen35|TestOpenQwen35' ./internal/demo
 	$(GO) test -count=1 -run 'TestFitRecoversTemperatures' ./calibrate
+	$(GO) test -count=1 -run 'TestRunDemoQwen35' ./cmd/dspark
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh

@@ -818,6 +818,9 @@ func TestRunDemoEnglish(t *testing.T) {
 // and speculatively on the hybrid target, greedy output identical to plain, and reports the
 // pair's architectures and rollback's share of a round; bad --demo values are usage errors.
 func TestRunDemoQwen35(t *testing.T) {
+	if raceEnabled {
+		t.Skip("building the pair under -race takes most of a minute; make test-demo runs this test without -race")
+	}
 	defer func(n int, r *demo.Qwen35Recipe) { demoReps, demoQwen35Recipe = n, r }(demoReps, demoQwen35Recipe)
 	demoReps, demoQwen35Recipe = 1, &demo.TestQwen35
 	cache := t.TempDir()

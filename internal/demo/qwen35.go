@@ -89,6 +89,9 @@ func (r *Qwen35Recipe) dims() *synth.Qwen35Dims {
 // an error if that is impossible (the last block is never tapped).
 func (r *Qwen35Recipe) taps() ([]int, error) {
 	d := r.dims()
+	if r.Taps < 1 || r.Interval < 1 || r.Layers < 2 {
+		return nil, fmt.Errorf("demo: %d taps of a %d-block target with attention every %d: need a tap, two blocks and an interval", r.Taps, r.Layers, r.Interval)
+	}
 	ids := spreadTaps(r.Taps, r.Layers)
 	for i := range ids {
 		for ids[i] > 0 && d.FullAttention(ids[i]) {

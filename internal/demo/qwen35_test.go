@@ -38,7 +38,16 @@ func TestQwen35Taps(t *testing.T) {
 	r := TestQwen35
 	r.Taps = 4
 	if ids, err := r.taps(); err == nil {
-		t.Errorf("4 taps over a 4-block target (3 DeltaNet blocks, the last never tapped): %v", ids)
+		t.Errorf("4 taps over a 4-block target (2 DeltaNet blocks, the last never tapped): %v", ids)
+	}
+	r.Taps = 0
+	if ids, err := r.taps(); err == nil {
+		t.Errorf("no taps accepted: %v", ids)
+	}
+	r = DefaultQwen35
+	r.Taps, r.Layers = 1, 4 // the one tap (block 2) lies before the recency head (block 3)
+	if ids, err := r.taps(); err == nil {
+		t.Errorf("a tap before the recency head accepted: %v", ids)
 	}
 }
 

@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test test-short bench-report vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets clean \
+	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets demo-qwen35 bench-demo-qwen35 clean \
 	vet-cross test-cross dist check-nofma
 
 all: build
@@ -18,6 +18,12 @@ build:
 ## decoding against plain decoding, acceptance and measured speedup).
 demo: build
 	./$(BIN) run
+
+## demo-qwen35: the hybrid demo pair (a Qwen3.5 target of Gated DeltaNet and gated attention
+## blocks, a GQA DSpark draft derived from it; built into the user cache on first use), plain
+## against speculative decoding with rollback's share of a round.
+demo-qwen35: build
+	./$(BIN) run --demo qwen35
 
 ## test: vet, the race-enabled test suite, the portable kernel path, which kernel paths this
 ## machine tested, the demo-asset rebuild, and a short run of every fuzz target.
@@ -51,8 +57,9 @@ test-paths:
 # Rebuilding the embedded demo pair and building the English pair's test recipe are too slow
 # under -race, and so is the calibration fit on synthetic data; they run here without it.
 test-demo:
-	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache' ./internal/demo
+	$(GO) test -count=1 -run 'TestAssetsReproducible|TestEnglish|TestOpenCache|TestQwen35|TestOpenQwen35' ./internal/demo
 	$(GO) test -count=1 -run 'TestFitRecoversTemperatures' ./calibrate
+	$(GO) test -count=1 -run 'TestRunDemoQwen35' ./cmd/dspark
 
 fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
@@ -96,6 +103,10 @@ bench-run: build
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).
 bench-demo:
 	$(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
+
+## bench-demo-qwen35: the same figures on the qwen35 hybrid pair, with rollback's share of a round.
+bench-demo-qwen35:
+	DSPARK_DEMO_PAIR=qwen35 $(GO) test -run '^$$' -bench '^BenchmarkDemo$$' -benchtime 3x -count 1 ./cmd/dspark
 
 ## bench-schedule: on the English demo pair, the verify scheduler against full blocks in one
 ## process, greedy and sampled (paired alternating runs, median ratio of tokens per second).

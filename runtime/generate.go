@@ -407,9 +407,11 @@ func (g *Generator) commit(r *round, res *Result) error {
 	if g.keepRejected {
 		keep = g.Target.Len()
 	}
+	tr := time.Now()
 	if err := g.Target.Rewind(keep); err != nil {
 		return err
 	}
+	res.Stats.RewindTime += time.Since(tr)
 	if err := g.Draft.AddContext(g.step.Hidden, 0, a+1); err != nil {
 		return err
 	}

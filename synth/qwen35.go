@@ -117,6 +117,9 @@ type Qwen35Options struct {
 	Wrapper bool
 	// Dims, when set, replaces the preset's dimensions (MoE and MTP then come from Dims).
 	Dims *Qwen35Dims
+	// TokenizerRanks, when set, are the tokenizer's BPE ranks (Dims.Ranks of them) instead of
+	// the synthetic ones trained on Corpus (Qwen3TokenizerOptions.Trained).
+	TokenizerRanks [][]byte
 }
 
 func (opts Qwen35Options) dims() (Qwen35Dims, error) {
@@ -424,7 +427,7 @@ func Qwen35Target(dir string, opts Qwen35Options, wo WriteOptions) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	tokFiles, ids, err := WriteQwen3Tokenizer(dir, Qwen3TokenizerOptions{Ranks: p.Dims.Ranks}, wo.Overwrite)
+	tokFiles, ids, err := WriteQwen3Tokenizer(dir, Qwen3TokenizerOptions{Ranks: p.Dims.Ranks, Trained: opts.TokenizerRanks}, wo.Overwrite)
 	if err != nil {
 		return nil, err
 	}

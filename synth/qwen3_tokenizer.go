@@ -58,6 +58,9 @@ type Qwen3TokenizerOptions struct {
 	PairMerges bool
 	// MaxLength is tokenizer_config.json's model_max_length (0: Qwen3's 131072).
 	MaxLength int
+	// Trained, when set, are the BPE ranks (len(Trained) == Ranks) written instead of the
+	// ones trained on Corpus (the English demo pairs train theirs on their own corpus).
+	Trained [][]byte
 }
 
 var (
@@ -76,6 +79,13 @@ func Qwen3Tokenizer(o Qwen3TokenizerOptions) (*tokenizer.HFTokenizer, error) {
 	}
 	qwen3Mu.Lock()
 	ranks, ok := qwen3Trained[o.Ranks]
+	if o.Trained != nil {
+		if len(o.Trained) != o.Ranks {
+			qwen3Mu.Unlock()
+			return nil, fmt.Errorf("synth: %d trained BPE ranks given for a tokenizer of %d ranks", len(o.Trained), o.Ranks)
+		}
+		ranks, ok = o.Trained, true
+	}
 	if !ok {
 		var err error
 		ranks, err = tokenizer.TrainBPEFor(tokenizer.PreQwen2, Corpus(max(64<<10, corpusBytesPerRank*o.Ranks)), o.Ranks)

@@ -141,3 +141,43 @@ func TestQwen3TokenizerFiles(t *testing.T) {
 		t.Error("255 ranks accepted")
 	}
 }
+
+// TestQwen3TokenizerTrained: given ranks are written instead of the trained ones (and a
+// count that differs from Ranks is refused).
+func TestQwen3TokenizerTrained(t *testing.T) {
+	ranks, err := tokenizer.TrainBPEFor(tokenizer.PreQwen35, bytes.ToUpper(Corpus(64<<10)), 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := Qwen3Tokenizer(Qwen3TokenizerOptions{Ranks: 300, Trained: ranks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := Qwen3Tokenizer(Qwen3TokenizerOptions{Ranks: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	va, err := own.GGUF(400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vb, err := def.GGUF(400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(va.Merges, vb.Merges) {
+		t.Fatal("the given ranks were not used: the merges equal the default tokenizer's")
+	}
+	bpe, err := tokenizer.NewBPEFor(tokenizer.PreQwen35, va.Tokens, va.Merges, va.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := 256; id < 300; id++ {
+		if got := bpe.TokenBytes(id); !bytes.Equal(got, ranks[id]) {
+			t.Fatalf("token %d is %q, the given rank %q", id, got, ranks[id])
+		}
+	}
+	if _, err := Qwen3Tokenizer(Qwen3TokenizerOptions{Ranks: 301, Trained: ranks}); err == nil {
+		t.Error("300 ranks accepted for a 301-rank tokenizer")
+	}
+}

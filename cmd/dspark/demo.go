@@ -27,8 +27,9 @@ var demoReps = 0
 // they do not build the English pair); demoRecipe, when set, replaces the English pair's
 // recipe (tests use a small one).
 var (
-	demoQuick  = false
-	demoRecipe *demo.EnglishRecipe
+	demoQuick        = false
+	demoRecipe       *demo.EnglishRecipe
+	demoQwen35Recipe *demo.Qwen35Recipe
 )
 
 // demoSampled is the demo's sampled mode: temperature 0.8, top-p 0.95, seeded by --seed.
@@ -69,6 +70,8 @@ type demoReport struct {
 // demoPair says which pair ran: its name, digests and shape (never a temporary path).
 type demoPair struct {
 	Name         string `json:"name"`
+	TargetArch   string `json:"target_arch"` // general.architecture of the target
+	DraftArch    string `json:"draft_arch"`  // the draft's declaration (dflash-mla, dflash-gqa)
 	TargetSHA256 string `json:"target_sha256"`
 	DraftSHA256  string `json:"draft_sha256"`
 	TargetLayers int    `json:"target_layers"`
@@ -110,6 +113,11 @@ type demoModeReport struct {
 	PlainStepSeconds float64 `json:"plain_step_seconds"`
 	DraftSteps       float64 `json:"draft_cost_in_plain_steps"`
 	VerifySteps      float64 `json:"verify_cost_in_plain_steps"`
+	// RewindSteps is the part of VerifySteps spent in Target.Rewind (dropping the rejected
+	// rows: a cache truncation, or the recurrent state's rollback on a hybrid target), and
+	// RewindShare its share of the round (rewind time / draft and verify time).
+	RewindSteps float64 `json:"rewind_cost_in_plain_steps"`
+	RewindShare float64 `json:"rewind_share_of_round"`
 }
 
 // demoRow is one prompt decoded in one mode.
@@ -132,8 +140,10 @@ type demoRow struct {
 // target alone and with the draft, in the same process, in each demo mode, and the outputs,
 // acceptance, tau and measured speedup are printed.
 func runDemo(w, stderr io.Writer, c *runConfig) error {
-	opt := demo.OpenOptions{Quick: c.quick || (demoQuick && c.cacheDir == ""), CacheDir: c.cacheDir, Recipe: demoRecipe}
+	opt := demo.OpenOptions{Quick: c.quick || (demoQuick && c.cacheDir == ""), CacheDir: c.cacheDir, Recipe: demoRecipe,
+		Pair: c.demoPair, Qwen35Recipe: demoQwen35Recipe}
 	bar := newBuildBar(stderr)
+	bar.pair = c.demoPair
 	opt.Progress = bar.update
 	files, err := demo.Open(opt)
 	bar.done()
@@ -181,7 +191,7 @@ func runDemo(w, stderr io.Writer, c *runConfig) error {
 	td, dv := m.Target.Dims(), m.Draft.Values()
 	rep := &demoReport{N: c.n, Context: m.Context, Threads: goruntime.GOMAXPROCS(0), MaxDrafts: c.maxDrafts, Threshold: c.threshold,
 		Kernels: m.Target.Numerics().Kernels, Numerics: m.Target.Numerics(),
-		Pair: demoPair{Name: files.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
+		Pair: demoPair{Name: files.Name, TargetArch: m.TargetFile.Architecture(), DraftArch: m.DraftArch.Schema.Name, TargetSHA256: files.TargetSHA256, DraftSHA256: files.DraftSHA256,
 			TargetLayers: td.NLayer, Hidden: td.NEmbd, Vocab: td.NVocab, DraftLayers: int(dv.Int(schema.BlockCount)),
 			BlockSize: m.Draft.Info().BlockSize, MarkovRank: int(dv.Int(schema.MarkovRank)), LLCBytes: lastLevelCache(), Built: files.Built}}
 	if rep.Pair.TargetStepBytes, err = m.StepBytes(); err != nil {
@@ -321,7 +331,8 @@ rows:
 	if s := &mr.Stats; s.Rounds > 0 && plainN > 0 {
 		mr.PlainStepSeconds = plainTime / float64(plainN)
 		round := func(d time.Duration) float64 { return rate(d.Seconds()/float64(s.Rounds), mr.PlainStepSeconds) }
-		mr.DraftSteps, mr.VerifySteps = round(s.DraftTime), round(s.VerifyTime)
+		mr.DraftSteps, mr.VerifySteps, mr.RewindSteps = round(s.DraftTime), round(s.VerifyTime), round(s.RewindTime)
+		mr.RewindShare = rate(s.RewindTime.Seconds(), (s.DraftTime + s.VerifyTime).Seconds())
 	}
 	mr.Tau, mr.Acceptance, mr.PerPosition = mr.Stats.Tau(), mr.Stats.AcceptanceRate(), mr.Stats.PerPositionRates()
 	mr.Verify = newVerifyReport(&mr.Stats)
@@ -331,13 +342,20 @@ rows:
 // printDemo prints the demo report as text.
 func printDemo(w io.Writer, r *demoReport) {
 	p := r.Pair
-	fmt.Fprintf(w, "dspark demo: %s pair (target: deepseek2, %d layers, hidden %d, vocab %d, %s of weights read per step; draft: dflash/MLA, %d layer(s), block %d, Markov rank %d)\n",
-		p.Name, p.TargetLayers, p.Hidden, p.Vocab, megabytes(p.TargetStepBytes), p.DraftLayers, p.BlockSize, p.MarkovRank)
-	if p.Name == "english" {
+	fmt.Fprintf(w, "dspark demo: %s pair (target: %s, %d layers, hidden %d, vocab %d, %s of weights read per step; draft: %s, %d layer(s), block %d, Markov rank %d)\n",
+		p.Name, p.TargetArch, p.TargetLayers, p.Hidden, p.Vocab, megabytes(p.TargetStepBytes), p.DraftArch, p.DraftLayers, p.BlockSize, p.MarkovRank)
+	switch p.Name {
+	case demo.PairQwen35:
+		fmt.Fprintf(w, "The target is constructed: a Qwen3.5 hybrid (Gated DeltaNet blocks and gated attention blocks) whose lexicon is\n")
+		fmt.Fprintf(w, "the bigram statistics of %s, planted in its weights, with a repetition penalty\n", p.Source)
+		fmt.Fprintln(w, "computed by its first attention block. The GQA draft taps DeltaNet blocks and is derived from the target by running")
+		fmt.Fprintln(w, "it; its confidence head is fitted to held-out corpus text. Rejected drafts are rolled back in the recurrent state.")
+		fmt.Fprintln(w, "These prompts were never seen by any fit (docs/demo.md).")
+	case demo.PairEnglish:
 		fmt.Fprintf(w, "The target is constructed: its lexicon is the bigram statistics of %s, planted in its weights, with a\n", p.Source)
 		fmt.Fprintln(w, "repetition penalty computed by its first attention layer. The draft is derived from it by running it; its")
 		fmt.Fprintln(w, "confidence head is fitted to held-out corpus text. These prompts were never seen by any fit (docs/demo.md).")
-	} else {
+	default:
 		fmt.Fprintln(w, "The draft's Markov head was fitted by running the target (see internal/demo); these prompts were never seen by the fit.")
 	}
 	fmt.Fprintf(w, "%s; %d thread(s)\n", numericsLine(r.Numerics), r.Threads)
@@ -373,11 +391,13 @@ func printDemo(w io.Writer, r *demoReport) {
 		if mr.Stats.Rounds > 0 {
 			fmt.Fprintf(w, "a round costs %.2f plain steps (draft %.2f + verify %.2f) and emits %.2f tokens\n",
 				mr.DraftSteps+mr.VerifySteps, mr.DraftSteps, mr.VerifySteps, mr.Tau)
+			fmt.Fprintf(w, "rollback (Target.Rewind to the accepted rows) takes %.2f%% of a round (%.4f plain steps)\n",
+				100*mr.RewindShare, mr.RewindSteps)
 		}
 		printStatsTables(w, &mr.Stats)
 		printSchedule(w, mr.Schedule, &mr.Verify)
 	}
-	if p.Name != "english" {
+	if p.Name == "embedded" {
 		fmt.Fprintln(w, "(a toy pair: compute-bound, so an 8-row verify costs several plain steps and the speedup stays well below tau; `dspark run` without --quick runs the English pair)")
 	}
 }

@@ -25,8 +25,10 @@ import (
 // plain decode's weight bandwidth. The pair comes from the cache ($DSPARK_DEMO_CACHE, else
 // the user cache) and is built there first if needed (a few minutes). make bench-demo runs
 // it; DSPARK_BENCH_ACTIVATIONS=bf16-amx (or bf16) runs both decodes at that precision.
+// DSPARK_DEMO_PAIR=qwen35 measures the hybrid pair instead (make bench-demo-qwen35); the
+// rollback's share of a round (time in Target.Rewind over the rounds' time) is reported too.
 func BenchmarkDemo(b *testing.B) {
-	f, err := demo.Open(demo.OpenOptions{CacheDir: os.Getenv("DSPARK_DEMO_CACHE")})
+	f, err := demo.Open(demo.OpenOptions{CacheDir: os.Getenv("DSPARK_DEMO_CACHE"), Pair: os.Getenv("DSPARK_DEMO_PAIR")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func BenchmarkDemo(b *testing.B) {
 		for _, mode := range demoModes(c) {
 			b.Run(fmt.Sprintf("threads=%d/%s", threads, mode.Name), func(b *testing.B) {
 				defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(threads))
-				var speedups, taus, draft, verify, plain []float64
+				var speedups, taus, draft, verify, plain, rewind []float64
 				for i := 0; i < b.N; i++ {
 					mr, err := runDemoMode(c, m, sched, mode, rows, 1, io.Discard, nil)
 					if err != nil {
@@ -77,6 +79,7 @@ func BenchmarkDemo(b *testing.B) {
 					}
 					speedups, taus = append(speedups, mr.Speedup), append(taus, mr.Tau)
 					draft, verify, plain = append(draft, mr.DraftSteps), append(verify, mr.VerifySteps), append(plain, mr.PlainTPS)
+					rewind = append(rewind, mr.RewindShare)
 				}
 				b.ReportMetric(median64(speedups), "speedup")
 				b.ReportMetric(median64(taus), "tau")
@@ -84,6 +87,7 @@ func BenchmarkDemo(b *testing.B) {
 				b.ReportMetric(median64(verify), "verify-steps/round")
 				b.ReportMetric(median64(plain), "plain-tok/s")
 				b.ReportMetric(median64(plain)*step/1e9, "plain-GB/s")
+				b.ReportMetric(median64(rewind), "rewind-share/round")
 			})
 		}
 	}

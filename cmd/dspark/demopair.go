@@ -21,6 +21,7 @@ type buildBar struct {
 	stage string
 	start time.Time
 	used  bool
+	pair  string // the pair being built (--demo)
 }
 
 func newBuildBar(w io.Writer) *buildBar {
@@ -31,7 +32,11 @@ func newBuildBar(w io.Writer) *buildBar {
 func (b *buildBar) update(stage string, frac float64) {
 	if !b.used {
 		b.used = true
-		fmt.Fprintln(b.w, "dspark: building the English demo pair (first run only; a few minutes)")
+		if b.pair == "qwen35" {
+			fmt.Fprintln(b.w, "dspark: building the qwen35 demo pair (first run only; a few minutes)")
+		} else {
+			fmt.Fprintln(b.w, "dspark: building the English demo pair (first run only; a few minutes)")
+		}
 	}
 	if stage != b.stage {
 		b.stage = stage

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dspark-dev/dspark/internal/demo"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/session"
@@ -22,6 +23,7 @@ import (
 // runFlags holds the raw flag values of `dspark run`; newRunConfig validates them.
 type runFlags struct {
 	target, draft, prompt, tokens, cacheDir    string
+	demoPair                                   string
 	schedule, calibration, activations         string
 	n, topK, maxDrafts, ctx, threads, logprobs int
 	temp, topP, threshold                      float64
@@ -76,6 +78,7 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
 	fl.StringVar(&f.activations, "activations", "f32", "activation precision of BF16 matrix products: f32 (exact reference, the same bits on every path), bf16 (VDPBF16PS's sums; faster where the CPU has fast AVX512_BF16, less accurate) or bf16-amx (AMX tiles' sums; verify batches nearly as cheap as one step where the CPU has AMX-BF16, less accurate)")
 	fl.BoolVar(&f.quick, "quick", false, "demo: run the small embedded pair instead of the English pair (no build, no cache)")
+	fl.StringVar(&f.demoPair, "demo", demo.PairEnglish, "demo: the pair built and run: english (a deepseek2 target, an MLA DSpark draft) or qwen35 (a Qwen3.5 hybrid target, a GQA DSpark draft)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "demo: where the English pair is built and kept (default: dspark in the user cache directory: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LocalAppData%)")
 	return cmd
 }
@@ -118,6 +121,7 @@ var flagModes = map[string][]runMode{
 	"logprobs":             {modeTarget, modeSpeculative},
 	"quick":                {modeDemo},
 	"cache-dir":            {modeDemo},
+	"demo":                 {modeDemo},
 }
 
 // runConfig is one `dspark run`, validated once, before anything is opened.
@@ -139,7 +143,8 @@ type runConfig struct {
 	activations   kernels.Precision
 	json, noPlain bool
 	quick         bool   // demo: the embedded pair
-	cacheDir      string // demo: the English pair's cache ("" = the user cache)
+	cacheDir      string // demo: the built pairs' cache ("" = the user cache)
+	demoPair      string // demo: the built pair (--demo)
 	sampledOnly   bool   // demo: --temp given, so only the sampling asked for is shown
 }
 
@@ -150,7 +155,7 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 	c := &runConfig{target: f.target, draft: f.draft, prompt: f.prompt, n: f.n, seed: f.seed,
 		params:    speculative.Params{Temperature: f.temp, TopK: f.topK, TopP: f.topP},
 		maxDrafts: f.maxDrafts, threshold: f.threshold, schedule: f.schedule, calibration: f.calibration, ctx: f.ctx, threads: f.threads,
-		logprobs: f.logprobs, json: f.json, noPlain: f.noPlain, quick: f.quick, cacheDir: f.cacheDir,
+		logprobs: f.logprobs, json: f.json, noPlain: f.noPlain, quick: f.quick, cacheDir: f.cacheDir, demoPair: f.demoPair,
 		sampledOnly: fs.Changed("temp")}
 	switch {
 	case f.draftOnly:
@@ -220,6 +225,10 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("--logprobs %d: must be in [1, %d]", c.logprobs, runtime.MaxTopLogProbs)
 	case set("quick") && set("cache-dir"):
 		return nil, usagef("--cache-dir is for the English pair; --quick runs the embedded pair, which needs no cache")
+	case set("quick") && set("demo"):
+		return nil, usagef("--demo chooses a built pair; --quick runs the embedded pair instead")
+	case !slices.Contains(demo.Pairs, c.demoPair):
+		return nil, usagef("--demo %q: must be one of %s", c.demoPair, strings.Join(demo.Pairs, ", "))
 	case set("cache-dir") && c.cacheDir == "":
 		return nil, usagef("--cache-dir is empty")
 	case set("prompt") && set("tokens"):

@@ -812,3 +812,60 @@ func TestRunDemoEnglish(t *testing.T) {
 		t.Fatalf("--quick --cache-dir: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestRunDemoQwen35: `run --demo qwen35` builds the qwen35 pair (here the small test recipe,
+// which builds in seconds, so this runs under -short too), decodes the demo's prompts plainly
+// and speculatively on the hybrid target, greedy output identical to plain, and reports the
+// pair's architectures and rollback's share of a round; bad --demo values are usage errors.
+func TestRunDemoQwen35(t *testing.T) {
+	if raceEnabled {
+		t.Skip("building the pair under -race takes most of a minute; make test-demo runs this test without -race")
+	}
+	defer func(n int, r *demo.Qwen35Recipe) { demoReps, demoQwen35Recipe = n, r }(demoReps, demoQwen35Recipe)
+	demoReps, demoQwen35Recipe = 1, &demo.TestQwen35
+	cache := t.TempDir()
+	// Full blocks: the test pair is compute-bound, so the default schedule may not draft at all.
+	out, errOut, code := runRoot(t, "run", "--demo", "qwen35", "--cache-dir", cache, "-n", "16", "--schedule", "full", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var r demoReport
+	decodeJSON(t, out, &r)
+	p := r.Pair
+	if p.Name != "qwen35" || p.TargetArch != "qwen35" || p.DraftArch != "dflash-gqa" || !p.Built || p.Vocab != demo.TestQwen35.Vocab ||
+		p.TargetLayers != demo.TestQwen35.Layers || p.TargetStepBytes <= 0 || !strings.Contains(errOut, "building the qwen35 demo pair") {
+		t.Fatalf("pair %+v\n%s", p, errOut)
+	}
+	if len(r.Modes) != 2 || r.Modes[0].Mode != "greedy" || r.Modes[0].Identical == nil || !*r.Modes[0].Identical ||
+		len(r.Modes[0].Prompts) != len(demo.EnglishPrompts) {
+		t.Fatalf("modes: %+v", r.Modes)
+	}
+	for _, mr := range r.Modes {
+		if mr.Stats.Rounds == 0 || mr.Stats.RewindTime <= 0 || !(mr.RewindShare > 0 && mr.RewindShare < 1) ||
+			mr.RewindSteps <= 0 || mr.RewindSteps > mr.VerifySteps || mr.Tau <= 1 {
+			t.Fatalf("%s: rounds %d, rewind %v, share %v, rewind steps %v of verify %v, tau %v", mr.Mode, mr.Stats.Rounds,
+				mr.Stats.RewindTime, mr.RewindShare, mr.RewindSteps, mr.VerifySteps, mr.Tau)
+		}
+		for _, row := range mr.Prompts {
+			if len(row.Tokens) != 16 || row.Text == "" {
+				t.Fatalf("%s %q: %d tokens %q", mr.Mode, row.Prompt, len(row.Tokens), row.Text)
+			}
+		}
+	}
+	// The text report names the pair and the rollback's share; the second run uses the cache.
+	out, errOut, code = runRoot(t, "run", "--demo", "qwen35", "--cache-dir", cache, "-n", "8")
+	if code != 0 || errOut != "" {
+		t.Fatalf("text run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"dspark demo: qwen35 pair (target: qwen35, 4 layers", "draft: dflash-gqa", "Gated DeltaNet",
+		"rollback (Target.Rewind to the accepted rows) takes", "\"The HTTP server\" -> "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, args := range [][]string{{"run", "--demo", "llama"}, {"run", "--demo", "qwen35", "--quick"}, {"run", "--demo", "qwen35", "--target", "x.gguf", "--prompt", "a"}} {
+		if _, errOut, code := runRoot(t, args...); code != exitUsage || !strings.Contains(errOut, "--demo") {
+			t.Errorf("%v: exit %d %s", args, code, errOut)
+		}
+	}
+}

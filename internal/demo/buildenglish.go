@@ -104,7 +104,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 		return nil, err
 	}
 	defer backbone.Release()
-	pr, err := probeTarget(ctx, tg, backbone, g.ranks, r.ProbeChunk, taps, r.DraftSeed, func(done, total int) {
+	pr, err := probeTarget(ctx, tg, backbone, g.ranks, r.ProbeChunk, taps, taps[0], r.DraftSeed, func(done, total int) {
 		progress("running the target over the vocabulary", float64(done)/float64(total))
 	})
 	if err != nil {
@@ -141,7 +141,7 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 	}
 	w1 := make([]float32, len(parts.Markov1)) // the head's W1 as stored (BF16)
 	dtype.DecodeBF16(w1, bf16Bytes(parts.Markov1))
-	feats, targets, err := confidenceSamples(ctx, tg, d, w1, heldOutWindows(lx, r.ConfPrompts, r.ConfTokens, r.DraftSeed), 4)
+	feats, targets, err := confidenceSamples(ctx, tg, d, r.MarkovRank, w1, heldOutWindows(lx, r.ConfPrompts, r.ConfTokens, r.DraftSeed), 4)
 	d.Close()
 	df.Close()
 	if err != nil {
@@ -163,13 +163,22 @@ func BuildEnglish(ctx context.Context, dir string, r EnglishRecipe, c *Corpus, p
 		return nil, err
 	}
 	progress("calibration", 0)
-	if p.Calibration, err = calibrateDraft(ctx, tg, tf, lx, p.DraftPath, &r, func(frac float64) { progress("calibration", frac) }); err != nil {
+	if p.Calibration, err = calibrateDraft(ctx, tg, tf, lx, p.DraftPath, calibSpec{Prompts: r.CalibPrompts, Tokens: r.CalibTokens, Seed: r.DraftSeed, Load: loadMLA}, func(frac float64) { progress("calibration", frac) }); err != nil {
 		return nil, err
 	}
 	if err := stage("calibration"); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// loadMLA loads the English pair's MLA draft.
+func loadMLA(f *gguf.File, t runtime.Target, opt runtime.Options) (fitDraft, error) {
+	d, err := dflashmla.Load(f, t, opt)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // spreadTaps returns n target layers spread over the depth (the midpoints of n equal

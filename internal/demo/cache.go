@@ -30,7 +30,9 @@ const manifestName = "manifest.json"
 // a damaged file is never used.
 type Manifest struct {
 	Format       int                  `json:"format"`
-	Recipe       EnglishRecipe        `json:"recipe"`
+	Recipe       EnglishRecipe        `json:"recipe"`                  // the English pair's (zero for another pair)
+	Pair         string               `json:"pair,omitempty"`          // the pair's name ("": english)
+	Qwen35       *Qwen35Recipe        `json:"qwen35_recipe,omitempty"` // the qwen35 pair's recipe
 	GoVersion    string               `json:"go_version"`
 	CorpusSHA256 string               `json:"corpus_sha256"`
 	CorpusBytes  int                  `json:"corpus_bytes"`
@@ -58,18 +60,79 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "dspark"), nil
 }
 
-// pairKey names a pair's cache directory: a digest of the recipe and the Go version whose
-// documentation is the corpus.
-func pairKey(r *EnglishRecipe, goVersion string) string {
-	b, _ := json.Marshal(r)
+// pairKey names a pair's cache directory: the pair's name, its recipe's version, and a
+// digest of the recipe and the Go version whose documentation is the corpus.
+func pairKey(name string, version int, recipe any, goVersion string) string {
+	b, _ := json.Marshal(recipe)
 	h := sha256.Sum256(append(b, goVersion...))
-	return fmt.Sprintf("english-v%d-%s", r.Version, hex.EncodeToString(h[:6]))
+	return fmt.Sprintf("%s-v%d-%s", name, version, hex.EncodeToString(h[:6]))
 }
+
+// pairBuild is what Open needs of a built pair: its name, its recipe (kept in the manifest
+// and compared with it), and its build.
+type pairBuild struct {
+	name    string
+	recipe  any // a pointer to the recipe, for the cache key
+	ver     int
+	same    func(m *Manifest) bool // the manifest records this recipe
+	version func(m *Manifest) int  // the version of the recipe the manifest records
+	record  func(m *Manifest)      // puts the recipe into a new manifest
+	build   func(ctx context.Context, dir string, c *Corpus, progress Progress) (*EnglishPair, error)
+}
+
+func (b *pairBuild) key(goVersion string) string { return pairKey(b.name, b.ver, b.recipe, goVersion) }
+
+// manifestPair is the manifest's pair field: empty for the English pair, whose manifests
+// predate the field.
+func (b *pairBuild) manifestPair() string {
+	if b.name == PairEnglish {
+		return ""
+	}
+	return b.name
+}
+
+func englishBuild(r *EnglishRecipe) *pairBuild {
+	return &pairBuild{name: PairEnglish, recipe: r, ver: r.Version,
+		same:    func(m *Manifest) bool { return m.Recipe == *r },
+		version: func(m *Manifest) int { return m.Recipe.Version },
+		record:  func(m *Manifest) { m.Recipe = *r },
+		build: func(ctx context.Context, dir string, c *Corpus, progress Progress) (*EnglishPair, error) {
+			return BuildEnglish(ctx, dir, *r, c, progress)
+		}}
+}
+
+func qwen35Build(r *Qwen35Recipe) *pairBuild {
+	return &pairBuild{name: PairQwen35, recipe: r, ver: r.Version,
+		same: func(m *Manifest) bool { return m.Qwen35 != nil && *m.Qwen35 == *r },
+		version: func(m *Manifest) int {
+			if m.Qwen35 == nil {
+				return 0
+			}
+			return m.Qwen35.Version
+		},
+		record: func(m *Manifest) { q := *r; m.Qwen35 = &q },
+		build: func(ctx context.Context, dir string, c *Corpus, progress Progress) (*EnglishPair, error) {
+			return BuildQwen35(ctx, dir, *r, c, progress)
+		}}
+}
+
+// The demo pairs built into the cache on first use (OpenOptions.Pair).
+const (
+	PairEnglish = "english" // a deepseek2 target and a DSpark MLA draft (the default)
+	PairQwen35  = "qwen35"  // a Qwen3.5 hybrid target and a GQA DSpark draft
+)
+
+// Pairs lists the names OpenOptions.Pair takes.
+var Pairs = []string{PairEnglish, PairQwen35}
 
 // OpenOptions select the demo pair Open puts on disk.
 type OpenOptions struct {
 	// Quick selects the small embedded pair (no build, no cache).
 	Quick bool
+	// Pair names the built pair (PairEnglish when empty).
+	Pair string
+	// Qwen35Recipe is the qwen35 pair's recipe (nil means DefaultQwen35).
+	Qwen35Recipe *Qwen35Recipe
 	// CacheDir holds the English pair ("" means DefaultCacheDir()).
 	CacheDir string
 	// Recipe is the English pair's recipe (the zero value means DefaultEnglish).
@@ -90,9 +153,22 @@ func Open(opt OpenOptions) (*Files, error) {
 	if opt.Quick {
 		return openEmbedded()
 	}
-	r := DefaultEnglish
-	if opt.Recipe != nil {
-		r = *opt.Recipe
+	var b *pairBuild
+	switch opt.Pair {
+	case "", PairEnglish:
+		r := DefaultEnglish
+		if opt.Recipe != nil {
+			r = *opt.Recipe
+		}
+		b = englishBuild(&r)
+	case PairQwen35:
+		r := DefaultQwen35
+		if opt.Qwen35Recipe != nil {
+			r = *opt.Qwen35Recipe
+		}
+		b = qwen35Build(&r)
+	default:
+		return nil, fmt.Errorf("demo: no pair %q (the pairs: %s)", opt.Pair, strings.Join(Pairs, ", "))
 	}
 	cache := opt.CacheDir
 	if cache == "" {
@@ -109,9 +185,9 @@ func Open(opt OpenOptions) (*Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(cache, pairKey(&r, ver))
-	f := &Files{Name: "english", Prompts: EnglishPrompts, Reps: 2, Cache: dir}
-	if m, err := checkPair(dir, &r, ver); err == nil {
+	dir := filepath.Join(cache, b.key(ver))
+	f := &Files{Name: b.name, Prompts: EnglishPrompts, Reps: 2, Cache: dir}
+	if m, err := checkPair(dir, b, ver); err == nil {
 		f.fill(dir, m)
 		return f, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -130,7 +206,7 @@ func Open(opt OpenOptions) (*Files, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	m, err := buildInto(ctx, tmp, &r, root, ver, opt.Progress)
+	m, err := buildInto(ctx, tmp, b, root, ver, opt.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +217,7 @@ func Open(opt OpenOptions) (*Files, error) {
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another process may have just put the same pair there: use it if it checks out.
-		if m2, err2 := checkPair(dir, &r, ver); err2 == nil {
+		if m2, err2 := checkPair(dir, b, ver); err2 == nil {
 			f.fill(dir, m2)
 			return f, nil
 		}
@@ -195,7 +271,7 @@ func goVersion(root string) (string, error) {
 
 // checkPair reads dir's manifest and checks it against the recipe and Go version, and every
 // file's size and SHA-256 against it. A missing pair is os.ErrNotExist.
-func checkPair(dir string, r *EnglishRecipe, goVersion string) (*Manifest, error) {
+func checkPair(dir string, pb *pairBuild, goVersion string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, manifestName))
 	if err != nil {
 		return nil, err
@@ -207,8 +283,10 @@ func checkPair(dir string, r *EnglishRecipe, goVersion string) (*Manifest, error
 	switch {
 	case m.Format != manifestFormat:
 		return nil, fmt.Errorf("manifest format %d, want %d", m.Format, manifestFormat)
-	case m.Recipe != *r:
-		return nil, fmt.Errorf("built from another recipe (version %d)", m.Recipe.Version)
+	case m.Pair != pb.manifestPair():
+		return nil, fmt.Errorf("the manifest is of the %q pair, not %q", m.Pair, pb.name)
+	case !pb.same(&m):
+		return nil, fmt.Errorf("built from another recipe (version %d)", pb.version(&m))
 	case m.GoVersion != goVersion:
 		return nil, fmt.Errorf("built from the documentation of %s, this Go is %s", m.GoVersion, goVersion)
 	}
@@ -241,7 +319,7 @@ func digest(path string) (entry, error) {
 }
 
 // buildInto builds the pair in dir, keeps only the two GGUFs and writes the manifest last.
-func buildInto(ctx context.Context, dir string, r *EnglishRecipe, root, ver string, progress Progress) (*Manifest, error) {
+func buildInto(ctx context.Context, dir string, pb *pairBuild, root, ver string, progress Progress) (*Manifest, error) {
 	if progress != nil {
 		progress("reading the Go documentation", 0)
 	}
@@ -249,7 +327,7 @@ func buildInto(ctx context.Context, dir string, r *EnglishRecipe, root, ver stri
 	if err != nil {
 		return nil, err
 	}
-	p, err := BuildEnglish(ctx, dir, *r, c, progress)
+	p, err := pb.build(ctx, dir, c, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +336,9 @@ func buildInto(ctx context.Context, dir string, r *EnglishRecipe, root, ver stri
 			return nil, err
 		}
 	}
-	m := &Manifest{Format: manifestFormat, Recipe: *r, GoVersion: ver, CorpusSHA256: c.Digest, CorpusBytes: c.Bytes(),
+	m := &Manifest{Format: manifestFormat, Pair: pb.manifestPair(), GoVersion: ver, CorpusSHA256: c.Digest, CorpusBytes: c.Bytes(),
 		Files: map[string]entry{}, Built: time.Now().UTC().Format(time.RFC3339), BuildStages: p.Stages, Confidence: p.Confidence, Calibration: p.Calibration}
+	pb.record(m)
 	for _, name := range []string{"target.gguf", "draft.gguf"} {
 		e, err := digest(filepath.Join(dir, name))
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/dspark-dev/dspark/calibrate"
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -22,13 +21,30 @@ type CalibrationSummary struct {
 	FitECEBefore, FitECEAfter float64
 }
 
+// fitDraft is a loaded draft the builders fit and calibrate.
+type fitDraft interface {
+	runtime.Draft
+	Close()
+}
+
+// draftLoader loads a pair's draft file against its target.
+type draftLoader func(f *gguf.File, t runtime.Target, opt runtime.Options) (fitDraft, error)
+
+// calibSpec is what calibrateDraft reads of a recipe: the first Prompts CalibrationPrompts,
+// Tokens decoded from each, the seed, and how the draft is loaded.
+type calibSpec struct {
+	Prompts, Tokens int
+	Seed            uint64
+	Load            draftLoader
+}
+
 // calibrateDraft fits the draft's confidence calibration the way `dspark calibrate` does
 // (with the builders' f32 activations, so that the fit is the same on every kernel path)
-// (speculative decoding of the first r.CalibPrompts CalibrationPrompts with full blocks,
-// r.CalibTokens tokens each, Sequential Temperature Scaling), for greedy decoding and for
+// (speculative decoding of the first r.Prompts CalibrationPrompts with full blocks,
+// r.Tokens tokens each, Sequential Temperature Scaling), for greedy decoding and for
 // SampledParams, and rewrites the draft with the temperatures in its dspark.calibration.*
 // keys (tensors copied byte for byte).
-func calibrateDraft(ctx context.Context, tg runtime.Target, tf *gguf.File, lx *Lexicon, draftPath string, r *EnglishRecipe, progress func(frac float64)) ([]CalibrationSummary, error) {
+func calibrateDraft(ctx context.Context, tg runtime.Target, tf *gguf.File, lx *Lexicon, draftPath string, r calibSpec, progress func(frac float64)) ([]CalibrationSummary, error) {
 	sha, err := calibrate.FileSHA256(draftPath)
 	if err != nil {
 		return nil, err
@@ -38,12 +54,12 @@ func calibrateDraft(ctx context.Context, tg runtime.Target, tf *gguf.File, lx *L
 		return nil, err
 	}
 	defer df.Close()
-	d, err := dflashmla.Load(df, tg, fitOptions(runtime.Options{}))
+	d, err := r.Load(df, tg, fitOptions(runtime.Options{}))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	n := min(r.CalibPrompts, len(CalibrationPrompts))
+	n := min(r.Prompts, len(CalibrationPrompts))
 	prompts := make([][]int, n)
 	for i := range prompts {
 		prompts[i] = lx.Tok.Encode(CalibrationPrompts[i])
@@ -51,13 +67,13 @@ func calibrateDraft(ctx context.Context, tg runtime.Target, tf *gguf.File, lx *L
 	f := &calibrate.File{Format: calibrate.Format, Version: calibrate.Version, DraftSHA256: sha,
 		BlockSize: d.Info().BlockSize, Positions: d.Info().MaxDrafts(),
 		Prompts: fmt.Sprintf("the first %d of internal/demo.CalibrationPrompts (built with the demo pair)", n),
-		Tokens:  r.CalibTokens, Seed: r.DraftSeed}
+		Tokens:  r.Tokens, Seed: r.Seed}
 	var out []CalibrationSummary
 	g := &runtime.Generator{Target: tg, Draft: d, EOS: runtime.EOS(tf)}
 	settings := []speculative.Params{{}, SampledParams}
 	for i, p := range settings {
 		g.Params = p
-		s, err := calibrate.Collect(ctx, g, prompts, r.CalibTokens, r.DraftSeed, func(done, total int) {
+		s, err := calibrate.Collect(ctx, g, prompts, r.Tokens, r.Seed, func(done, total int) {
 			progress((float64(i) + float64(done)/float64(total)) / float64(len(settings)))
 		})
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/runtime"
-	"github.com/dspark-dev/dspark/runtime/dflashmla"
 	"github.com/dspark-dev/dspark/runtime/speculative"
 )
 
@@ -27,10 +26,12 @@ type ConfidenceFit struct {
 // acceptance c* = sum_v min(p_target(v), q_draft(v)) at temperature 1, the DSpark paper's
 // training target for the head. The target's distributions come from one batched pass
 // over the sequence.
-func confidenceSamples(ctx context.Context, t runtime.Target, d *dflashmla.Draft, w1 []float32, seqs [][]int, warm int) (feats []float32, targets []float64, err error) {
+//
+// d is any draft with a Markov head of rank r (W1 as stored: w1) and hidden states of the
+// target's width (the English pair's MLA draft, the qwen35 pair's GQA draft).
+func confidenceSamples(ctx context.Context, t runtime.Target, d runtime.Draft, r int, w1 []float32, seqs [][]int, warm int) (feats []float32, targets []float64, err error) {
 	V, E := t.Dims().NVocab, t.Dims().NEmbd
-	dc := d.Config
-	r := dc.MarkovRank
+	block := d.Info().BlockSize
 	taps := d.Taps()
 	var st runtime.Step
 	p := make([]float64, V)
@@ -41,7 +42,7 @@ func confidenceSamples(ctx context.Context, t runtime.Target, d *dflashmla.Draft
 			return nil, nil, err
 		}
 		prompt := seq[:warm]
-		logits, hidden, err := forcedPass(t, taps, dc.TargetHidden, seq, &st)
+		logits, hidden, err := forcedPass(t, taps, E, seq, &st)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -59,7 +60,7 @@ func confidenceSamples(ctx context.Context, t runtime.Target, d *dflashmla.Draft
 			if err != nil {
 				return nil, nil, err
 			}
-			for k := 0; k < dc.BlockSize && s+k+1 < len(seq); k++ {
+			for k := 0; k < block && s+k+1 < len(seq); k++ {
 				prev := seq[s+k]
 				copy(qrow, ulog[k*V:(k+1)*V])
 				d.MarkovBias(prev, qrow)

@@ -24,12 +24,15 @@ func FuzzCheckPair(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, manifestName), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := EnglishRecipe{}
-		m, err := checkPair(dir, &r, "go1")
-		if err == nil {
+		r, q := EnglishRecipe{}, Qwen35Recipe{}
+		for _, pb := range []*pairBuild{englishBuild(&r), qwen35Build(&q)} {
+			m, err := checkPair(dir, pb, "go1")
+			if err != nil {
+				continue
+			}
 			// Only a manifest whose digests match the files passes.
 			if want, _ := digest(filepath.Join(dir, "target.gguf")); m.Files["target.gguf"] != want {
-				t.Fatalf("accepted a manifest whose target digest does not match: %+v", m.Files)
+				t.Fatalf("%s: accepted a manifest whose target digest does not match: %+v", pb.name, m.Files)
 			}
 		}
 	})

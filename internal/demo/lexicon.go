@@ -30,12 +30,7 @@ type Lexicon struct {
 // BuildLexicon trains the tokenizer and counts the corpus bigrams (see Lexicon).
 func BuildLexicon(c *Corpus, r *EnglishRecipe) (*Lexicon, error) {
 	ranks := r.Vocab - r.Reserved
-	text := make([]byte, 0, c.Bytes()+len(c.Docs))
-	for _, d := range c.Docs {
-		text = append(text, d...)
-		text = append(text, '\n')
-	}
-	rk, err := tokenizer.TrainBPE(text, ranks)
+	rk, err := tokenizer.TrainBPE(corpusText(c), ranks)
 	if err != nil {
 		return nil, fmt.Errorf("demo: training the tokenizer on the Go corpus: %w", err)
 	}
@@ -48,6 +43,34 @@ func BuildLexicon(c *Corpus, r *EnglishRecipe) (*Lexicon, error) {
 	if err != nil {
 		return nil, err
 	}
+	return countLexicon(c, lexiconParams{Vocab: r.Vocab, Reserved: r.Reserved, BigramRank: r.BigramRank, CodeDims: r.CodeDims,
+		PowerIters: r.PowerIters, Alpha: r.Alpha, Seed: r.TargetSeed}, rk, tok, specials)
+}
+
+// corpusText is the corpus's documents, one after another, each followed by a newline: the
+// text the tokenizers are trained on.
+func corpusText(c *Corpus) []byte {
+	text := make([]byte, 0, c.Bytes()+len(c.Docs))
+	for _, d := range c.Docs {
+		text = append(text, d...)
+		text = append(text, '\n')
+	}
+	return text
+}
+
+// lexiconParams are the recipe's choices countLexicon reads (the same for every demo pair).
+type lexiconParams struct {
+	Vocab, Reserved, BigramRank, CodeDims, PowerIters int
+	Alpha                                             float64
+	Seed                                              uint64
+}
+
+// countLexicon tokenizes the corpus with tok (whose BPE ranks are rk, ids 0..len(rk)-1;
+// specials the reserved ids above them) and counts, smooths and factors its bigrams, and
+// draws the per-token codes (none when CodeDims is 0).
+func countLexicon(c *Corpus, r lexiconParams, rk [][]byte, tok *tokenizer.BPE, specials map[int]string) (*Lexicon, error) {
+	ranks := r.Vocab - r.Reserved
+	var err error
 	lx := &Lexicon{Ranks: rk, Vocab: r.Vocab, Tok: tok, Specials: specials, Rank: r.BigramRank, CodeDims: r.CodeDims}
 	V := r.Vocab
 	counts := make([]float64, V*V)
@@ -94,10 +117,10 @@ func BuildLexicon(c *Corpus, r *EnglishRecipe) (*Lexicon, error) {
 			table[a*V+b] = float32(lp[b] - mean)
 		}
 	}
-	if lx.W1, lx.W2, err = lowRank(table, V, r.BigramRank, r.PowerIters, r.TargetSeed); err != nil {
+	if lx.W1, lx.W2, err = lowRank(table, V, r.BigramRank, r.PowerIters, r.Seed); err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(r.TargetSeed, 0xc0de))
+	rng := rand.New(rand.NewPCG(r.Seed, 0xc0de))
 	lx.Codes = make([]float32, V*r.CodeDims)
 	for a := 0; a < ranks; a++ {
 		row := lx.Codes[a*r.CodeDims : (a+1)*r.CodeDims]

@@ -41,11 +41,12 @@ type Probe struct {
 // context, so every row of the table is measured; the contexts are random, so the
 // repetition penalty of the target averages out over them.
 //
-// backbone estimates the draft backbone's logits at the anchor row from the first tapped
-// state (the draft's layer is the target's layer 0, so the state after it is what the draft
-// computes there): backbone applied to RMSNorm(tap) is subtracted from the target's logits
-// before they are averaged, so the Markov head is fitted to what the backbone leaves.
-func probeTarget(ctx context.Context, t runtime.Target, backbone *kernels.Mat, ranks, chunk int, taps []int, seed uint64, progress func(done, total int)) (*Probe, error) {
+// backbone estimates the draft backbone's logits at the anchor row from the tapped state
+// backboneTap (the first tapped layer after the one the draft's layer copies, so the state is
+// what the draft computes there): backbone applied to RMSNorm(tap) is subtracted from the
+// target's logits before they are averaged, so the Markov head is fitted to what the
+// backbone leaves.
+func probeTarget(ctx context.Context, t runtime.Target, backbone *kernels.Mat, ranks, chunk int, taps []int, backboneTap int, seed uint64, progress func(done, total int)) (*Probe, error) {
 	V, E := t.Dims().NVocab, t.Dims().NEmbd
 	T := len(taps)
 	rng := rand.New(rand.NewPCG(seed, 0x9e0be))
@@ -72,7 +73,7 @@ func probeTarget(ctx context.Context, t runtime.Target, backbone *kernels.Mat, r
 				return nil, fmt.Errorf("demo: probing the target: %w", err)
 			}
 			m := len(ids)
-			tap0 := st.Hidden[taps[0]]
+			tap0 := st.Hidden[backboneTap]
 			for i := 0; i < m; i++ {
 				rmsNorm(norm[i*E:(i+1)*E], tap0[i*E:(i+1)*E])
 			}

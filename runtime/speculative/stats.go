@@ -32,6 +32,10 @@ type Stats struct {
 
 	DraftTime  time.Duration `json:"draft_ns"`
 	VerifyTime time.Duration `json:"verify_ns"`
+	// RewindTime is the part of VerifyTime spent returning the target to the accepted rows
+	// (Target.Rewind): a cache truncation for a KV-cache target, the rollback of the
+	// recurrent state for a hybrid one.
+	RewindTime time.Duration `json:"rewind_ns"`
 }
 
 // Record adds one round that proposed drafted tokens and accepted the first accepted of them
@@ -93,6 +97,7 @@ func (s *Stats) Add(o *Stats) {
 	}
 	s.DraftTime += o.DraftTime
 	s.VerifyTime += o.VerifyTime
+	s.RewindTime += o.RewindTime
 }
 
 // AcceptanceRate is the fraction of drafts accepted (0 before any draft).

@@ -6,9 +6,10 @@ package qwen35
 // the nearest kept state at or below a, so the longest replay of a 16-row verify forward is
 // 15 rows with none, 7 with one (at row 8), 5 with two (5, 10), 3 with three (4, 8, 12);
 // each checkpoint costs every forward one more state write and every DeltaNet block one
-// more state of memory. See Target.Rewind and docs/kernels.md. Load reads it (a variable
-// for the tests and benchmarks that compare the counts).
-var checkpoints = 1
+// more state of memory. Two measured best (BenchmarkRollback: the 4B-width layer's worst
+// rollback 0.034 of a plain step with one, 0.026 with two; see docs/kernels.md). Load
+// reads it (a variable for the tests and benchmarks that compare the counts).
+var checkpoints = 2
 
 // stateSlots is the bookkeeping of the DeltaNet blocks' state slots, the same for every
 // block: ck+2 states, one current, the others holding the states a rollback starts from.

@@ -173,12 +173,13 @@ func (t *Target) Cap() int { return t.capacity }
 // Rewind returns the target to its state after the first n positions, n within the last
 // Forward (runtime.Target's contract): the attention blocks drop their cache rows, the
 // DeltaNet blocks return to their state after row a = n-s of that forward (s its first
-// position). A forward keeps the state before it and, with checkpoints, the state after
-// its middle row (see checkpoints): a is free when it is 0, the checkpoint's row or the
-// forward's length; otherwise the block replays the rows from the nearest kept state below
-// a with the forward's stash (kernels.DeltaNetLayer.Replay), bit for bit the state the
-// forward computed, at about one pass over the state whatever the rows (at most 7 of a
-// 16-row forward).
+// position). A forward of k rows keeps the state before it and the states after rows k/3
+// and 2k/3 (the checkpoints; rows 5 and 10 of a 16-row verify forward): a is free when it
+// is 0, a checkpoint's row or k; otherwise the block replays the rows from the nearest kept
+// state below a with the forward's stash (kernels.DeltaNetLayer.Replay), bit for bit the
+// state the forward computed: one pass over the state plus at most 5 rows' arithmetic for
+// k = 16. Rolling back never invalidates the kept states, so a second Rewind lower within
+// the window works the same way.
 func (t *Target) Rewind(n int) error {
 	if err := t.rewind.Check(t.Name(), n); err != nil {
 		return err

@@ -151,7 +151,9 @@ func pairedMedians(b *testing.B, first, second func()) (t1, t2, ratio float64) {
 //     the per-iteration rollback / step times (the bound: 0.03);
 //   - ck=N/verify: a 16-row verify forward (and a Rewind to its start: a kept slot, no work)
 //     paired with the same on a target without checkpoints; ratio-to-ck0 is the median of
-//     the per-iteration time ratios: what the checkpoints cost the forward.
+//     the per-iteration time ratios: what the checkpoints cost the forward (ck=0/verify
+//     pairs two targets without checkpoints: the pairing's own bias, the ratio to read the
+//     others against).
 //
 // The alternative design, per-row state snapshots, is measured by
 // BenchmarkSnapshotAlternative.
@@ -163,7 +165,7 @@ func BenchmarkRollback(b *testing.B) {
 	prompt := []int{1, 2, 3, 4}
 	for _, name := range []string{"small", "4b-layer", "27b-layer"} {
 		for _, bc := range benchCheckpoints {
-			if bc.ck > 0 {
+			{
 				b.Run(fmt.Sprintf("%s/ck=%d/verify", name, bc.ck), func(b *testing.B) {
 					var st runtime.Step
 					verify := func(tg *Target) func() {
@@ -180,7 +182,11 @@ func BenchmarkRollback(b *testing.B) {
 							}
 						}
 					}
-					t0, t1, r := pairedMedians(b, verify(loadedTarget(b, name, "r", 0)), verify(loadedTarget(b, name, "r", bc.ck)))
+					role := "r"
+					if bc.ck == 0 {
+						role = "control" // the same design: the ratio shows the pairing's own bias
+					}
+					t0, t1, r := pairedMedians(b, verify(loadedTarget(b, name, "r", 0)), verify(loadedTarget(b, name, role, bc.ck)))
 					b.ReportMetric(t0, "ck0-ns")
 					b.ReportMetric(t1, "verify-ns")
 					b.ReportMetric(r, "ratio-to-ck0")
@@ -223,12 +229,12 @@ func BenchmarkRollback(b *testing.B) {
 // vLLM), which make a rollback a choice of slot but make every 16-row verify forward write
 // 16 states instead of one. It times, for every DeltaNet block of the target, the
 // recurrence of a 16-row batch writing the state after every row to its own slot
-// (slots) and the stash design's batch without checkpoints (pingpong: from the kept state
-// into the other one, the deltas stashed; BenchmarkRollback's verify measures what its
-// checkpoints add); ratio-to-step is the extra time of slots over pingpong (paid every
-// round, accepted or not) over the plain step of BenchmarkRollback.
+// (slots), the stash design's batch without checkpoints (pingpong: from the kept state into
+// the other one, the deltas stashed) and with the runtime's two (checkpoints: rows 5 and 10
+// to their own slots); ratio-to-step is the extra time of slots or checkpoints over
+// pingpong (paid every round, accepted or not) over a plain step of the target.
 func BenchmarkSnapshotAlternative(b *testing.B) {
-	for _, name := range []string{"small", "4b-layer"} {
+	for _, name := range []string{"small", "4b-layer", "27b-layer"} {
 		var step float64
 		b.Run(name+"/step", func(b *testing.B) {
 			tg := benchTarget(b, name)
@@ -274,8 +280,8 @@ func BenchmarkSnapshotAlternative(b *testing.B) {
 		for i := range beta {
 			beta[i], decay[i] = 0.5, 0.97
 		}
-		var times [2]float64
-		for m, mode := range []string{"pingpong", "slots"} {
+		var times [3]float64
+		for m, mode := range []string{"pingpong", "slots", "checkpoints"} {
 			b.Run(fmt.Sprintf("%s/%s", name, mode), func(b *testing.B) {
 				ptrs := make([][]float32, k)
 				for b.Loop() {
@@ -288,15 +294,18 @@ func BenchmarkSnapshotAlternative(b *testing.B) {
 						for t := range ptrs {
 							ptrs[t] = st.s1
 						}
+						if mode == "checkpoints" { // the runtime's design: rows 5 and 10 to their own slots
+							ptrs[4], ptrs[9] = st.slots[0], st.slots[1]
+						}
 						l.Rows(ptrs, st.s0, o, delta, q, kk, v, beta, decay, k)
 					}
 				}
 				times[m] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 				if m == 1 {
 					b.ReportMetric(float64(len(states)*l.StateLen()*4*k)/(1<<20), "slot-MiB")
-					if step > 0 {
-						b.ReportMetric((times[1]-times[0])/step, "ratio-to-step")
-					}
+				}
+				if m > 0 && step > 0 {
+					b.ReportMetric((times[m]-times[0])/step, "ratio-to-step")
 				}
 			})
 		}

@@ -110,6 +110,56 @@ func TestDeltaNetPaths(t *testing.T) {
 	}
 }
 
+// TestDeltaNetReplayPaths checks every path's DeltaNetReplay against the portable reference
+// bit for bit: shapes that take the eight-register kernel (dk a multiple of 128), the
+// four-register one (64, 192) and none (48, 130), 1 to 16 tokens at strides wider than a
+// token's values, both decay kinds, ordinary and special values, with guard bands and in
+// place.
+func TestDeltaNetReplayPaths(t *testing.T) {
+	shapes := [][2]int{{128, 5}, {256, 3}, {192, 2}, {64, 4}, {128, 1}, {48, 3}, {130, 2}}
+	for _, special := range []bool{false, true} {
+		for _, per := range []bool{false, true} {
+			for _, sh := range shapes {
+				for _, n := range []int{1, 2, 7, 16} {
+					dk, dv := sh[0], sh[1]
+					rng := rand.New(rand.NewPCG(uint64(dk*dv), uint64(n)))
+					dl := 1
+					if per {
+						dl = dk
+					}
+					kStride, dStride, aStride := dk+3, dv+1, dl+2
+					s0 := uvec(rng, dk*dv, 1)
+					k, delta, decay := uvec(rng, n*kStride, 0.2), uvec(rng, n*dStride, 0.5), make([]float32, n*aStride)
+					for i := range decay {
+						decay[i] = float32(math.Exp(-rng.Float64()))
+					}
+					if special {
+						withSpecials(rng, s0)
+						withSpecials(rng, k)
+						withSpecials(rng, delta)
+						withSpecials(rng, decay)
+					}
+					want := make([]float32, dk*dv)
+					deltaReplayGeneric(want, s0, dk, dv, k, kStride, delta, dStride, decay, aStride, dl, n)
+					withPath(t, func(t *testing.T) {
+						got, check := guarded(t, dk*dv)
+						DeltaNetReplay(got, s0, dk, dv, k, kStride, delta, dStride, decay, aStride, per, n)
+						check()
+						if i := sameBits(got, want); i >= 0 {
+							t.Fatalf("dk %d dv %d n %d per-channel %v: state[%d] = %v, want %v", dk, dv, n, per, i, got[i], want[i])
+						}
+						inPlace := slices.Clone(s0)
+						DeltaNetReplay(inPlace, inPlace, dk, dv, k, kStride, delta, dStride, decay, aStride, per, n)
+						if i := sameBits(inPlace, want); i >= 0 {
+							t.Fatalf("in place, dk %d dv %d n %d: state[%d] = %v, want %v", dk, dv, n, i, inPlace[i], want[i])
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
 // llamaDeltaNet is ggml_compute_forward_gated_delta_net_one_chunk's loop for one head and one
 // token as written there: each step over the whole state before the next.
 func llamaDeltaNet(s, o []float32, c deltaCase, scale float32) {

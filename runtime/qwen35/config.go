@@ -165,14 +165,15 @@ const maxElems = 1 << 40
 
 // StateBytes returns the bytes Load allocates for a context of ctx tokens and verify
 // batches of up to batch rows: the KV cache of the attention blocks, and per DeltaNet block
-// two recurrent states and two conv windows (the current one and the one before the last
-// forward) plus the rollback stash of batch rows (key, decay, deltas and conv input).
+// checkpoints+2 recurrent states (the current one, the one before the last forward and its
+// checkpoints) and two conv windows plus the rollback stash of batch rows (key, decay,
+// deltas and conv input).
 func (c *Config) StateBytes(ctx, batch int) (int64, error) {
 	rec, att := c.Layers()
 	if ctx <= 0 || batch <= 0 {
 		return 0, fmt.Errorf("context %d, batch %d: both must be positive", ctx, batch)
 	}
-	perRec := 2*int64(c.StateLen()) + 2*int64(c.ConvK-1)*int64(c.ConvChannels()) +
+	perRec := int64(checkpoints+2)*int64(c.StateLen()) + 2*int64(c.ConvK-1)*int64(c.ConvChannels()) +
 		int64(batch)*int64(c.NKHead*c.DState+c.NVHead+c.NVHead*c.DState+c.ConvChannels())
 	kv := 2 * int64(att) * int64(c.KVWidth())
 	if kv > 0 && int64(ctx) > maxElems/kv || perRec > maxElems/int64(max(rec, 1)) {

@@ -8,20 +8,23 @@ import (
 
 // recurrent is one Gated DeltaNet block's weights, its state and its rollback stash.
 //
-// State: two recurrent states and two conv windows; cur (the target's) selects the current
-// pair, the other holds the pair before the last forward. A forward reads the current pair
-// and writes its rows' states into the other, which then becomes current: the pre-forward
-// state is kept at no copy. The stash holds what kernels.DeltaNetLayer.Replay needs to
-// recompute the state after any row of the last forward from the kept one (keys, decays and
-// the recurrence's deltas, per row) and the conv inputs from which the window after any row
-// is rebuilt.
+// State: checkpoints+2 recurrent states (slots, laid out by the target's stateSlots, the
+// same for every block) and two conv windows. A forward reads the current state and writes
+// its rows' states into the other slots: the checkpoint rows' into their own, every other
+// row's in place into the final slot, which becomes current; the pre-forward state and the
+// checkpoints are kept at no copy. The stash holds what kernels.DeltaNetLayer.Replay needs
+// to recompute the state after any row of the last forward from the nearest kept state at
+// or below it (keys, decays and the recurrence's deltas, per row). The conv windows
+// alternate (convCur, the target's, selects the current one): a forward writes the other,
+// and the window after any row is rebuilt from the pre-forward one and the stashed conv
+// inputs.
 type recurrent struct {
 	qkv, gate, beta, alpha, out *kernels.Mat
 	convW                       []float32 // the conv taps as kernels.Conv reads them
 	dtBias, a, norm             []float32
 	net                         kernels.DeltaNetLayer
 
-	state [2][]float32 // StateLen each
+	state [][]float32  // StateLen each
 	conv  [2][]float32 // (ConvK-1) x ConvChannels each, oldest row first
 
 	x, k, decay, delta []float32 // stash: MaxBatch rows of ConvChannels, NKHead*DState, NVHead, NVHead*DState
@@ -33,15 +36,17 @@ type recScratch struct {
 	states               [][]float32
 }
 
-func newRecurrent(c *Config, maxBatch int) recurrent {
+func newRecurrent(c *Config, maxBatch, slots int) recurrent {
 	C, Kd, Vd := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState
 	r := recurrent{
 		net: kernels.DeltaNetLayer{Heads: c.NVHead, QKHeads: c.NKHead, DK: c.DState, DV: c.DState, Scale: kernels.DeltaNetScale(c.DState)},
 		x:   make([]float32, maxBatch*C), k: make([]float32, maxBatch*Kd),
 		decay: make([]float32, maxBatch*c.NVHead), delta: make([]float32, maxBatch*Vd),
 	}
-	for i := range r.state {
-		r.state[i] = make([]float32, c.StateLen())
+	for range slots {
+		r.state = append(r.state, make([]float32, c.StateLen()))
+	}
+	for i := range r.conv {
 		r.conv[i] = make([]float32, (c.ConvK-1)*C)
 	}
 	return r
@@ -66,9 +71,10 @@ func softplus(x float32) float32 {
 func sigmoid32(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
 
 // forward runs n rows h (normed inputs, NEmbd each) through the block, token by token in
-// order, into dst (n rows of NEmbd): from state cur it writes every row's state into the
-// other slot (nxt), and stashes the rows for rewind.
-func (r *recurrent) forward(c *Config, s *recScratch, dst, h []float32, n, cur int) {
+// order, into dst (n rows of NEmbd): from state slot from it writes the state after row t
+// into slot row[t] (stateSlots.plan), from conv window cur into the other (nxt), and
+// stashes the rows for rewind.
+func (r *recurrent) forward(c *Config, s *recScratch, dst, h []float32, n, from int, row []int, cur int) {
 	C, Kd, Vd, d, nv := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState, c.DState, c.NVHead
 	nxt := 1 - cur
 	x := r.x[:n*C]
@@ -91,20 +97,25 @@ func (r *recurrent) forward(c *Config, s *recScratch, dst, h []float32, n, cur i
 			r.decay[t*nv+j] = float32(math.Exp(float64(g)))
 			s.b[t*nv+j] = sigmoid32(s.b[t*nv+j])
 		}
-		s.states[t] = r.state[nxt]
+		s.states[t] = r.state[row[t]]
 	}
 	o := s.o[:n*Vd]
-	r.net.Rows(s.states[:n], r.state[cur], o, r.delta, s.q, r.k, s.v, s.b, r.decay, n)
+	r.net.Rows(s.states[:n], r.state[from], o, r.delta, s.q, r.k, s.v, s.b, r.decay, n)
 	kernels.RMSNormGated(o, o, r.norm, s.z, d, c.Eps, kernels.SiluGate)
 	r.out.MatMul(dst, o, n)
 }
 
-// rewind sets state cur to the state after the first a rows of the last forward, which
-// started from state 1-cur: the recurrence replayed from the stash, the conv window rebuilt
-// from the kept window and the stashed inputs.
-func (r *recurrent) rewind(c *Config, cur, a int) {
+// rewind sets the block to its state after the first a rows of the last forward: when
+// replay > 0, slot to receives the state after from.rows rows (slot from.slot) with the
+// stashed rows from.rows .. a-1 replayed on it (stateSlots.rollback chose them; replay 0
+// needs no work: slot from.slot is current); conv window cur (the forward wrote it, from
+// window 1-cur) is rebuilt from the pre-forward window and the stashed inputs.
+func (r *recurrent) rewind(c *Config, from kept, replay, to, cur, a int) {
+	if replay > 0 {
+		m, Kd, Vd, nv := from.rows, c.NKHead*c.DState, c.NVHead*c.DState, c.NVHead
+		r.net.Replay(r.state[to], r.state[from.slot], r.k[m*Kd:], r.delta[m*Vd:], r.decay[m*nv:], replay)
+	}
 	pre := 1 - cur
-	r.net.Replay(r.state[cur], r.state[pre], r.k, r.delta, r.decay, a)
 	C, w := c.ConvChannels(), c.ConvK-1
 	dst, old := r.conv[cur], r.conv[pre]
 	// The window after row a-1 is the last w rows of (old window, x_0..x_{a-1}).
@@ -118,10 +129,12 @@ func (r *recurrent) rewind(c *Config, cur, a int) {
 	}
 }
 
-// reset clears both states and windows.
+// reset clears every state and window.
 func (r *recurrent) reset() {
-	for i := range r.state {
-		clear(r.state[i])
-		clear(r.conv[i])
+	for _, st := range r.state {
+		clear(st)
+	}
+	for _, w := range r.conv {
+		clear(w)
 	}
 }

@@ -27,8 +27,9 @@ type Target struct {
 
 	n, capacity int // positions held; KV cache capacity
 	rewind      runtime.RewindWindow
-	cur         int // the DeltaNet blocks' current state slot
-	rows        int // rows of the last forward the current state reflects
+	slots       stateSlots // the DeltaNet blocks' state slots
+	convCur     int        // the DeltaNet blocks' current conv window (0 or 1)
+	rows        int        // rows of the last forward the current state reflects
 
 	maxBatch int
 	s        scratch
@@ -75,7 +76,8 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
 	}
 	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
-	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, capacity: opt.Context, values: v, tokens: v.Strs(schema.TokTokens)}
+	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, capacity: opt.Context, values: v, tokens: v.Strs(schema.TokTokens),
+		slots: newStateSlots(checkpoints, opt.MaxBatch)}
 	t.tokEmbd = b.Mat(schema.TokenEmbd, -1)
 	t.outNorm = b.Vec(schema.OutputNorm, -1)
 	if b.Has(schema.Output, -1) {
@@ -87,7 +89,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	for i := 0; i < cfg.NLayer; i++ {
 		l := layer{attnNorm: b.Vec(schema.AttnNorm, i), postNorm: b.Vec(schema.PostAttnNorm, i)}
 		if cfg.Recurrent[i] {
-			r := newRecurrent(&cfg, opt.MaxBatch)
+			r := newRecurrent(&cfg, opt.MaxBatch, t.slots.n())
 			r.qkv, r.gate = b.Mat(schema.AttnQKV, i), b.Mat(schema.AttnGate, i)
 			r.beta, r.alpha = b.Mat(schema.SSMBeta, i), b.Mat(schema.SSMAlpha, i)
 			r.out = b.Mat(schema.SSMOut, i)
@@ -170,8 +172,14 @@ func (t *Target) Cap() int { return t.capacity }
 
 // Rewind returns the target to its state after the first n positions, n within the last
 // Forward (runtime.Target's contract): the attention blocks drop their cache rows, the
-// DeltaNet blocks recompute the state after row n-s-1 of that forward from the state
-// before it and the forward's stash (kernels.DeltaNetLayer.Replay), bit for bit.
+// DeltaNet blocks return to their state after row a = n-s of that forward (s its first
+// position). A forward of k rows keeps the state before it and the states after rows k/3
+// and 2k/3 (the checkpoints; rows 5 and 10 of a 16-row verify forward): a is free when it
+// is 0, a checkpoint's row or k; otherwise the block replays the rows from the nearest kept
+// state below a with the forward's stash (kernels.DeltaNetLayer.Replay), bit for bit the
+// state the forward computed: one pass over the state plus at most 5 rows' arithmetic for
+// k = 16. Rolling back never invalidates the kept states, so a second Rewind lower within
+// the window works the same way.
 func (t *Target) Rewind(n int) error {
 	if err := t.rewind.Check(t.Name(), n); err != nil {
 		return err
@@ -184,11 +192,13 @@ func (t *Target) Rewind(n int) error {
 }
 
 // rollback sets every DeltaNet block's current state and conv window to those after the
-// first a rows of the last forward.
+// first a rows of the last forward (a below the rows the current state reflects).
 func (t *Target) rollback(a int) {
+	to := t.slots.final
+	from, replay := t.slots.rollback(a)
 	for i := range t.layers {
 		if r := t.layers[i].rec; r != nil {
-			r.rewind(&t.Config, t.cur, a)
+			r.rewind(&t.Config, from, replay, to, t.convCur, a)
 		}
 	}
 	t.rows = a
@@ -196,7 +206,8 @@ func (t *Target) rollback(a int) {
 
 // Reset empties the target: no cached position, zero recurrent states.
 func (t *Target) Reset() {
-	t.n, t.rows, t.cur = 0, 0, 0
+	t.n, t.rows, t.convCur = 0, 0, 0
+	t.slots.reset()
 	t.rewind.Reset()
 	for i := range t.layers {
 		if r := t.layers[i].rec; r != nil {
@@ -254,11 +265,12 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		out.Hidden[k] = model.Grow(out.Hidden[k], n*E)
 	}
 	x, h, mix, ffo := s.x[:n*E], s.h[:n*E], s.mix[:n*E], s.ffOut[:n*E]
+	from := t.slots.plan(n)
 	for li := range t.layers {
 		l := &t.layers[li]
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
 		if l.rec != nil {
-			l.rec.forward(c, &s.rec, mix, h, n, t.cur)
+			l.rec.forward(c, &s.rec, mix, h, n, from, t.slots.row, t.convCur)
 		} else {
 			l.att.forward(c, &s.att, mix, h, n, L)
 		}
@@ -276,7 +288,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 			}
 		}
 	}
-	t.cur, t.rows = 1-t.cur, n
+	t.convCur, t.rows = 1-t.convCur, n
 	t.n = L + n
 	t.rewind.Forwarded(L, L+n)
 	V := c.NVocab

@@ -2,6 +2,7 @@ package qwen35
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -250,53 +251,124 @@ func sameBits(t *testing.T, what string, row int, a, b []float32) {
 	}
 }
 
+// withCheckpoints runs f with the checkpoints count set to ck (targets loaded inside f get
+// ck+2 state slots per DeltaNet block).
+func withCheckpoints(t *testing.T, ck int, f func(t *testing.T)) {
+	t.Helper()
+	defer func(old int) { checkpoints = old }(checkpoints)
+	checkpoints = ck
+	t.Run(fmt.Sprintf("checkpoints=%d", ck), f)
+}
+
 // TestRewindEveryRow: after a verify forward of k rows, Rewind to every s+a (0 <= a <= k)
 // and continuing gives bit for bit what a target that never saw the rejected rows gives
-// (the recurrent state replayed, the conv window rebuilt, the KV cache trimmed); a second
-// Rewind lower within the window works too.
+// (the recurrent state replayed or taken from a kept slot, the conv window rebuilt, the KV
+// cache trimmed); a second Rewind lower within the window works too. It runs with 0 to 3
+// checkpoints and blocks of 7 and 16 rows (the checkpoints at rows 3; 2, 4; 1, 3, 5 and 8;
+// 5, 10; 4, 8, 12: every a is each checkpoint's m-1, m or m+1, or 0 or k).
 func TestRewindEveryRow(t *testing.T) {
-	for _, name := range []string{"dense", "moe", "wide-heads"} {
-		spec := variants()[name]
-		t.Run(name, func(t *testing.T) {
-			m := testmodel.BuildQwen35(spec, 7)
-			prompt := randTokens(6, spec.Vocab, 1)
-			block := randTokens(7, spec.Vocab, 2)
-			next := randTokens(3, spec.Vocab, 3)
-			k := len(block)
-			tg := openTarget(t, m, runtime.Options{Context: 64})
-			plain := openTarget(t, m, runtime.Options{Context: 64})
+	for _, ck := range []int{0, 1, 2, 3} {
+		withCheckpoints(t, ck, func(t *testing.T) {
+			for _, name := range []string{"dense", "moe", "wide-heads"} {
+				for _, k := range []int{7, 16} {
+					if testing.Short() && (name != "dense" || ck == 3) && k == 16 {
+						continue // the 7-row block covers every slot case; -short keeps one 16-row run per count
+					}
+					t.Run(fmt.Sprintf("%s/k=%d", name, k), func(t *testing.T) { rewindEveryRow(t, variants()[name], k) })
+				}
+			}
+		})
+	}
+}
+
+func rewindEveryRow(t *testing.T, spec testmodel.Qwen35Spec, k int) {
+	m := testmodel.BuildQwen35(spec, 7)
+	prompt := randTokens(6, spec.Vocab, 1)
+	block := randTokens(k, spec.Vocab, 2)
+	next := randTokens(3, spec.Vocab, 3)
+	tg := openTarget(t, m, runtime.Options{Context: 64})
+	plain := openTarget(t, m, runtime.Options{Context: 64})
+	V := spec.Vocab
+	var st, sp runtime.Step
+	for a := k; a >= 0; a-- {
+		tg.Reset()
+		plain.Reset()
+		if err := tg.Forward(prompt, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Forward(block, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if a < k { // first a rewind above a, then to a: the window narrows
+			if err := tg.Rewind(len(prompt) + (a+k)/2 + 1); err != nil && (a+k)/2+1 <= k {
+				t.Fatal(err)
+			}
+		}
+		if err := tg.Rewind(len(prompt) + a); err != nil {
+			t.Fatalf("Rewind to row %d: %v", a, err)
+		}
+		if tg.Len() != len(prompt)+a {
+			t.Fatalf("Len %d after Rewind(%d)", tg.Len(), len(prompt)+a)
+		}
+		if err := tg.Forward(next, 0, []int{0}, &st); err != nil {
+			t.Fatal(err)
+		}
+		seq := append(append(append([]int(nil), prompt...), block[:a]...), next...)
+		if err := plain.Forward(seq, len(seq)-len(next), []int{0}, &sp); err != nil {
+			t.Fatal(err)
+		}
+		off := len(seq) - len(next)
+		for i := range next {
+			sameBits(t, fmt.Sprintf("row %d: logits after rewind", a), i, st.Logits[i*V:(i+1)*V], sp.Logits[(off+i)*V:(off+i+1)*V])
+		}
+	}
+}
+
+// TestRewindRounds runs speculative-style rounds on one target (a verify forward of 1 to
+// 16 rows, a Rewind to a random row, sometimes two): every round's kept rows must give
+// bit for bit the logits a plain target computes for the same history one token at a
+// time, so the state slots stay right across rounds whichever slot each rollback left
+// current (kept, replayed or final).
+func TestRewindRounds(t *testing.T) {
+	for _, ck := range []int{0, 1, 2} {
+		withCheckpoints(t, ck, func(t *testing.T) {
+			spec := variants()["dense"]
+			m := testmodel.BuildQwen35(spec, 9)
+			tg := openTarget(t, m, runtime.Options{Context: 256})
+			plain := openTarget(t, m, runtime.Options{Context: 256})
+			rng := rand.New(rand.NewPCG(uint64(ck), 5))
 			V := spec.Vocab
 			var st, sp runtime.Step
-			for a := k; a >= 0; a-- {
-				tg.Reset()
-				plain.Reset()
-				if err := tg.Forward(prompt, 0, nil, &st); err != nil {
-					t.Fatal(err)
+			rounds := 24
+			if testing.Short() {
+				rounds = 10
+			}
+			for r := range rounds {
+				k := 1 + rng.IntN(16)
+				if tg.Len()+k > tg.Cap() {
+					break
 				}
+				block := randTokens(k, spec.Vocab, uint64(100+r))
 				if err := tg.Forward(block, 0, nil, &st); err != nil {
 					t.Fatal(err)
 				}
-				if a < k { // first a rewind above a, then to a: the window narrows
-					if err := tg.Rewind(len(prompt) + (a+k)/2 + 1); err != nil && (a+k)/2+1 <= k {
+				a := rng.IntN(k + 1)
+				if a < k && rng.IntN(3) == 0 { // a first rewind between a and k
+					if err := tg.Rewind(plain.Len() + a + 1 + rng.IntN(k-a)); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if err := tg.Rewind(len(prompt) + a); err != nil {
-					t.Fatalf("Rewind to row %d: %v", a, err)
+				if err := tg.Rewind(plain.Len() + a); err != nil {
+					t.Fatalf("round %d: Rewind to row %d of %d: %v", r, a, k, err)
 				}
-				if tg.Len() != len(prompt)+a {
-					t.Fatalf("Len %d after Rewind(%d)", tg.Len(), len(prompt)+a)
+				for i := range a {
+					if err := plain.Forward(block[i:i+1], 0, nil, &sp); err != nil {
+						t.Fatal(err)
+					}
+					sameBits(t, fmt.Sprintf("round %d (%d rows, kept %d): row %d's logits", r, k, a, i), 0, st.Logits[i*V:(i+1)*V], sp.Logits[:V])
 				}
-				if err := tg.Forward(next, 0, []int{0}, &st); err != nil {
-					t.Fatal(err)
-				}
-				seq := append(append(append([]int(nil), prompt...), block[:a]...), next...)
-				if err := plain.Forward(seq, len(seq)-len(next), []int{0}, &sp); err != nil {
-					t.Fatal(err)
-				}
-				off := len(seq) - len(next)
-				for i := range next {
-					sameBits(t, "logits after rewind", i, st.Logits[i*V:(i+1)*V], sp.Logits[(off+i)*V:(off+i+1)*V])
+				if tg.Len() != plain.Len() {
+					t.Fatalf("round %d: Len %d, plain %d", r, tg.Len(), plain.Len())
 				}
 			}
 		})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kimik3"
 	"github.com/dspark-dev/dspark/runtime/session"
 )
 
@@ -65,6 +66,9 @@ func (m *models) load(c *runConfig, longest int) error {
 		return err
 	}
 	if err := m.Pair.Load(runtime.Options{Context: ctx, Pack: true, Activations: c.activations}); err != nil {
+		return err
+	}
+	if err := m.setTapForm(c.tapForm); err != nil {
 		return err
 	}
 	return c.fit(m)
@@ -150,4 +154,27 @@ var cacheMemoryLimit = func() (int64, string) {
 		return phys / 2, fmt.Sprintf("half of this machine's %s of physical memory", gib(phys))
 	}
 	return 8 << 30, "the physical memory is unknown on this system"
+}
+
+// tapForms are the values of --tap-form, as kimik3.TapForm names them.
+var tapForms = []string{kimik3.TapPartialSum.String(), kimik3.TapMixed.String()}
+
+// setTapForm applies --tap-form (form "" keeps the target's default). Only targets whose
+// hidden-state taps can read more than one tensor (kimi-k3, kimi-linear) take it; for any
+// other target the flag is a usage error, never silently ignored.
+func (m *models) setTapForm(form string) error {
+	if form == "" {
+		return nil
+	}
+	t, ok := m.Target.(interface{ SetTapForm(kimik3.TapForm) })
+	if !ok {
+		return usagef("--tap-form: %s is a %s target, whose taps read one tensor; only kimi-k3 and kimi-linear targets have a tap form",
+			m.TargetName, m.TargetArch.Schema.Arch)
+	}
+	f := kimik3.TapPartialSum
+	if form == kimik3.TapMixed.String() {
+		f = kimik3.TapMixed
+	}
+	t.SetTapForm(f)
+	return nil
 }

@@ -25,6 +25,7 @@ type runFlags struct {
 	target, draft, prompt, tokens, cacheDir    string
 	demoPair                                   string
 	schedule, calibration, activations         string
+	tapForm                                    string
 	n, topK, maxDrafts, ctx, threads, logprobs int
 	temp, topP, threshold                      float64
 	seed                                       uint64
@@ -76,6 +77,7 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.noPlain, "no-plain", false, "speculative mode: skip the plain run (no speedup, no parity check)")
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
+	fl.StringVar(&f.tapForm, "tap-form", "", "kimi-k3 and kimi-linear targets: the tensor a draft's taps read, partial-sum (the block's partial sum, vLLM's K3 capture; the default) or mixed (the attention-residual mix the next block reads); docs/cli.md")
 	fl.StringVar(&f.activations, "activations", "f32", "activation precision of BF16 matrix products: f32 (exact reference, the same bits on every path), bf16 (VDPBF16PS's sums; faster where the CPU has fast AVX512_BF16, less accurate) or bf16-amx (AMX tiles' sums; verify batches nearly as cheap as one step where the CPU has AMX-BF16, less accurate)")
 	fl.BoolVar(&f.quick, "quick", false, "demo: run the small embedded pair instead of the English pair (no build, no cache)")
 	fl.StringVar(&f.demoPair, "demo", demo.PairEnglish, "demo: the pair built and run: english (a deepseek2 target, an MLA DSpark draft) or qwen35 (a Qwen3.5 hybrid target, a GQA DSpark draft)")
@@ -122,6 +124,7 @@ var flagModes = map[string][]runMode{
 	"quick":                {modeDemo},
 	"cache-dir":            {modeDemo},
 	"demo":                 {modeDemo},
+	"tap-form":             {modeSpeculative},
 }
 
 // runConfig is one `dspark run`, validated once, before anything is opened.
@@ -145,6 +148,7 @@ type runConfig struct {
 	quick         bool   // demo: the embedded pair
 	cacheDir      string // demo: the built pairs' cache ("" = the user cache)
 	demoPair      string // demo: the built pair (--demo)
+	tapForm       string // --tap-form ("": the target's default)
 	sampledOnly   bool   // demo: --temp given, so only the sampling asked for is shown
 }
 
@@ -155,7 +159,7 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 	c := &runConfig{target: f.target, draft: f.draft, prompt: f.prompt, n: f.n, seed: f.seed,
 		params:    speculative.Params{Temperature: f.temp, TopK: f.topK, TopP: f.topP},
 		maxDrafts: f.maxDrafts, threshold: f.threshold, schedule: f.schedule, calibration: f.calibration, ctx: f.ctx, threads: f.threads,
-		logprobs: f.logprobs, json: f.json, noPlain: f.noPlain, quick: f.quick, cacheDir: f.cacheDir, demoPair: f.demoPair,
+		logprobs: f.logprobs, json: f.json, noPlain: f.noPlain, quick: f.quick, cacheDir: f.cacheDir, demoPair: f.demoPair, tapForm: f.tapForm,
 		sampledOnly: fs.Changed("temp")}
 	switch {
 	case f.draftOnly:
@@ -229,6 +233,8 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("--demo chooses a built pair; --quick runs the embedded pair instead")
 	case !slices.Contains(demo.Pairs, c.demoPair):
 		return nil, usagef("--demo %q: must be one of %s", c.demoPair, strings.Join(demo.Pairs, ", "))
+	case set("tap-form") && !slices.Contains(tapForms, f.tapForm):
+		return nil, usagef("--tap-form %q: must be partial-sum or mixed", f.tapForm)
 	case set("cache-dir") && c.cacheDir == "":
 		return nil, usagef("--cache-dir is empty")
 	case set("prompt") && set("tokens"):

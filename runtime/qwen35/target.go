@@ -88,8 +88,10 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		l := layer{attnNorm: b.Vec(schema.AttnNorm, i), postNorm: b.Vec(schema.PostAttnNorm, i)}
 		if cfg.Recurrent[i] {
 			r := newRecurrent(&cfg, opt.MaxBatch)
-			r.qkv, r.gate = b.Mat(schema.AttnQKV, i), b.Mat(schema.AttnGate, i)
-			r.beta, r.alpha = b.Mat(schema.SSMBeta, i), b.Mat(schema.SSMAlpha, i)
+			if r.in = b.Stacked(i, schema.AttnQKV, schema.AttnGate, schema.SSMBeta, schema.SSMAlpha); r.in == nil {
+				r.qkv, r.gate = b.Mat(schema.AttnQKV, i), b.Mat(schema.AttnGate, i)
+				r.beta, r.alpha = b.Mat(schema.SSMBeta, i), b.Mat(schema.SSMAlpha, i)
+			}
 			r.out = b.Mat(schema.SSMOut, i)
 			r.dtBias, r.a, r.norm = b.Vec(schema.SSMDtBias, i), b.Vec(schema.SSMA, i), b.Vec(schema.SSMNorm, i)
 			if cw := b.Mat(schema.SSMConv1D, i); cw != nil {

@@ -215,11 +215,12 @@ func TestBatchBitIdentity(t *testing.T) {
 			m := testmodel.BuildQwen35(spec, 5)
 			a := openTarget(t, m, runtime.Options{Context: 64})
 			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+			c := openTarget(t, m, runtime.Options{Context: 64, Pack: true}) // packed, one row at a time (the decode paths)
 			prompt := randTokens(5, spec.Vocab, 8)
 			block := randTokens(8, spec.Vocab, 9)
 			taps := []int{0, spec.Layers - 1}
-			var sa, sb runtime.Step
-			for _, tg := range []*Target{a, b} {
+			var sa, sb, sc runtime.Step
+			for _, tg := range []*Target{a, b, c} {
 				if err := tg.Forward(prompt, 0, nil, &sa); err != nil {
 					t.Fatal(err)
 				}
@@ -232,9 +233,14 @@ func TestBatchBitIdentity(t *testing.T) {
 				if err := a.Forward([]int{id}, 0, taps, &sa); err != nil {
 					t.Fatal(err)
 				}
+				if err := c.Forward([]int{id}, 0, taps, &sc); err != nil {
+					t.Fatal(err)
+				}
 				sameBits(t, "logits", i, sa.Logits[:V], sb.Logits[i*V:(i+1)*V])
+				sameBits(t, "packed one-row logits", i, sc.Logits[:V], sb.Logits[i*V:(i+1)*V])
 				for _, k := range taps {
 					sameBits(t, "hidden", i, sa.Hidden[k][:E], sb.Hidden[k][i*E:(i+1)*E])
+					sameBits(t, "packed one-row hidden", i, sc.Hidden[k][:E], sb.Hidden[k][i*E:(i+1)*E])
 				}
 			}
 		})

@@ -19,10 +19,10 @@ type recurrent struct {
 	qkv, gate, beta, alpha, out *kernels.Mat
 	// in, when set (packed models), is qkv, gate, beta and alpha stacked into one matrix: one
 	// pass over the input for the four projections, the same bits (the four are then nil).
-	in *kernels.Mat
-	convW                       []float32 // the conv taps as kernels.Conv reads them
-	dtBias, a, norm             []float32
-	net                         kernels.DeltaNetLayer
+	in              *kernels.Mat
+	convW           []float32 // the conv taps as kernels.Conv reads them
+	dtBias, a, norm []float32
+	net             kernels.DeltaNetLayer
 
 	state [2][]float32 // StateLen each
 	conv  [2][]float32 // (ConvK-1) x ConvChannels each, oldest row first

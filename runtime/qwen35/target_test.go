@@ -11,6 +11,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // openTarget writes m to a temp dir and loads it.
@@ -382,5 +383,35 @@ func TestNextNIncomplete(t *testing.T) {
 	defer f.Close()
 	if _, err := Load(f, runtime.Options{Context: 8}); err == nil || !strings.Contains(err.Error(), "missing tensor blk.") || !strings.Contains(err.Error(), ".nextn.") {
 		t.Fatalf("load of a file with an incomplete MTP block: %v", err)
+	}
+}
+
+// TestAttentionParallel: the attention core split across goroutines by (row, head) gives
+// the bits of the serial loop, for a verify batch and for one row.
+func TestAttentionParallel(t *testing.T) {
+	spec := testmodel.DefaultQwen35()
+	m := testmodel.BuildQwen35(spec, 13)
+	serial := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	par := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	for len(par.s.att.sc) < 3 { // GOMAXPROCS may be 1: give the goroutines their buffers
+		par.s.att.sc = append(par.s.att.sc, make([]float32, par.capacity))
+	}
+	defer func(w int) { parallelWork = w; kernels.SetParallelism(0) }(parallelWork)
+	kernels.SetParallelism(3)
+	prompt, block := randTokens(11, spec.Vocab, 3), randTokens(8, spec.Vocab, 4)
+	var a, b runtime.Step
+	for _, toks := range [][]int{prompt, block, block[:1]} {
+		parallelWork = 1 << 30
+		if err := serial.Forward(toks, 0, nil, &a); err != nil {
+			t.Fatal(err)
+		}
+		parallelWork = 0
+		if err := par.Forward(toks, 0, nil, &b); err != nil {
+			t.Fatal(err)
+		}
+		V := spec.Vocab
+		for i := range toks {
+			sameBits(t, "logits", i, a.Logits[i*V:(i+1)*V], b.Logits[i*V:(i+1)*V])
+		}
 	}
 }

@@ -415,3 +415,37 @@ func TestAttentionParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestProbe: a forward under a runtime.Probe names the first operation whose output is not
+// finite (a poisoned norm weight of block 2), and a nil probe checks nothing.
+func TestProbe(t *testing.T) {
+	for _, name := range []string{"dense", "moe"} {
+		spec := variants()[name]
+		tg := openTarget(t, testmodel.BuildQwen35(spec, 17), runtime.Options{Context: 32, Pack: true})
+		var st runtime.Step
+		p := &runtime.Probe{}
+		tg.SetProbe(p)
+		if err := tg.Forward([]int{1, 2, 3}, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if p.First != nil {
+			t.Fatalf("%s: clean forward reported %+v", name, p.First)
+		}
+		tg.Reset()
+		poisoned := append([]float32(nil), tg.layers[2].postNorm...) // the weights are the read-only file
+		poisoned[0] = float32(math.Inf(1))
+		tg.layers[2].postNorm = poisoned
+		if err := tg.Forward([]int{1, 2, 3}, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		f := p.First
+		if f == nil || f.Layer != 2 || f.Op != "post-attention norm" || f.Tensor != "blk.2.post_attention_norm.weight" || f.Row != 0 || f.Index != 0 {
+			t.Fatalf("%s: probe reported %+v, want the post-attention norm of block 2, row 0, value 0", name, f)
+		}
+		tg.SetProbe(nil)
+		tg.Reset()
+		if err := tg.Forward([]int{1}, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package qwen35
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -228,5 +229,42 @@ func BenchmarkVerify8(b *testing.B) {
 				b.ReportMetric(t8.Seconds()*1e3, "ms/8-rows")
 			})
 		}
+	}
+}
+
+// TestBenchAccounting checks the byte accounting behind the decode benchmark's GB/s on tiny
+// targets (dense untied and tied, MoE): the plan's total against the sizes derived from the
+// spec, and the reference copy against the plan's spans.
+func TestBenchAccounting(t *testing.T) {
+	moe := testmodel.DefaultQwen35MoE()
+	tied := testmodel.DefaultQwen35()
+	tied.Tied = true
+	for name, spec := range map[string]testmodel.Qwen35Spec{"dense": testmodel.DefaultQwen35(), "tied": tied, "moe": moe} {
+		tg := openTarget(t, testmodel.BuildQwen35(spec, 11), runtime.Options{Context: 32})
+		rows := []int{9, 2, 9, 5}
+		var all int64
+		for i := range tg.File.Tensors {
+			all += int64(tg.File.Tensors[i].Size)
+		}
+		want := all
+		if !spec.Tied {
+			want -= int64(4*spec.Embd) * int64(spec.Vocab-3) // F32 rows of the 3 distinct tokens kept
+		}
+		if spec.Experts > 0 { // gate, up and down of Experts - Used experts per block left out
+			want -= int64(spec.Layers) * int64(spec.Experts-spec.Used) * 3 * int64(4*spec.Embd*spec.FFExp)
+		}
+		p := stepPlan(t, tg, rows)
+		if p.Total != want {
+			t.Errorf("%s: plan of %d bytes, want %d (file tensors %d)", name, p.Total, want, all)
+		}
+		p.Reference(t, 2)
+		var cat []byte
+		for _, s := range p.Spans {
+			cat = append(cat, s...)
+		}
+		if !bytes.Equal(p.Buf, cat) || len(p.Share) != 2 || len(p.Share[0])+len(p.Share[1]) != len(cat) {
+			t.Errorf("%s: the reference copy differs from the plan's spans", name)
+		}
+		p.Release()
 	}
 }

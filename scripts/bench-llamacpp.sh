@@ -31,7 +31,8 @@
 #        LLAMA_CPU          ggml CPU variant to force (e.g. zen4, haswell; default: ggml's pick)
 #        DSPARK_BENCH_DIR   cache directory for the generated GGUFs (default: a temp dir)
 #        DSPARK_BIN         the dspark binary (default bin/dspark, built from ./cmd/dspark)
-#        ROUNDS (5), TOKENS (64 decoded), PROMPT_LEN (32), THREADS ("1 2"), BENCHTIME (5x)
+#        ROUNDS (5), TOKENS (64 decoded), PROMPT_LEN (32), THREADS ("1 2"), BENCHTIME (5x),
+#        TINY (0; 1: the tiny qwen35 presets)
 set -euo pipefail
 dense=0
 qwen3=0

@@ -2,6 +2,7 @@ package qwen35
 
 import (
 	"math"
+	goruntime "runtime"
 
 	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/kernels"
@@ -24,9 +25,16 @@ type moeScratch struct {
 	w             []float32 // n x NExpertUsed renormalized weights
 	slot          []float32 // n x NExpertUsed x NEmbd: each (row, slot)'s expert output
 	sh            []float32 // n x NEmbd: the shared expert's outputs
-	in, out       []float32 // an expert's gathered rows and their outputs (n x NEmbd each)
 	first, count  []int     // per expert: its assignments' start in byExpert, their number
 	byExpert      []int     // (row x NExpertUsed + slot) indices grouped by expert
+	tasks         []int     // experts with rows, and -1 for the shared expert, largest first
+	workers       []moeWorker
+	// The call in progress, for runTask (a method value made once, so that kernels.Tasks
+	// allocates nothing).
+	m       *moe
+	h       []float32
+	n, E, K int
+	runTask func(part, task int)
 	// One row (a decode step): every chosen expert's and the shared expert's gate-up products
 	// in one kernels.MatVecs call, their down projections in another.
 	mats     []*kernels.Mat
@@ -35,15 +43,35 @@ type moeScratch struct {
 	ff       int       // the widest expert
 }
 
+// moeWorker is the private scratch of one goroutine running experts: an expert's gathered
+// rows, their outputs and the FFN scratch.
+type moeWorker struct {
+	in, out, a, b []float32
+}
+
+// moeParallelWork is the number of multiply-adds of a batch's experts below which they run
+// on the calling goroutine.
+var moeParallelWork = 1 << 20 // a variable so that tests can force parallel experts
+
+// newMoEScratch allocates the scratch of maxBatch rows, with expert scratch for each of
+// GOMAXPROCS goroutines.
 func newMoEScratch(c *Config, maxBatch int) moeScratch {
 	X, K, E := c.NExpert, c.NExpertUsed, c.NEmbd
 	ff := max(c.NFFExp, c.NFFShared)
-	return moeScratch{logits: make([]float32, maxBatch*X), probs: make([]float32, X),
+	s := moeScratch{logits: make([]float32, maxBatch*X), probs: make([]float32, X),
 		sel: make([]int, maxBatch*K), w: make([]float32, maxBatch*K), slot: make([]float32, maxBatch*K*E),
-		sh: make([]float32, maxBatch*E), in: make([]float32, maxBatch*E), out: make([]float32, maxBatch*E),
-		first: make([]int, X+1), count: make([]int, X), byExpert: make([]int, maxBatch*K),
+		sh:    make([]float32, maxBatch*E),
+		first: make([]int, X+1), count: make([]int, X), byExpert: make([]int, maxBatch*K), tasks: make([]int, 0, X+1),
 		mats: make([]*kernels.Mat, K+1), dsts: make([][]float32, K+1), xs: make([][]float32, K+1),
 		gu: make([]float32, (K+1)*2*ff), act: make([]float32, (K+1)*ff), ff: ff}
+	for range max(1, goruntime.GOMAXPROCS(0)) {
+		s.workers = append(s.workers, newMoEWorker(maxBatch, E, ff))
+	}
+	return s
+}
+
+func newMoEWorker(n, E, ff int) moeWorker {
+	return moeWorker{in: make([]float32, n*E), out: make([]float32, n*E), a: make([]float32, n*ff), b: make([]float32, 2*n*ff)}
 }
 
 // route sets sel to the chosen experts of one row's router logits (highest probability
@@ -86,12 +114,12 @@ func (s *moeScratch) route(logits []float32, sel []int, w []float32) {
 	}
 }
 
-// forward computes the MoE of n rows h into dst; a and b are FFN scratch of n rows (and 2n)
-// of the widest expert. Each routed expert runs once over the rows that chose it (the
-// kernels give a row the same bits whatever the rows beside it), one row's experts and the
-// shared expert as two kernels.MatVecs calls; a row's output is then summed in selection
-// order, so it does not depend on the batch.
-func (m *moe) forward(c *Config, s *moeScratch, dst, h []float32, n int, a, b []float32) {
+// forward computes the MoE of n rows h into dst. Each routed expert runs once over the rows
+// that chose it (the kernels give a row the same bits whatever the rows beside it), the
+// experts as tasks on several goroutines; one row's experts and the shared expert as two
+// kernels.MatVecs calls; a row's output is then summed in selection order, so it does not
+// depend on the batch or the schedule.
+func (m *moe) forward(c *Config, s *moeScratch, dst, h []float32, n int) {
 	E, X, K := c.NEmbd, c.NExpert, c.NExpertUsed
 	m.router.MatMul(s.logits[:n*X], h, n)
 	for i := range n {
@@ -100,8 +128,7 @@ func (m *moe) forward(c *Config, s *moeScratch, dst, h []float32, n int, a, b []
 	if n == 1 && m.fused(s.sel[:K]) {
 		m.oneRow(s, h[:E], E, K)
 	} else {
-		m.shared.Forward(s.sh[:n*E], h, n, a, b)
-		m.grouped(s, h, n, E, X, K, a, b)
+		m.grouped(s, h, n, E, X, K)
 	}
 	for i := range n {
 		out, hi := dst[i*E:(i+1)*E], h[i*E:(i+1)*E]
@@ -129,8 +156,10 @@ func (m *moe) fused(sel []int) bool {
 }
 
 // grouped computes, for every expert some row chose, its output over those rows into the
-// rows' slots (a counting sort of the (row, slot) assignments by expert).
-func (m *moe) grouped(s *moeScratch, h []float32, n, E, X, K int, a, b []float32) {
+// rows' slots (a counting sort of the (row, slot) assignments by expert), and the shared
+// expert over all rows into sh: tasks of kernels.Tasks, largest first, that write disjoint
+// parts of the scratch, so which goroutine runs a task changes no bit.
+func (m *moe) grouped(s *moeScratch, h []float32, n, E, X, K int) {
 	clear(s.count)
 	for _, e := range s.sel[:n*K] {
 		s.count[e]++
@@ -143,20 +172,59 @@ func (m *moe) grouped(s *moeScratch, h []float32, n, E, X, K int, a, b []float32
 		s.byExpert[s.first[e]+s.count[e]] = j
 		s.count[e]++
 	}
+	s.tasks = append(s.tasks[:0], -1)
 	for e := range X {
-		js := s.byExpert[s.first[e]:s.first[e+1]]
-		if len(js) == 0 {
-			continue
+		if s.count[e] > 0 {
+			s.tasks = append(s.tasks, e)
 		}
-		r := len(js)
-		for q, j := range js {
-			i := j / K
-			copy(s.in[q*E:(q+1)*E], h[i*E:(i+1)*E])
+	}
+	load := func(e int) int {
+		if e < 0 {
+			return n
 		}
-		m.experts[e].Forward(s.out[:r*E], s.in[:r*E], r, a, b)
-		for q, j := range js {
-			copy(s.slot[j*E:(j+1)*E], s.out[q*E:(q+1)*E])
+		return s.count[e]
+	}
+	for i := 1; i < len(s.tasks); i++ { // few tasks: a stable insertion sort by rows
+		for j := i; j > 0 && load(s.tasks[j]) > load(s.tasks[j-1]); j-- {
+			s.tasks[j], s.tasks[j-1] = s.tasks[j-1], s.tasks[j]
 		}
+	}
+	s.m, s.h, s.n, s.E, s.K = m, h, n, E, K
+	nw := min(len(s.workers), kernels.Parallelism(), len(s.tasks))
+	if (n*K+n)*3*s.ff*E < moeParallelWork {
+		nw = 1 // waking another goroutine would cost more than its share of the work
+	}
+	if nw <= 1 {
+		for k := range s.tasks {
+			s.expertTask(0, k)
+		}
+	} else {
+		if s.runTask == nil {
+			s.runTask = s.expertTask
+		}
+		kernels.Tasks(len(s.tasks), nw, s.runTask)
+	}
+	s.m, s.h = nil, nil
+}
+
+// expertTask runs task k of the call in progress (an expert over the rows that chose it, or
+// the shared expert over every row) with the scratch of goroutine part.
+func (s *moeScratch) expertTask(part, k int) {
+	w, m, h, E, K := &s.workers[part], s.m, s.h, s.E, s.K
+	e := s.tasks[k]
+	if e < 0 {
+		m.shared.Forward(s.sh[:s.n*E], h, s.n, w.a, w.b)
+		return
+	}
+	js := s.byExpert[s.first[e]:s.first[e+1]]
+	r := len(js)
+	for q, j := range js {
+		i := j / K
+		copy(w.in[q*E:(q+1)*E], h[i*E:(i+1)*E])
+	}
+	m.experts[e].Forward(w.out[:r*E], w.in[:r*E], r, w.a, w.b)
+	for q, j := range js {
+		copy(s.slot[j*E:(j+1)*E], w.out[q*E:(q+1)*E])
 	}
 }
 

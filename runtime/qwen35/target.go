@@ -281,7 +281,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		model.RMSRows(h, x, l.postNorm, n, E, c.Eps)
 		p.Check(li, "post-attention norm", schema.PostAttnNorm, h, n)
 		if l.moe != nil {
-			l.moe.forward(c, &s.moe, ffo, h, n, s.ffA, s.ffB)
+			l.moe.forward(c, &s.moe, ffo, h, n)
 			p.Check(li, "mixture of experts", "blk.{i}.ffn_*_exps/ffn_*_shexp/ffn_gate_inp.weight", ffo, n)
 		} else {
 			l.ffn.Forward(ffo, h, n, s.ffA, s.ffB)

@@ -449,3 +449,41 @@ func TestProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestMoEParallel: the experts of a batch run as tasks on several goroutines give the bits
+// of the serial loop.
+func TestMoEParallel(t *testing.T) {
+	spec := testmodel.DefaultQwen35MoE()
+	m := testmodel.BuildQwen35(spec, 19)
+	serial := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	par := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	for len(par.s.moe.workers) < 3 { // GOMAXPROCS may be 1: give the goroutines their scratch
+		par.s.moe.workers = append(par.s.moe.workers, newMoEWorker(par.maxBatch, spec.Embd, par.s.moe.ff))
+	}
+	defer func(w int) { moeParallelWork = w; kernels.SetParallelism(0) }(moeParallelWork)
+	kernels.SetParallelism(3)
+	prompt, block := randTokens(11, spec.Vocab, 5), randTokens(8, spec.Vocab, 6)
+	var a, b runtime.Step
+	rounds := [][]int{prompt}
+	for range 20 { // the workers join when they are scheduled: many batches give them the chance
+		rounds = append(rounds, block)
+	}
+	for _, toks := range rounds {
+		if serial.Len()+len(toks) > serial.Cap() {
+			serial.Reset()
+			par.Reset()
+		}
+		moeParallelWork = 1 << 62
+		if err := serial.Forward(toks, 0, nil, &a); err != nil {
+			t.Fatal(err)
+		}
+		moeParallelWork = 0
+		if err := par.Forward(toks, 0, nil, &b); err != nil {
+			t.Fatal(err)
+		}
+		V := spec.Vocab
+		for i := range toks {
+			sameBits(t, "logits", i, a.Logits[i*V:(i+1)*V], b.Logits[i*V:(i+1)*V])
+		}
+	}
+}

@@ -27,9 +27,9 @@ import (
 //
 // The targets: the file DSPARK_BENCH_QWEN35 names (scripts/bench-llamacpp.sh --qwen35 passes
 // the file it converts), or else two synthesized in-process, BF16 packed as dspark run loads
-// them: benchSpecs["small"] (dense, 348 MB read per step) and benchSpecs["small-moe"] (its
+// them: benchSpecs["small"] (dense, 341 MB read per step) and benchSpecs["small-moe"] (its
 // DeltaNet and attention blocks with 16 routed experts of 512, 4 used, and a shared expert of
-// 1024: 278 MB read per step).
+// 1024: 316 MB read per step).
 //
 // Weight bytes of a step: every tensor of the file except the embedding, of which one row
 // per distinct token is read (the whole table when it is also the head), and of each routed

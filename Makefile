@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test test-short bench-report vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets demo-qwen35 bench-demo-qwen35 clean \
+	bench-convert bench-synth bench-run bench-qwen35 bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets demo-qwen35 bench-demo-qwen35 clean \
 	vet-cross test-cross dist check-nofma
 
 all: build
@@ -98,6 +98,12 @@ bench-synth: build
 ## bench-run: target decode and speculative figures on the small preset pair.
 bench-run: build
 	./scripts/bench-run.sh $(BIN)
+
+## bench-qwen35: qwen35 and qwen35moe decode against the same-run read of the step's weight
+## bytes and verify-8 / step, 1 and 2 threads, on the small targets the benchmark synthesizes
+## (DSPARK_BENCH_QWEN35=FILE.gguf: that file instead).
+bench-qwen35:
+	$(GO) test -run '^$$' -bench '^Benchmark(TargetDecode|Verify8)$$' -benchtime 10x -count 5 ./runtime/qwen35
 
 ## bench-demo: the English demo pair's speedup, tau and cost split at one and two threads,
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).

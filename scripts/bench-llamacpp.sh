@@ -8,7 +8,7 @@
 # use into $DSPARK_LLAMA_DIR with `npm install` (nothing is downloaded at run time). Each
 # round runs, for every thread count, llama.cpp with flash attention off and on, and
 # `dspark run --threads T` (GOMAXPROCS = T), alternating the order from round to round, then
-# the file architecture's BenchmarkTargetDecode (runtime/deepseek2 or runtime/qwen3) for the streaming read of the same bytes
+# the file architecture's BenchmarkTargetDecode (runtime/deepseek2, runtime/qwen3 or runtime/qwen35) for the streaming read of the same bytes
 # (kernels.StreamRead of the step's weights). Every run decodes the same fixed token-id prompt greedily for the
 # same number of tokens and is timed from the first generated token to the last (prompt
 # processing excluded on both sides). scripts/llamacpp-report.mjs prints the medians and the
@@ -17,20 +17,22 @@
 # an F32 KV cache (the exact-arithmetic check).
 #
 # Usage: scripts/bench-llamacpp.sh [--dense | --qwen3 | --qwen35 [--moe]] [--no-compare] [FILE.gguf]
-#   FILE.gguf     any deepseek2 or qwen3 GGUF; without it the `small` preset target of
-#                 scripts/bench-run.sh (MoE, 232M parameters), or with --dense its all-dense
-#                 variant (244M parameters, 16 dense layers), or with --qwen3 the small qwen3
-#                 target (149M parameters, 232 MB read per step), or with --qwen35 the tiny
-#                 Qwen3.5 hybrid (--moe: the MoE variant with an MTP block, in the multimodal
-#                 wrapper), is synthesized and converted. qwen35 files get the agreement check
-#                 only (runtime/qwen35 has no decode-vs-read benchmark yet).
+#   FILE.gguf     any deepseek2, qwen3, qwen35 or qwen35moe GGUF; without it the `small` preset
+#                 target of scripts/bench-run.sh (MoE, 232M parameters), or with --dense its
+#                 all-dense variant (244M parameters, 16 dense layers), or with --qwen3 the
+#                 small qwen3 target (149M parameters, 232 MB read per step), or with --qwen35
+#                 the small Qwen3.5 hybrid (6 DeltaNet and 2 attention layers, ~372 MB read per
+#                 step; --moe: the MoE variant, 16 experts of which 4 used, ~322 MB, with an MTP
+#                 block, in the multimodal wrapper; TINY=1: the tiny presets, for a quick
+#                 agreement check), is synthesized and converted.
 #   --no-compare  skip the token/logit comparison
 # Env:   DSPARK_LLAMA_DIR   node-llama-cpp install directory (default ~/.cache/dspark/llama)
 #        NODE_LLAMA_CPP_VERSION   the version installed there (default 3.22.1)
 #        LLAMA_CPU          ggml CPU variant to force (e.g. zen4, haswell; default: ggml's pick)
 #        DSPARK_BENCH_DIR   cache directory for the generated GGUFs (default: a temp dir)
 #        DSPARK_BIN         the dspark binary (default bin/dspark, built from ./cmd/dspark)
-#        ROUNDS (5), TOKENS (64 decoded), PROMPT_LEN (32), THREADS ("1 2"), BENCHTIME (5x)
+#        ROUNDS (5), TOKENS (64 decoded), PROMPT_LEN (32), THREADS ("1 2"), BENCHTIME (5x),
+#        TINY (0; 1: the tiny qwen35 presets)
 set -euo pipefail
 dense=0
 qwen3=0
@@ -133,9 +135,9 @@ if [ -z "$model" ]; then
   if [ "$qwen35" = 1 ]; then
     name=target-qwen35
     flags=(--arch qwen35)
-    preset=tiny
+    [ "${TINY:-0}" = 0 ] || { preset=tiny; name=$name-tiny; }
     if [ "$moe" = 1 ]; then
-      name=target-qwen35moe
+      name=${name/qwen35/qwen35moe}
       flags=(--arch qwen35 --moe --mtp 1 --wrapper)
     fi
   fi
@@ -165,17 +167,15 @@ for t in $threads; do [ "$t" -gt "$maxt" ] && maxt=$t; done
 # The read limit comes from the benchmark of the file's own architecture.
 arch=$(node -p "JSON.parse(require('fs').readFileSync('$dir/inspect.json', 'utf8')).metadata.find((m) => m.key === 'general.architecture').value")
 timing=1
+pkg=$arch
 case $arch in
 deepseek2) benchenv=DSPARK_BENCH_TARGET ;;
 qwen3) benchenv=DSPARK_BENCH_QWEN3 ;;
-qwen35 | qwen35moe)
-  timing=0
-  echo "bench-llamacpp: $arch: the agreement check only (runtime/qwen35 has no decode-vs-read benchmark yet)" >&2
-  ;;
+qwen35 | qwen35moe) benchenv=DSPARK_BENCH_QWEN35 pkg=qwen35 ;;
 *) echo "bench-llamacpp: $model: architecture $arch is not a target dspark runs" >&2; exit 2 ;;
 esac
 [ "$timing" = 1 ] || [ "$compare" = 1 ] || { echo "bench-llamacpp: nothing to do (--no-compare on $arch)" >&2; exit 2; }
-[ "$timing" = 0 ] || go test -c -o "$dir/runtime.test" "./runtime/$arch/"
+[ "$timing" = 0 ] || go test -c -o "$dir/runtime.test" "./runtime/$pkg/"
 llama() { # llama THREADS FLASH OUTFILE
   (cd "$dir" && DSPARK_LLAMA_DIR=$run_dir node "$here/llamacpp-decode.mjs" --model "$model" \
     --tokens "$prompt" -n "$ntok" --threads "$1" --flash "$2" >"$3" 2>"$3.err") ||

@@ -43,11 +43,11 @@ if (cmd === "prompt") {
   const files = readdirSync(dir);
   const rounds = [...new Set(files.map((f) => /^r(\d+)-/.exec(f)?.[1]).filter(Boolean).map(Number))].sort((a, b) => a - b);
   const json = (f) => JSON.parse(readFileSync(join(dir, f), "utf8"));
-  // BenchmarkTargetDecode/threads=T-P  N  ns/op  (value unit)...
+  // BenchmarkTargetDecode/[file/]threads=T-P  N  ns/op  (value unit)...
   const readBench = (r) => {
     const out = {};
     for (const line of readFileSync(join(dir, `r${r}-read.txt`), "utf8").split("\n")) {
-      const m = /^BenchmarkTargetDecode\/threads=(\d+)(-\d+)?\s+\d+\s+(.*)$/.exec(line);
+      const m = /^BenchmarkTargetDecode\/(?:file\/)?threads=(\d+)(-\d+)?\s+\d+\s+(.*)$/.exec(line);
       if (!m) continue;
       const f = m[3].trim().split(/\s+/);
       const v = {};

@@ -2,6 +2,7 @@ package qwen35
 
 import (
 	"math"
+	goruntime "runtime"
 
 	"github.com/dspark-dev/dspark/runtime/internal/model"
 	"github.com/dspark-dev/dspark/runtime/kernels"
@@ -18,15 +19,40 @@ type gated struct {
 
 // attScratch is the per-forward scratch of the attention blocks (MaxBatch rows).
 type attScratch struct {
-	qf, k, v, qkv, q, gate, att, sc []float32
-	cs                              []float32 // per row: the RoPE table of its position
+	qf, k, v, qkv, q, gate, att []float32
+	sc                          [][]float32 // per goroutine: the scores of one (row, head)
+	cs                          []float32   // per row: the RoPE table of its position
+	// The call in progress, for share (a method value made once, so that kernels.Tasks
+	// allocates nothing).
+	g     *gated
+	c     *Config
+	L     int
+	share func(part, task int)
 }
 
+// parallelWork is the number of multiply-adds below which the attention core runs on the
+// calling goroutine (handing (row, head) units to another would cost more than it saves).
+var parallelWork = 1 << 17 // a variable so that tests can force the parallel path
+
+// newAttScratch allocates the scratch of maxBatch rows, with a score buffer of capacity
+// positions for each of GOMAXPROCS goroutines.
 func newAttScratch(c *Config, maxBatch, capacity int) attScratch {
+	workers := goruntime.GOMAXPROCS(0)
 	Q, KV := c.NHead*c.HeadDim, c.KVWidth()
-	return attScratch{qf: make([]float32, maxBatch*2*Q), k: make([]float32, maxBatch*KV), v: make([]float32, maxBatch*KV),
+	s := attScratch{qf: make([]float32, maxBatch*2*Q), k: make([]float32, maxBatch*KV), v: make([]float32, maxBatch*KV),
 		qkv: make([]float32, maxBatch*(2*Q+2*KV)), q: make([]float32, maxBatch*Q), gate: make([]float32, maxBatch*Q),
-		att: make([]float32, maxBatch*Q), sc: make([]float32, capacity), cs: make([]float32, maxBatch*c.NRot)}
+		att: make([]float32, maxBatch*Q), sc: make([][]float32, max(workers, 1)), cs: make([]float32, maxBatch*c.NRot)}
+	for w := range s.sc {
+		s.sc[w] = make([]float32, capacity)
+	}
+	return s
+}
+
+// runShare computes unit u (row u / NHead, head u % NHead) of the call in progress with the
+// score buffer of goroutine part (a task of kernels.Tasks).
+func (s *attScratch) runShare(part, u int) {
+	H := s.c.NHead
+	s.g.head(s.c, s, u/H, u%H, s.L, s.sc[part])
 }
 
 // ropeNeox rotates the pairs (v[i], v[i+r/2]) of the first r = len(cs) values of v by the
@@ -67,30 +93,44 @@ func (g *gated) forward(c *Config, s *attScratch, dst, h []float32, n, L int) {
 		copy(g.k[(L+i)*KV:(L+i+1)*KV], k)
 		copy(g.v[(L+i)*KV:(L+i+1)*KV], s.v[i*KV:(i+1)*KV])
 	}
-	scale := float32(1 / math.Sqrt(float64(D)))
-	group := H / c.NHeadKV
-	for i := range n {
-		end := L + i + 1
-		for hd := range H {
-			kv := (hd / group) * D
-			q := s.q[i*Q+hd*D : i*Q+(hd+1)*D]
-			sc := s.sc[:end]
-			kernels.DotRows(q, g.k[kv:], KV, sc)
-			mx := kernels.ScaleMaxNaN(sc, scale)
-			sum := kernels.ExpShift(sc, mx)
-			out := s.att[i*Q+hd*D : i*Q+(hd+1)*D]
-			clear(out)
-			kernels.AxpyRows(out, sc, g.v[kv:], KV)
-			inv := float32(1 / sum)
-			if mx != mx || mx > math.MaxFloat32 {
-				inv = float32(math.NaN())
-			}
-			kernels.Scale(out, inv)
-			gate := s.gate[i*Q+hd*D : i*Q+(hd+1)*D]
-			for j := range out {
-				out[j] *= sigmoid32(gate[j])
-			}
+	units := n * H
+	workers := min(len(s.sc), kernels.Parallelism(), units)
+	if workers <= 1 || units*(L+n)*D < parallelWork {
+		for u := range units {
+			g.head(c, s, u/H, u%H, L, s.sc[0])
 		}
+	} else {
+		if s.share == nil {
+			s.share = s.runShare
+		}
+		s.g, s.c, s.L = g, c, L
+		kernels.Tasks(units, workers, s.share)
+		s.g, s.c = nil, nil
 	}
 	g.o.MatMul(dst, s.att[:n*Q], n)
+}
+
+// head computes the gated attention output of row i's query head hd (row i at position
+// L+i sees positions 0..L+i of the cache) with the score buffer sc: the same kernel calls
+// whatever the batch, the goroutine or the other units.
+func (g *gated) head(c *Config, s *attScratch, i, hd, L int, sc []float32) {
+	D, H, Q, KV := c.HeadDim, c.NHead, c.NHead*c.HeadDim, c.KVWidth()
+	kv := (hd / (H / c.NHeadKV)) * D
+	q := s.q[i*Q+hd*D : i*Q+(hd+1)*D]
+	sc = sc[:L+i+1]
+	kernels.DotRows(q, g.k[kv:], KV, sc)
+	mx := kernels.ScaleMaxNaN(sc, float32(1/math.Sqrt(float64(D))))
+	sum := kernels.ExpShift(sc, mx)
+	out := s.att[i*Q+hd*D : i*Q+(hd+1)*D]
+	clear(out)
+	kernels.AxpyRows(out, sc, g.v[kv:], KV)
+	inv := float32(1 / sum)
+	if mx != mx || mx > math.MaxFloat32 {
+		inv = float32(math.NaN())
+	}
+	kernels.Scale(out, inv)
+	gate := s.gate[i*Q+hd*D : i*Q+(hd+1)*D]
+	for j := range out {
+		out[j] *= sigmoid32(gate[j])
+	}
 }

@@ -20,9 +20,12 @@ import (
 // inputs.
 type recurrent struct {
 	qkv, gate, beta, alpha, out *kernels.Mat
-	convW                       []float32 // the conv taps as kernels.Conv reads them
-	dtBias, a, norm             []float32
-	net                         kernels.DeltaNetLayer
+	// in, when set (packed models), is qkv, gate, beta and alpha stacked into one matrix: one
+	// pass over the input for the four projections, the same bits (the four are then nil).
+	in              *kernels.Mat
+	convW           []float32 // the conv taps as kernels.Conv reads them
+	dtBias, a, norm []float32
+	net             kernels.DeltaNetLayer
 
 	state [][]float32  // StateLen each
 	conv  [2][]float32 // (ConvK-1) x ConvChannels each, oldest row first
@@ -33,6 +36,7 @@ type recurrent struct {
 // recScratch is the per-forward scratch of the DeltaNet blocks (MaxBatch rows).
 type recScratch struct {
 	y, q, v, z, b, al, o []float32
+	proj                 []float32 // rows of the stacked projections: qkv, gate, beta, alpha
 	states               [][]float32
 }
 
@@ -56,7 +60,7 @@ func newRecScratch(c *Config, maxBatch int) recScratch {
 	C, Kd, Vd := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState
 	return recScratch{y: make([]float32, maxBatch*C), q: make([]float32, maxBatch*Kd), v: make([]float32, maxBatch*Vd),
 		z: make([]float32, maxBatch*Vd), b: make([]float32, maxBatch*c.NVHead), al: make([]float32, maxBatch*c.NVHead),
-		o: make([]float32, maxBatch*Vd), states: make([][]float32, maxBatch)}
+		o: make([]float32, maxBatch*Vd), proj: make([]float32, maxBatch*(C+Vd+2*c.NVHead)), states: make([][]float32, maxBatch)}
 }
 
 // softplus is ggml's: x above 20 passes through, else log(1 + e^x) (float64, rounded once).
@@ -78,10 +82,23 @@ func (r *recurrent) forward(c *Config, s *recScratch, dst, h []float32, n, from 
 	C, Kd, Vd, d, nv := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState, c.DState, c.NVHead
 	nxt := 1 - cur
 	x := r.x[:n*C]
-	r.qkv.MatMul(x, h, n)
-	r.gate.MatMul(s.z[:n*Vd], h, n)
-	r.beta.MatMul(s.b[:n*nv], h, n)
-	r.alpha.MatMul(s.al[:n*nv], h, n)
+	if r.in != nil {
+		W := C + Vd + 2*nv
+		p := s.proj[:n*W]
+		r.in.MatMul(p, h, n)
+		for t := range n {
+			row := p[t*W : (t+1)*W]
+			copy(x[t*C:(t+1)*C], row[:C])
+			copy(s.z[t*Vd:(t+1)*Vd], row[C:C+Vd])
+			copy(s.b[t*nv:(t+1)*nv], row[C+Vd:C+Vd+nv])
+			copy(s.al[t*nv:(t+1)*nv], row[C+Vd+nv:])
+		}
+	} else {
+		r.qkv.MatMul(x, h, n)
+		r.gate.MatMul(s.z[:n*Vd], h, n)
+		r.beta.MatMul(s.b[:n*nv], h, n)
+		r.alpha.MatMul(s.al[:n*nv], h, n)
+	}
 	for t := range n {
 		in := r.conv[cur]
 		if t > 0 {

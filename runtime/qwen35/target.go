@@ -36,9 +36,17 @@ type Target struct {
 	weights  *model.Binder
 	values   *schema.Values
 	numerics runtime.Numerics
+	probe    *runtime.Probe
 }
 
-var _ runtime.Target = (*Target)(nil)
+var (
+	_ runtime.Target = (*Target)(nil)
+	_ runtime.Probed = (*Target)(nil)
+)
+
+// SetProbe checks every operation of the forwards that follow with p (nil: none), for the
+// diagnostic re-run of a forward that produced a non-finite value (runtime.Probed).
+func (t *Target) SetProbe(p *runtime.Probe) { t.probe = p }
 
 // layer is one block: its norms, its mixer (rec or att) and its feed-forward (ffn or moe).
 type layer struct {
@@ -90,8 +98,10 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		l := layer{attnNorm: b.Vec(schema.AttnNorm, i), postNorm: b.Vec(schema.PostAttnNorm, i)}
 		if cfg.Recurrent[i] {
 			r := newRecurrent(&cfg, opt.MaxBatch, t.slots.n())
-			r.qkv, r.gate = b.Mat(schema.AttnQKV, i), b.Mat(schema.AttnGate, i)
-			r.beta, r.alpha = b.Mat(schema.SSMBeta, i), b.Mat(schema.SSMAlpha, i)
+			if r.in = b.Stacked(i, schema.AttnQKV, schema.AttnGate, schema.SSMBeta, schema.SSMAlpha); r.in == nil {
+				r.qkv, r.gate = b.Mat(schema.AttnQKV, i), b.Mat(schema.AttnGate, i)
+				r.beta, r.alpha = b.Mat(schema.SSMBeta, i), b.Mat(schema.SSMAlpha, i)
+			}
 			r.out = b.Mat(schema.SSMOut, i)
 			r.dtBias, r.a, r.norm = b.Vec(schema.SSMDtBias, i), b.Vec(schema.SSMA, i), b.Vec(schema.SSMNorm, i)
 			if cw := b.Mat(schema.SSMConv1D, i); cw != nil {
@@ -266,22 +276,31 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	}
 	x, h, mix, ffo := s.x[:n*E], s.h[:n*E], s.mix[:n*E], s.ffOut[:n*E]
 	from := t.slots.plan(n)
+	p := t.probe
+	p.Check(-1, "token embedding", schema.TokenEmbd, x, n)
 	for li := range t.layers {
 		l := &t.layers[li]
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
+		p.Check(li, "attention norm", schema.AttnNorm, h, n)
 		if l.rec != nil {
 			l.rec.forward(c, &s.rec, mix, h, n, from, t.slots.row, t.convCur)
+			p.Check(li, "gated deltanet", "blk.{i}.attn_qkv/attn_gate/ssm_*.weight", mix, n)
 		} else {
 			l.att.forward(c, &s.att, mix, h, n, L)
+			p.Check(li, "gated attention", "blk.{i}.attn_q/k/v/q_norm/k_norm/output.weight", mix, n)
 		}
 		model.AddTo(x, mix)
 		model.RMSRows(h, x, l.postNorm, n, E, c.Eps)
+		p.Check(li, "post-attention norm", schema.PostAttnNorm, h, n)
 		if l.moe != nil {
-			l.moe.forward(c, &s.moe, ffo, h, n, s.ffA, s.ffB)
+			l.moe.forward(c, &s.moe, ffo, h, n)
+			p.Check(li, "mixture of experts", "blk.{i}.ffn_*_exps/ffn_*_shexp/ffn_gate_inp.weight", ffo, n)
 		} else {
 			l.ffn.Forward(ffo, h, n, s.ffA, s.ffB)
+			p.Check(li, "feed-forward", "blk.{i}.ffn_gate/up/down.weight", ffo, n)
 		}
 		model.AddTo(x, ffo)
+		p.Check(li, "residual sum", "", x, n)
 		for _, tk := range taps {
 			if tk == li {
 				copy(out.Hidden[tk], x)
@@ -299,7 +318,9 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	if logitsFrom < n {
 		m := n - logitsFrom
 		model.RMSRows(h[:m*E], x[logitsFrom*E:], t.outNorm, m, E, c.Eps)
+		p.Check(-1, "output norm", schema.OutputNorm, h[:m*E], m)
 		t.output.MatMul(out.Logits[logitsFrom*V:n*V], h[:m*E], m)
+		p.Check(-1, "output head", schema.Output+" (or token_embd.weight when tied)", out.Logits[logitsFrom*V:n*V], m)
 	}
 	return nil
 }

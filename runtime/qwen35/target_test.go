@@ -12,6 +12,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
 // openTarget writes m to a temp dir and loads it.
@@ -216,11 +217,12 @@ func TestBatchBitIdentity(t *testing.T) {
 			m := testmodel.BuildQwen35(spec, 5)
 			a := openTarget(t, m, runtime.Options{Context: 64})
 			b := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+			c := openTarget(t, m, runtime.Options{Context: 64, Pack: true}) // packed, one row at a time (the decode paths)
 			prompt := randTokens(5, spec.Vocab, 8)
 			block := randTokens(8, spec.Vocab, 9)
 			taps := []int{0, spec.Layers - 1}
-			var sa, sb runtime.Step
-			for _, tg := range []*Target{a, b} {
+			var sa, sb, sc runtime.Step
+			for _, tg := range []*Target{a, b, c} {
 				if err := tg.Forward(prompt, 0, nil, &sa); err != nil {
 					t.Fatal(err)
 				}
@@ -233,9 +235,14 @@ func TestBatchBitIdentity(t *testing.T) {
 				if err := a.Forward([]int{id}, 0, taps, &sa); err != nil {
 					t.Fatal(err)
 				}
+				if err := c.Forward([]int{id}, 0, taps, &sc); err != nil {
+					t.Fatal(err)
+				}
 				sameBits(t, "logits", i, sa.Logits[:V], sb.Logits[i*V:(i+1)*V])
+				sameBits(t, "packed one-row logits", i, sc.Logits[:V], sb.Logits[i*V:(i+1)*V])
 				for _, k := range taps {
 					sameBits(t, "hidden", i, sa.Hidden[k][:E], sb.Hidden[k][i*E:(i+1)*E])
+					sameBits(t, "packed one-row hidden", i, sc.Hidden[k][:E], sb.Hidden[k][i*E:(i+1)*E])
 				}
 			}
 		})
@@ -448,5 +455,107 @@ func TestNextNIncomplete(t *testing.T) {
 	defer f.Close()
 	if _, err := Load(f, runtime.Options{Context: 8}); err == nil || !strings.Contains(err.Error(), "missing tensor blk.") || !strings.Contains(err.Error(), ".nextn.") {
 		t.Fatalf("load of a file with an incomplete MTP block: %v", err)
+	}
+}
+
+// TestAttentionParallel: the attention core split across goroutines by (row, head) gives
+// the bits of the serial loop, for a verify batch and for one row.
+func TestAttentionParallel(t *testing.T) {
+	spec := testmodel.DefaultQwen35()
+	m := testmodel.BuildQwen35(spec, 13)
+	serial := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	par := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	for len(par.s.att.sc) < 3 { // GOMAXPROCS may be 1: give the goroutines their buffers
+		par.s.att.sc = append(par.s.att.sc, make([]float32, par.capacity))
+	}
+	defer func(w int) { parallelWork = w; kernels.SetParallelism(0) }(parallelWork)
+	kernels.SetParallelism(3)
+	prompt, block := randTokens(11, spec.Vocab, 3), randTokens(8, spec.Vocab, 4)
+	var a, b runtime.Step
+	for _, toks := range [][]int{prompt, block, block[:1]} {
+		parallelWork = 1 << 30
+		if err := serial.Forward(toks, 0, nil, &a); err != nil {
+			t.Fatal(err)
+		}
+		parallelWork = 0
+		if err := par.Forward(toks, 0, nil, &b); err != nil {
+			t.Fatal(err)
+		}
+		V := spec.Vocab
+		for i := range toks {
+			sameBits(t, "logits", i, a.Logits[i*V:(i+1)*V], b.Logits[i*V:(i+1)*V])
+		}
+	}
+}
+
+// TestProbe: a forward under a runtime.Probe names the first operation whose output is not
+// finite (a poisoned norm weight of block 2), and a nil probe checks nothing.
+func TestProbe(t *testing.T) {
+	for _, name := range []string{"dense", "moe"} {
+		spec := variants()[name]
+		tg := openTarget(t, testmodel.BuildQwen35(spec, 17), runtime.Options{Context: 32, Pack: true})
+		var st runtime.Step
+		p := &runtime.Probe{}
+		tg.SetProbe(p)
+		if err := tg.Forward([]int{1, 2, 3}, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if p.First != nil {
+			t.Fatalf("%s: clean forward reported %+v", name, p.First)
+		}
+		tg.Reset()
+		poisoned := append([]float32(nil), tg.layers[2].postNorm...) // the weights are the read-only file
+		poisoned[0] = float32(math.Inf(1))
+		tg.layers[2].postNorm = poisoned
+		if err := tg.Forward([]int{1, 2, 3}, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		f := p.First
+		if f == nil || f.Layer != 2 || f.Op != "post-attention norm" || f.Tensor != "blk.2.post_attention_norm.weight" || f.Row != 0 || f.Index != 0 {
+			t.Fatalf("%s: probe reported %+v, want the post-attention norm of block 2, row 0, value 0", name, f)
+		}
+		tg.SetProbe(nil)
+		tg.Reset()
+		if err := tg.Forward([]int{1}, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMoEParallel: the experts of a batch run as tasks on several goroutines give the bits
+// of the serial loop.
+func TestMoEParallel(t *testing.T) {
+	spec := testmodel.DefaultQwen35MoE()
+	m := testmodel.BuildQwen35(spec, 19)
+	serial := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	par := openTarget(t, m, runtime.Options{Context: 64, Pack: true})
+	for len(par.s.moe.workers) < 3 { // GOMAXPROCS may be 1: give the goroutines their scratch
+		par.s.moe.workers = append(par.s.moe.workers, newMoEWorker(par.maxBatch, spec.Embd, par.s.moe.ff))
+	}
+	defer func(w int) { moeParallelWork = w; kernels.SetParallelism(0) }(moeParallelWork)
+	kernels.SetParallelism(3)
+	prompt, block := randTokens(11, spec.Vocab, 5), randTokens(8, spec.Vocab, 6)
+	var a, b runtime.Step
+	rounds := [][]int{prompt}
+	for range 20 { // the workers join when they are scheduled: many batches give them the chance
+		rounds = append(rounds, block)
+	}
+	for _, toks := range rounds {
+		if serial.Len()+len(toks) > serial.Cap() {
+			serial.Reset()
+			par.Reset()
+		}
+		moeParallelWork = 1 << 62
+		if err := serial.Forward(toks, 0, nil, &a); err != nil {
+			t.Fatal(err)
+		}
+		moeParallelWork = 0
+		if err := par.Forward(toks, 0, nil, &b); err != nil {
+			t.Fatal(err)
+		}
+		V := spec.Vocab
+		for i := range toks {
+			sameBits(t, "logits", i, a.Logits[i*V:(i+1)*V], b.Logits[i*V:(i+1)*V])
+		}
 	}
 }

@@ -267,6 +267,25 @@ func (b *Binder) stacked(what string, ms ...*kernels.Mat) *kernels.Mat {
 	return b.keep(p, err, what)
 }
 
+// Stacked binds the declared 2-D tensors templates of layer, which multiply the same input,
+// as one packed matrix (kernels.Stack: a row's outputs side by side in the order given,
+// bit-identical to the separate products); nil when the binder does not pack, a tensor is
+// absent or their types differ: the caller then binds them one by one with Mat.
+func (b *Binder) Stacked(layer int, templates ...string) *kernels.Mat {
+	if !b.pack || b.err != nil {
+		return nil
+	}
+	ms := make([]*kernels.Mat, len(templates))
+	names := make([]string, len(templates))
+	for i, tp := range templates {
+		if ms[i] = b.view(tp, layer); ms[i] == nil {
+			return nil
+		}
+		names[i] = schema.Name(tp, layer)
+	}
+	return b.stacked("stacking "+strings.Join(names, ", "), ms...)
+}
+
 // grouped packs equally shaped views as one grouped matrix (kernels.Group); nil when the
 // binder does not pack.
 func (b *Binder) grouped(what string, ms ...*kernels.Mat) *kernels.Mat {

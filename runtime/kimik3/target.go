@@ -311,15 +311,21 @@ func (t *Target) Rewind(n int) error {
 		}
 	}
 	if a := n - t.rewind.From; a != t.rows {
-		for i := range t.layers {
-			if r := t.layers[i].rec; r != nil {
-				r.rewind(&t.Config, t.cur, a)
-			}
-		}
-		t.rows = a
+		t.rollback(a)
 	}
 	t.n = n
 	return nil
+}
+
+// rollback sets every KDA block's current state and conv window to those after the first a
+// rows of the last forward (a below the rows the current state reflects).
+func (t *Target) rollback(a int) {
+	for i := range t.layers {
+		if r := t.layers[i].rec; r != nil {
+			r.rewind(&t.Config, t.cur, a)
+		}
+	}
+	t.rows = a
 }
 
 // Reset empties the target: no cached position, zero recurrent states.

@@ -7,6 +7,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
+	"github.com/dspark-dev/dspark/runtime/internal/rollback"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/mla"
 )
@@ -27,9 +28,9 @@ type Target struct {
 
 	n, capacity int // positions held; KV cache capacity
 	rewind      runtime.RewindWindow
-	slots       stateSlots // the DeltaNet blocks' state slots
-	convCur     int        // the DeltaNet blocks' current conv window (0 or 1)
-	rows        int        // rows of the last forward the current state reflects
+	slots       rollback.Slots // the DeltaNet blocks' state slots
+	convCur     int            // the DeltaNet blocks' current conv window (0 or 1)
+	rows        int            // rows of the last forward the current state reflects
 
 	maxBatch int
 	s        scratch
@@ -77,7 +78,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	}
 	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
 	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, capacity: opt.Context, values: v, tokens: v.Strs(schema.TokTokens),
-		slots: newStateSlots(checkpoints, opt.MaxBatch)}
+		slots: rollback.NewSlots(checkpoints, opt.MaxBatch)}
 	t.tokEmbd = b.Mat(schema.TokenEmbd, -1)
 	t.outNorm = b.Vec(schema.OutputNorm, -1)
 	if b.Has(schema.Output, -1) {
@@ -89,7 +90,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	for i := 0; i < cfg.NLayer; i++ {
 		l := layer{attnNorm: b.Vec(schema.AttnNorm, i), postNorm: b.Vec(schema.PostAttnNorm, i)}
 		if cfg.Recurrent[i] {
-			r := newRecurrent(&cfg, opt.MaxBatch, t.slots.n())
+			r := newRecurrent(&cfg, opt.MaxBatch, t.slots.N())
 			r.qkv, r.gate = b.Mat(schema.AttnQKV, i), b.Mat(schema.AttnGate, i)
 			r.beta, r.alpha = b.Mat(schema.SSMBeta, i), b.Mat(schema.SSMAlpha, i)
 			r.out = b.Mat(schema.SSMOut, i)
@@ -194,8 +195,8 @@ func (t *Target) Rewind(n int) error {
 // rollback sets every DeltaNet block's current state and conv window to those after the
 // first a rows of the last forward (a below the rows the current state reflects).
 func (t *Target) rollback(a int) {
-	to := t.slots.final
-	from, replay := t.slots.rollback(a)
+	to := t.slots.Final()
+	from, replay := t.slots.Rollback(a)
 	for i := range t.layers {
 		if r := t.layers[i].rec; r != nil {
 			r.rewind(&t.Config, from, replay, to, t.convCur, a)
@@ -207,7 +208,7 @@ func (t *Target) rollback(a int) {
 // Reset empties the target: no cached position, zero recurrent states.
 func (t *Target) Reset() {
 	t.n, t.rows, t.convCur = 0, 0, 0
-	t.slots.reset()
+	t.slots.Reset()
 	t.rewind.Reset()
 	for i := range t.layers {
 		if r := t.layers[i].rec; r != nil {
@@ -265,12 +266,12 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		out.Hidden[k] = model.Grow(out.Hidden[k], n*E)
 	}
 	x, h, mix, ffo := s.x[:n*E], s.h[:n*E], s.mix[:n*E], s.ffOut[:n*E]
-	from := t.slots.plan(n)
+	from := t.slots.Plan(n)
 	for li := range t.layers {
 		l := &t.layers[li]
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
 		if l.rec != nil {
-			l.rec.forward(c, &s.rec, mix, h, n, from, t.slots.row, t.convCur)
+			l.rec.forward(c, &s.rec, mix, h, n, from, t.slots.Row(), t.convCur)
 		} else {
 			l.att.forward(c, &s.att, mix, h, n, L)
 		}

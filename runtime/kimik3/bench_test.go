@@ -94,11 +94,14 @@ func pairedMedians(b *testing.B, first, second func()) (t1, t2, ratio float64) {
 	return med(a1), med(a2), med(r)
 }
 
-// BenchmarkRollback measures, on each target, the rollback of every KDA block to row a of a
-// 16-row verify forward (a = 15 is the longest stretch) paired with a plain one-row decode
-// step of a second target: each iteration runs the step, which streams the weights through
-// the caches as a round's forward does, then the rollback, whose states are then cold as in
-// a real round. ratio-to-step is the median of the per-iteration rollback / step times.
+// BenchmarkRollback measures, on each target and for 0 and 2 checkpoints (ck=N: 2 is the
+// runtime's, 0 the replay of all a rows from the pre-forward state), the rollback of every
+// KDA block to row a of a 16-row verify forward (a = 1; 4 and 9, the longest replays below
+// the checkpoints at rows 5 and 10; 15, the longest without) paired with a plain one-row
+// decode step of a second target: each iteration runs the step, which streams the weights
+// through the caches as a round's forward does, then the rollback, whose states are then
+// cold as in a real round. ratio-to-step is the median of the per-iteration rollback / step
+// times.
 func BenchmarkRollback(b *testing.B) {
 	block := make([]int, 16)
 	for i := range block {
@@ -106,10 +109,15 @@ func BenchmarkRollback(b *testing.B) {
 	}
 	prompt := []int{1, 2, 3, 4}
 	for _, name := range []string{"tiny", "k3-kda"} {
-		for _, a := range []int{1, 8, 15} {
-			b.Run(fmt.Sprintf("%s/a=%d", name, a), func(b *testing.B) {
+		for _, c := range []struct{ ck, a int }{{0, 1}, {0, 8}, {0, 15}, {2, 1}, {2, 4}, {2, 8}, {2, 9}, {2, 15}} {
+			b.Run(fmt.Sprintf("%s/ck=%d/a=%d", name, c.ck, c.a), func(b *testing.B) {
 				var st runtime.Step
-				s, tg := benchTarget(b, name), benchTarget(b, name)
+				s := benchTarget(b, name)
+				old := checkpoints
+				checkpoints = c.ck
+				tg := benchTarget(b, name)
+				checkpoints = old
+				a := c.a
 				if err := tg.Forward(prompt, 0, nil, &st); err != nil {
 					b.Fatal(err)
 				}

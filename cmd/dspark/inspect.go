@@ -63,9 +63,10 @@ holding NaN or Inf by name and byte offset: the cost of reading the whole file o
 --ctx N estimates the memory a target (or, with --check --target, a draft-target pair)
 needs at N tokens in dspark's runtime, from the headers and declarations alone: weights by
 type, the KV cache of the attention blocks (GQA heads or MLA latent, --cache-type), the
-recurrent state of recurrent blocks (qwen35's Gated DeltaNet) and its rollback copies for
-one verify round of the draft's block (--rollback stash|snapshots), the draft's KV cache
-and tapped hidden states, and scratch.`,
+recurrent state of recurrent blocks (qwen35's Gated DeltaNet, kimi's KDA) and what its
+rollback keeps (--rollback stash: dspark's runtime, the pre-forward state, 2 checkpoints,
+a second conv window and a per-row stash; snapshots: a state per drafted row of the draft's
+block), the draft's KV cache and tapped hidden states, and scratch.`,
 		Example: `  dspark inspect draft.gguf
   dspark inspect --no-tensors --keys 'dflash.*' draft.gguf
   dspark inspect --check --json model-00001-of-00003.gguf
@@ -89,7 +90,7 @@ and tapped hidden states, and scratch.`,
 	f.BoolVar(&fl.check, "check", false, "lint the file against its architecture and draft schema, judge each loader; exit 1 on any problem")
 	f.StringVar(&fl.target, "target", "", "with --check: the target GGUF (FILE|URL) the draft is checked against")
 	f.IntVar(&fl.ctx, "ctx", 0, "estimate memory at this context (tokens): weights, KV cache, recurrent state and rollback, draft context, scratch (a draft needs --check --target)")
-	f.StringVar(&fl.rollback, "rollback", string(memory.Stash), "with --ctx: the rollback design of recurrent targets: stash (pre-batch state + per-row stash) or snapshots (a state per drafted row, llama.cpp's n_rs_seq)")
+	f.StringVar(&fl.rollback, "rollback", string(memory.Stash), "with --ctx: the rollback design of recurrent targets: stash (dspark's runtime: pre-forward state + 2 checkpoints + per-row stash) or snapshots (a state per drafted row, llama.cpp's n_rs_seq)")
 	f.StringVar(&fl.cacheType, "cache-type", "F32", "with --ctx: the target's KV cache element type: F32 (dspark's runtime), F16 or BF16")
 	f.BoolVar(&fl.data, "data", false, "with --check: also read every float tensor (F32, F16, BF16, Q8_0 scales) for NaN/Inf: reads the whole file")
 	return cmd

@@ -99,7 +99,7 @@ func TestInspectMemory(t *testing.T) {
 	for _, c := range []struct {
 		rollback string
 		want     uint64
-	}{{"stash", 5184 + 8*6*(40+2*6)*4}, {"snapshots", 7 * 5184}} {
+	}{{"stash", 6 * (3*96 + 120 + 64*78) * 4}, {"snapshots", 7 * 5184}} {
 		out, errOut, code = runRoot(t, "inspect", "--json", "--no-tensors", "--check", "--target", target, "--ctx", "100", "--rollback", c.rollback, draft)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)

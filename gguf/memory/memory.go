@@ -1,7 +1,7 @@
 // Package memory estimates what a target, or a draft-target pair, needs in memory at a
 // context of N tokens: weights (bytes by type, as mapped), the KV cache of the attention
-// blocks, the recurrent state of the recurrent blocks and its rollback copies for one verify
-// round, the draft's context, and scratch. Everything is derived from the files' headers and
+// blocks, the recurrent state of the recurrent blocks (Gated DeltaNet: qwen35; KDA:
+// kimi-k3, kimi-linear) and what its rollback keeps, the draft's context, and scratch. Everything is derived from the files' headers and
 // their declarations in gguf/schema (the cache layout of a family is chosen by the keys a
 // declaration declares, never by an architecture's name); no tensor data is read.
 //
@@ -23,14 +23,20 @@ type Design string
 
 // Rollback designs.
 const (
-	// Stash keeps a copy of the state before the verify batch and, per batch row and
-	// recurrent block, the convolution's input row and the row's decay and beta per value
-	// head, from which the accepted state is recomputed (dspark's assumed design).
+	// Stash is dspark's runtime (runtime/internal/rollback): per recurrent block, besides
+	// the current state, the state before the last forward and Checkpoints mid-forward
+	// states, a second conv window, and per row of a forward (Batch rows) the stash the
+	// accepted state is replayed from: the conv input, the keys, the decays and the deltas.
 	Stash Design = "stash"
 	// Snapshots keeps the state after each of the round's drafted rows (llama.cpp's
 	// n_rs_seq): one full state copy per draft token.
 	Snapshots Design = "snapshots"
 )
+
+// Checkpoints is the number of mid-forward states dspark's runtime keeps per recurrent
+// block (runtime/internal/rollback.DefaultCheckpoints; runtime/qwen35's and
+// runtime/kimik3's tests check that this package's estimate is their allocation).
+const Checkpoints = 2
 
 // DefaultBatch is the most rows one forward takes (runtime/kernels.MaxBatch): prefill
 // chunks and the tapped hidden states published per forward.
@@ -101,8 +107,43 @@ var cacheFamilies = []cacheFamily{
 	}},
 }
 
-// recurrentKeys are the keys the recurrent state is read from.
-var recurrentKeys = []string{schema.SSMConvKernel, schema.SSMStateSize, schema.SSMInnerSize, schema.SSMTimeStepRank}
+// recFamily is one kind of recurrent block's state, chosen for a declaration that
+// declares all of its keys: per block, the conv window and the state (values, one
+// sequence), and the rollback stash per forward row.
+type recFamily struct {
+	name string
+	keys []string
+	read func(v *schema.Values) (conv, state, stash int64, formula, stashFormula string)
+}
+
+// recFamilies are tried in order.
+var recFamilies = []recFamily{
+	{name: "Gated DeltaNet", keys: []string{schema.SSMConvKernel, schema.SSMStateSize, schema.SSMInnerSize, schema.SSMTimeStepRank, schema.SSMGroupCount},
+		read: func(v *schema.Values) (int64, int64, int64, string, string) {
+			ck, _ := v.Eval(schema.SSMConvKernel)
+			d, _ := v.Eval(schema.SSMStateSize)
+			inner, _ := v.Eval(schema.SSMInnerSize)
+			nv, _ := v.Eval(schema.SSMTimeStepRank)
+			g, _ := v.Eval(schema.SSMGroupCount)
+			ch, ok := v.Eval("conv_channels")
+			if !ok {
+				ch = 2*g*d + inner
+			}
+			return (ck - 1) * ch, d * inner, ch + g*d + nv + inner,
+				fmt.Sprintf("conv (%d - 1) x %d channels + state %d x %d", ck, ch, d, inner),
+				fmt.Sprintf("conv input %d + keys %d x %d + decays %d + deltas %d", ch, g, d, nv, inner)
+		}},
+	{name: "KDA", keys: []string{schema.SSMConvKernel, schema.KDAHeadDim, schema.HeadCount},
+		read: func(v *schema.Values) (int64, int64, int64, string, string) {
+			ck, _ := v.Eval(schema.SSMConvKernel)
+			d, _ := v.Eval(schema.KDAHeadDim)
+			h, _ := v.Eval(schema.HeadCount)
+			D := h * d
+			return (ck - 1) * 3 * D, D * d, 6 * D,
+				fmt.Sprintf("conv (%d - 1) x 3 x %d channels (q, k, v) + state %d heads x %d x %d", ck, D, h, d, d),
+				fmt.Sprintf("conv input 3 x %d + keys, per-channel decays and deltas 3 x %d", D, D)
+		}},
+}
 
 func declares(s *schema.Schema, keys []string) bool {
 	for _, k := range keys {
@@ -122,7 +163,8 @@ type model struct {
 	row                 int64 // KV cache values per token and attention block
 	rowFormula, rowName string
 	conv, state, stash  int64 // recurrent values per block: conv window, state, stash per row
-	recFormula          string
+	recFormula, recName string
+	stashFormula        string
 }
 
 func read(f *gguf.File) (*model, error) {
@@ -162,18 +204,14 @@ func read(f *gguf.File) (*model, error) {
 			break
 		}
 	}
-	if m.rec > 0 && declares(m.s, recurrentKeys) {
-		ck, _ := m.v.Eval(schema.SSMConvKernel)
-		d, _ := m.v.Eval(schema.SSMStateSize)
-		inner, _ := m.v.Eval(schema.SSMInnerSize)
-		nv, _ := m.v.Eval(schema.SSMTimeStepRank)
-		ch, ok := m.v.Eval("conv_channels")
-		if !ok {
-			g, _ := m.v.Eval(schema.SSMGroupCount)
-			ch = 2*g*d + inner
+	if m.rec > 0 {
+		for _, r := range recFamilies {
+			if declares(m.s, r.keys) {
+				m.conv, m.state, m.stash, m.recFormula, m.stashFormula = r.read(m.v)
+				m.recName = r.name
+				break
+			}
 		}
-		m.conv, m.state, m.stash = (ck-1)*ch, d*inner, ch+2*nv
-		m.recFormula = fmt.Sprintf("conv (%d - 1) x %d channels + state %d x %d", ck, ch, d, inner)
 	}
 	return m, nil
 }
@@ -325,20 +363,24 @@ func Pair(t, d *gguf.File, opt Options) (*Estimate, error) {
 	}
 	if tm.rec > 0 {
 		if tm.state == 0 {
-			b.e.Notes = append(b.e.Notes, fmt.Sprintf("target: %d recurrent blocks whose declaration lacks the ssm.* keys: their state is not counted", tm.rec))
+			b.e.Notes = append(b.e.Notes, fmt.Sprintf("target: %d recurrent blocks whose declaration declares no recurrent state layout known here: their state is not counted", tm.rec))
 		} else {
 			per := tm.conv + tm.state
 			b.add(Part{Model: "target", Part: "recurrent_state", Bytes: b.mul(tm.rec, per, 4),
-				Formula: fmt.Sprintf("%d recurrent blocks x (%s) = %d values x 4 B (F32) per sequence", tm.rec, tm.recFormula, per)})
+				Formula: fmt.Sprintf("%d %s blocks x (%s) = %d values x 4 B (F32) per sequence", tm.rec, tm.recName, tm.recFormula, per)})
 			switch {
-			case rows <= 0:
 			case opt.Rollback == Snapshots:
-				b.add(Part{Model: "target", Part: "rollback", Bytes: b.mul(rows, tm.rec, per, 4),
-					Formula: fmt.Sprintf("snapshots: the state after each of %d drafted rows: %d x the recurrent state", rows, rows)})
+				if rows > 0 {
+					b.add(Part{Model: "target", Part: "rollback", Bytes: b.mul(rows, tm.rec, per, 4),
+						Formula: fmt.Sprintf("snapshots: the state after each of %d drafted rows: %d x the recurrent state", rows, rows)})
+				}
 			default:
-				b.add(Part{Model: "target", Part: "rollback", Bytes: b.mul(tm.rec, per, 4) + b.mul(rows+1, tm.rec, tm.stash, 4),
-					Formula: fmt.Sprintf("stash: 1 pre-batch copy of the recurrent state + %d verify rows x %d recurrent blocks x (%d conv inputs + 2 x %d value heads' decay and beta) x 4 B",
-						rows+1, tm.rec, tm.stash-2*tm.intOf(schema.SSMTimeStepRank), tm.intOf(schema.SSMTimeStepRank))})
+				// dspark's runtime allocates it whether a draft runs or not: every forward
+				// stashes its rows.
+				sb := int64(opt.Batch)
+				b.add(Part{Model: "target", Part: "rollback", Bytes: b.mul(tm.rec, Checkpoints+1, tm.state, 4) + b.mul(tm.rec, tm.conv, 4) + b.mul(sb, tm.rec, tm.stash, 4),
+					Formula: fmt.Sprintf("stash: %d recurrent blocks x (%d states (the pre-forward one and %d checkpoints) + 1 conv window + %d forward rows x (%s) = %d values per row) x 4 B",
+						tm.rec, Checkpoints+1, Checkpoints, sb, tm.stashFormula, tm.stash)})
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,7 +70,9 @@ func draft(t *testing.T, f *fx.File) *gguf.File {
 // TestQwen35Tiny: every part of a tiny hybrid pair, computed by hand from the fixture's
 // sizes. Target: 8 trunk blocks (attention at 3 and 7, recurrent 6) and one nextn block;
 // hidden 16, FFN 24, vocab 40; 1 kv head of 8; conv 4 over 2 x 2 x 4 + 24 = 40 channels,
-// state 4 x 24. Draft (fixture): 2 layers, 2 kv heads of 6, FFN 28, block 7 (DSpark: 7
+// state 4 x 24 (2 key heads and 6 value heads of 4); the stash rollback per block: 3 more
+// states of 96, 1 more conv window of 120 and 64 rows of 40 conv inputs + 2 x 4 keys + 6
+// decays + 24 deltas = 78 values. Draft (fixture): 2 layers, 2 kv heads of 6, FFN 28, block 7 (DSpark: 7
 // drafted rows), 2 taps.
 func TestQwen35Tiny(t *testing.T) {
 	target, weights := tinyQwen35(t)
@@ -81,9 +84,8 @@ func TestQwen35Tiny(t *testing.T) {
 	wantPart(t, e, "target", "kv_cache", 100*2*(8+8)*4)          // ctx x 2 attention blocks x (k + v) x F32
 	wantPart(t, e, "target", "recurrent_state", 6*(3*40+4*24)*4) // 5184
 	wantPart(t, e, "target", "scratch", 64*(40+4*16+3*24)*4)
-	if _, ok := part(t, e, "target", "rollback"); ok {
-		t.Error("rollback without a draft")
-	}
+	const stash = 6 * (3*96 + 120 + 64*78) * 4 // allocated with or without a draft
+	wantPart(t, e, "target", "rollback", stash)
 	if !strings.Contains(strings.Join(e.Notes, "\n"), "1 blocks of neither kind") {
 		t.Errorf("notes %q: the nextn block is not mentioned", e.Notes)
 	}
@@ -95,7 +97,7 @@ func TestQwen35Tiny(t *testing.T) {
 	if e.RollbackRows != 7 || e.Rollback != Stash {
 		t.Errorf("rollback %s %d, want stash 7", e.Rollback, e.RollbackRows)
 	}
-	wantPart(t, e, "target", "rollback", 5184+8*6*(40+2*6)*4) // pre-batch copy + 8 verify rows' stash
+	wantPart(t, e, "target", "rollback", stash)
 	wantPart(t, e, "draft", "kv_cache", (100+7)*2*2*(6+6)*4)
 	wantPart(t, e, "draft", "tapped_hidden", 2*64*2*16*4)
 	wantPart(t, e, "draft", "scratch", 7*(40+4*16+3*28)*4)
@@ -114,6 +116,11 @@ func TestQwen35Tiny(t *testing.T) {
 	wantPart(t, e, "target", "kv_cache", 100*2*(8+8)*2)
 	wantPart(t, e, "draft", "kv_cache", (100+7)*2*2*(6+6)*4) // the draft's cache stays F32
 	wantPart(t, e, "draft", "tapped_hidden", 2*10*2*16*4)
+	e, err = Pair(target, d, Options{Ctx: 100, Batch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPart(t, e, "target", "rollback", 6*(3*96+120+10*78)*4) // the stash of 10-row forwards
 	// DFlash: row 0 is the anchor, block 16 (upstream's default): 15 drafted rows.
 	e, err = Pair(target, draft(t, fx.Upstream(false)), Options{Ctx: 5})
 	if err != nil {
@@ -223,5 +230,92 @@ func TestBadOptions(t *testing.T) {
 		if _, err := Target(target, o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
+	}
+}
+
+// kimiFile writes the model of spec, keys edited by edit, and opens it: with tensor data, or
+// (header) the header alone at the dims the declaration computes.
+func kimiFile(t *testing.T, spec testmodel.KimiSpec, header bool, edit func(kvs []gguf.KV) []gguf.KV) *gguf.File {
+	t.Helper()
+	m := testmodel.BuildKimi(spec, 1)
+	if !header {
+		path := filepath.Join(testdir.New(t), "kimi.gguf")
+		m.Write(t, path)
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	kvs := edit(slices.Clone(m.KVs))
+	specs, err := declfixture.Specs(kvs, gguf.TypeBF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := declfixture.Header("kimi.gguf", kvs, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// K3KVs edits a kimi-k3 model's keys to Kimi-K3's recurrent shapes (93 blocks, MLA iff
+// (i+1) % 4 == 0 or i == 92: 69 KDA blocks; 96 KDA heads of 128; conv 4); the other widths
+// stay the tiny model's.
+func k3KVs(kvs []gguf.KV) []gguf.KV {
+	kinds := make([]int32, 93)
+	for i := range kinds {
+		if (i+1)%4 == 0 || i == 92 {
+			kinds[i] = 1
+		}
+	}
+	set := map[string]gguf.Value{"kimi-k3.block_count": gguf.U32(93), "kimi-k3.attention.head_count": gguf.U32(96),
+		"kimi-k3.kda.head_dim": gguf.U32(128), "kimi-k3.ssm.conv_kernel": gguf.U32(4), "kimi-k3.attention.head_count_kv": gguf.I32s(kinds)}
+	for i := range kvs {
+		if v, ok := set[kvs[i].Key]; ok {
+			kvs[i].Value = v
+		}
+	}
+	return kvs
+}
+
+// TestKimi: the KDA state of kimi-k3 and kimi-linear targets is counted from the kimi keys,
+// by hand from the test models' sizes (K3: blocks KDA, KDA, MLA, KDA, MLA; 3 KDA heads of 8:
+// d_inner 24, conv 4; kimi-linear: KDA, MLA, KDA, MLA, 2 heads of 8: d_inner 16), and at
+// Kimi-K3's shapes one sequence's state is 443.1 MiB (target-kimi-k3.md section 5.3).
+func TestKimi(t *testing.T) {
+	k3 := kimiFile(t, testmodel.DefaultKimiK3(), false, nil)
+	e, err := Target(k3, Options{Ctx: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per KDA block: conv 3 x 3 x 24 = 216, state 3 x 8 x 8 = 192; the stash: 3 more states,
+	// 1 more conv window, 64 rows of 3 x 24 conv inputs + 3 x 24 keys, decays, deltas.
+	wantPart(t, e, "target", "recurrent_state", 3*(216+192)*4)
+	wantPart(t, e, "target", "rollback", 3*(3*192+216+64*144)*4)
+	wantPart(t, e, "target", "kv_cache", 10*2*(24+6)*4) // 2 MLA blocks x (kv_lora_rank + rope)
+	for _, n := range e.Notes {
+		if strings.Contains(n, "not counted") {
+			t.Errorf("note %q", n)
+		}
+	}
+	lin := kimiFile(t, testmodel.DefaultKimiLinear(), false, nil)
+	if e, err = Target(lin, Options{Ctx: 10, Batch: 16}); err != nil {
+		t.Fatal(err)
+	}
+	wantPart(t, e, "target", "recurrent_state", 2*(3*3*16+16*8)*4)
+	wantPart(t, e, "target", "rollback", 2*(3*16*8+3*3*16+16*96)*4)
+
+	real := kimiFile(t, testmodel.DefaultKimiK3(), true, k3KVs)
+	if e, err = Target(real, Options{Ctx: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := part(t, e, "target", "recurrent_state")
+	if want := uint64(4 * 69 * (3*3*12288 + 96*128*128)); st != want {
+		t.Errorf("K3: recurrent state %d bytes, want %d", st, want)
+	}
+	if mib := float64(st) / miB; mib < 443.05 || mib > 443.15 {
+		t.Errorf("K3: recurrent state %.2f MiB, want 443.1", mib)
 	}
 }

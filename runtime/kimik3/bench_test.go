@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/testmodel"
@@ -72,57 +74,70 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// BenchmarkRollback measures, on each target, a plain one-row decode step (step) and the
-// rollback of every KDA block to row a of a 16-row verify forward (rollback/a=N: the replay of
-// a rows of per-channel decays and rank-1 updates from the kept state, and the conv window
-// rebuilt; a = 15 is the longest replay). ratio-to-step is the rollback's time over the plain
-// step's, in the same run.
+// pairedMedians runs first and second alternately, untimed warm-up once each, then for every
+// iteration of b, and returns the medians of their times and of the ratio second/first per
+// iteration (neighbouring measurements share the machine's load).
+func pairedMedians(b *testing.B, first, second func()) (t1, t2, ratio float64) {
+	first()
+	second()
+	var a1, a2, r []float64
+	for b.Loop() {
+		s := time.Now()
+		first()
+		d1 := float64(time.Since(s).Nanoseconds())
+		s = time.Now()
+		second()
+		d2 := float64(time.Since(s).Nanoseconds())
+		a1, a2, r = append(a1, d1), append(a2, d2), append(r, d2/d1)
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	return med(a1), med(a2), med(r)
+}
+
+// BenchmarkRollback measures, on each target and for 0 and 2 checkpoints (ck=N: 2 is the
+// runtime's, 0 the replay of all a rows from the pre-forward state), the rollback of every
+// KDA block to row a of a 16-row verify forward (a = 1; 4 and 9, the longest replays below
+// the checkpoints at rows 5 and 10; 15, the longest without) paired with a plain one-row
+// decode step of a second target: each iteration runs the step, which streams the weights
+// through the caches as a round's forward does, then the rollback, whose states are then
+// cold as in a real round. ratio-to-step is the median of the per-iteration rollback / step
+// times.
 func BenchmarkRollback(b *testing.B) {
+	block := make([]int, 16)
+	for i := range block {
+		block[i] = (5 * i) % 7
+	}
+	prompt := []int{1, 2, 3, 4}
 	for _, name := range []string{"tiny", "k3-kda"} {
-		var step float64
-		b.Run(name+"/step", func(b *testing.B) {
-			tg := benchTarget(b, name)
-			var st runtime.Step
-			if err := tg.Forward([]int{1, 2, 3, 4}, 0, nil, &st); err != nil {
-				b.Fatal(err)
-			}
-			for i := 0; b.Loop(); i++ {
-				if tg.Len() == tg.Cap() {
-					b.StopTimer()
-					tg.Reset()
-					b.StartTimer()
-				}
-				if err := tg.Forward([]int{i % 7}, 0, nil, &st); err != nil {
-					b.Fatal(err)
-				}
-			}
-			step = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		})
-		for _, a := range []int{1, 8, 15} {
-			b.Run(fmt.Sprintf("%s/rollback/a=%d", name, a), func(b *testing.B) {
-				tg := benchTarget(b, name)
+		for _, c := range []struct{ ck, a int }{{0, 1}, {0, 8}, {0, 15}, {2, 1}, {2, 4}, {2, 8}, {2, 9}, {2, 15}} {
+			b.Run(fmt.Sprintf("%s/ck=%d/a=%d", name, c.ck, c.a), func(b *testing.B) {
 				var st runtime.Step
-				if err := tg.Forward([]int{1, 2, 3, 4}, 0, nil, &st); err != nil {
+				s := benchTarget(b, name)
+				old := checkpoints
+				checkpoints = c.ck
+				tg := benchTarget(b, name)
+				checkpoints = old
+				a := c.a
+				if err := tg.Forward(prompt, 0, nil, &st); err != nil {
 					b.Fatal(err)
-				}
-				block := make([]int, 16)
-				for i := range block {
-					block[i] = (5 * i) % 7
 				}
 				if err := tg.Forward(block, 0, nil, &st); err != nil {
 					b.Fatal(err)
 				}
-				for b.Loop() {
-					for i := range tg.layers {
-						if r := tg.layers[i].rec; r != nil {
-							r.rewind(&tg.Config, tg.cur, a)
-						}
+				tok := 0
+				step := func() {
+					if s.Len() == s.Cap() {
+						s.Reset()
+					}
+					tok++
+					if err := s.Forward([]int{tok % 7}, 0, nil, &st); err != nil {
+						b.Fatal(err)
 					}
 				}
-				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-				if step > 0 {
-					b.ReportMetric(ns/step, "ratio-to-step")
-				}
+				ts, tr, r := pairedMedians(b, step, func() { tg.rollback(a) })
+				b.ReportMetric(ts, "step-ns")
+				b.ReportMetric(tr, "rollback-ns")
+				b.ReportMetric(r, "ratio-to-step")
 			})
 		}
 	}

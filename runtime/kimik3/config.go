@@ -176,17 +176,17 @@ func (c *Config) SeqStateBytes() int64 {
 }
 
 // StateBytes returns the bytes Load allocates for a context of ctx tokens and verify
-// batches of up to batch rows: the latent cache of the MLA blocks, and per KDA block two
-// recurrent states and two conv windows (the current one and the one before the last
-// forward) plus the rollback stash of batch rows (conv input 3 d_inner, key, decay and
-// deltas d_inner each).
+// batches of up to batch rows: the latent cache of the MLA blocks, and per KDA block
+// checkpoints+2 recurrent states (the current one, the one before the last forward and its
+// checkpoints) and two conv windows plus the rollback stash of batch rows (conv input
+// 3 d_inner, key, decay and deltas d_inner each).
 func (c *Config) StateBytes(ctx, batch int) (int64, error) {
 	kda, mlas := c.Layers()
 	if ctx <= 0 || batch <= 0 {
 		return 0, fmt.Errorf("context %d, batch %d: both must be positive", ctx, batch)
 	}
 	D := int64(c.KDAWidth())
-	perKDA := 2*int64(c.StateLen()) + 2*int64(c.ConvK-1)*3*D + int64(batch)*6*D
+	perKDA := int64(checkpoints+2)*int64(c.StateLen()) + 2*int64(c.ConvK-1)*3*D + int64(batch)*6*D
 	kv := int64(mlas) * int64(c.Attn.KVLoraRank+c.Attn.DRope)
 	if kv > 0 && int64(ctx) > maxElems/kv || perKDA > maxElems/int64(max(kda, 1)) {
 		return 0, fmt.Errorf("state of %d MLA blocks x %d positions and %d KDA blocks overflows (more than 2^40 values)", mlas, ctx, kda)

@@ -3,18 +3,29 @@ package kimik3
 import (
 	"math"
 
+	"github.com/dspark-dev/dspark/runtime/internal/rollback"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
+
+// checkpoints is the number of mid-batch states a forward keeps
+// (rollback.DefaultCheckpoints). Load reads it (a variable for the tests and benchmarks
+// that compare the counts).
+var checkpoints = rollback.DefaultCheckpoints
 
 // kda is one Kimi Delta Attention block's weights, its state and its rollback stash
 // (target-kimi-k3.md section 2).
 //
-// State: two recurrent states and two conv windows; cur (the target's) selects the current
-// pair, the other holds the pair before the last forward. A forward reads the current pair
-// and writes its rows' states into the other, which then becomes current. The stash holds
+// State: checkpoints+2 recurrent states (slots, laid out by the target's rollback.Slots, the
+// same for every block) and two conv windows, as runtime/qwen35's DeltaNet blocks. A forward
+// reads the current state and writes its rows' states into the other slots: the checkpoint
+// rows' into their own, every other row's in place into the final slot, which becomes
+// current; the pre-forward state and the checkpoints are kept at no copy. The stash holds
 // what kernels.DeltaNetLayer.Replay needs to recompute the state after any row of the last
-// forward (keys, per-channel decays, deltas) and the conv inputs that rebuild the window.
-// The three convs (q, k, v) run as one depthwise conv over 3 d_inner channels.
+// forward from the nearest kept state at or below it (keys, per-channel decays, deltas, per
+// row). The conv windows alternate (convCur, the target's, selects the current one): a
+// forward writes the other, and the window after any row is rebuilt from the pre-forward
+// one and the stashed conv inputs. The three convs (q, k, v) run as one depthwise conv over
+// 3 d_inner channels.
 type kda struct {
 	q, k, v, fa, fb, beta *kernels.Mat
 	g, ga, gb, out        *kernels.Mat // g (K3) or ga, gb (kimi-linear): the output gate
@@ -22,7 +33,7 @@ type kda struct {
 	a, dtBias, norm       []float32
 	net                   kernels.DeltaNetLayer
 
-	state [2][]float32 // StateLen each
+	state [][]float32  // StateLen each
 	conv  [2][]float32 // (ConvK-1) x 3 d_inner each, oldest row first
 
 	x, kst, decay, delta []float32 // stash: MaxBatch rows of 3 d_inner, d_inner, d_inner, d_inner
@@ -34,7 +45,7 @@ type kdaScratch struct {
 	states                               [][]float32
 }
 
-func newKDA(c *Config, maxBatch int) *kda {
+func newKDA(c *Config, maxBatch, slots int) *kda {
 	D := c.KDAWidth()
 	r := &kda{
 		net: kernels.DeltaNetLayer{Heads: c.NHead, QKHeads: c.NHead, DK: c.DKDA, DV: c.DKDA, PerChannel: true,
@@ -42,8 +53,10 @@ func newKDA(c *Config, maxBatch int) *kda {
 		x: make([]float32, maxBatch*3*D), kst: make([]float32, maxBatch*D),
 		decay: make([]float32, maxBatch*D), delta: make([]float32, maxBatch*D),
 	}
-	for i := range r.state {
-		r.state[i] = make([]float32, c.StateLen())
+	for range slots {
+		r.state = append(r.state, make([]float32, c.StateLen()))
+	}
+	for i := range r.conv {
 		r.conv[i] = make([]float32, (c.ConvK-1)*3*D)
 	}
 	return r
@@ -70,9 +83,10 @@ func softplus(x float32) float32 {
 func sigmoid32(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
 
 // forward runs n rows h (normed inputs, NEmbd each) through the block, token by token in
-// order, into dst (n rows of NEmbd): from state cur it writes every row's state into the
-// other slot, and stashes the rows for rewind.
-func (r *kda) forward(c *Config, s *kdaScratch, dst, h []float32, n, cur int) {
+// order, into dst (n rows of NEmbd): from state slot from it writes the state after row t
+// into slot row[t] (rollback.Slots.Plan), from conv window cur into the other (nxt), and
+// stashes the rows for rewind.
+func (r *kda) forward(c *Config, s *kdaScratch, dst, h []float32, n, from int, row []int, cur int) {
 	D, d, H := c.KDAWidth(), c.DKDA, c.NHead
 	C := 3 * D
 	nxt := 1 - cur
@@ -116,10 +130,10 @@ func (r *kda) forward(c *Config, s *kdaScratch, dst, h []float32, n, cur int) {
 			}
 			s.b[t*H+hd] = sigmoid32(s.b[t*H+hd])
 		}
-		s.states[t] = r.state[nxt]
+		s.states[t] = r.state[row[t]]
 	}
 	o := s.o[:n*D]
-	r.net.Rows(s.states[:n], r.state[cur], o, r.delta, s.q, r.kst, s.v, s.b, r.decay, n)
+	r.net.Rows(s.states[:n], r.state[from], o, r.delta, s.q, r.kst, s.v, s.b, r.decay, n)
 	kernels.RMSNormGated(o, o, r.norm, s.g2, d, c.Eps, kernels.SigmoidGate)
 	r.out.MatMul(dst, o, n)
 }
@@ -146,29 +160,25 @@ func l2NormHeads(dst, x []float32, d int, eps float32) {
 	}
 }
 
-// rewind sets state cur to the state after the first a rows of the last forward, which
-// started from state 1-cur: the recurrence replayed from the stash, the conv window rebuilt
-// from the kept window and the stashed inputs.
-func (r *kda) rewind(c *Config, cur, a int) {
-	pre := 1 - cur
-	r.net.Replay(r.state[cur], r.state[pre], r.kst, r.delta, r.decay, a)
-	C, w := 3*c.KDAWidth(), c.ConvK-1
-	dst, old := r.conv[cur], r.conv[pre]
-	// The window after row a-1 is the last w rows of (old window, x_0..x_{a-1}).
-	for j := range w {
-		src := j + a
-		if src < w {
-			copy(dst[j*C:(j+1)*C], old[src*C:(src+1)*C])
-		} else {
-			copy(dst[j*C:(j+1)*C], r.x[(src-w)*C:(src-w+1)*C])
-		}
+// rewind sets the block to its state after the first a rows of the last forward: when
+// replay > 0, slot to receives the state after from.Rows rows (slot from.Slot) with the
+// stashed rows from.Rows .. a-1 replayed on it (rollback.Slots.Rollback chose them; replay 0
+// needs no work: slot from.Slot is current); conv window cur (the forward wrote it, from
+// window 1-cur) is rebuilt from the pre-forward window and the stashed inputs.
+func (r *kda) rewind(c *Config, from rollback.Kept, replay, to, cur, a int) {
+	if replay > 0 {
+		m, D := from.Rows, c.KDAWidth()
+		r.net.Replay(r.state[to], r.state[from.Slot], r.kst[m*D:], r.delta[m*D:], r.decay[m*D:], replay)
 	}
+	rollback.ConvWindow(r.conv[cur], r.conv[1-cur], r.x, c.ConvK-1, 3*c.KDAWidth(), a)
 }
 
-// reset clears both states and windows.
+// reset clears every state and window.
 func (r *kda) reset() {
-	for i := range r.state {
-		clear(r.state[i])
-		clear(r.conv[i])
+	for _, st := range r.state {
+		clear(st)
+	}
+	for _, w := range r.conv {
+		clear(w)
 	}
 }

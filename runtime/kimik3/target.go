@@ -8,6 +8,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
+	"github.com/dspark-dev/dspark/runtime/internal/rollback"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/mla"
 )
@@ -52,11 +53,12 @@ type Target struct {
 	tokens  []string
 	tap     TapForm
 
-	n      int // positions held
-	ctx    int
-	rewind runtime.RewindWindow
-	cur    int // the KDA blocks' current state slot
-	rows   int // rows of the last forward the current state reflects
+	n       int // positions held
+	ctx     int
+	rewind  runtime.RewindWindow
+	slots   rollback.Slots // the KDA blocks' state slots
+	convCur int            // the KDA blocks' current conv window (0 or 1)
+	rows    int            // rows of the last forward the current state reflects
 
 	maxBatch int
 	s        scratch
@@ -140,7 +142,8 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 		return nil, fmt.Errorf("%s: context %d: %w", f.Path, opt.Context, err)
 	}
 	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
-	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, ctx: opt.Context, values: v, tokens: v.Strs(schema.TokTokens)}
+	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, ctx: opt.Context, values: v, tokens: v.Strs(schema.TokTokens),
+		slots: rollback.NewSlots(checkpoints, opt.MaxBatch)}
 	t.tokEmbd = b.Mat(schema.TokenEmbd, -1)
 	t.outNorm = b.Vec(schema.OutputNorm, -1)
 	t.output = b.Mat(schema.Output, -1)
@@ -162,7 +165,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 				return nil, fmt.Errorf("%s: tensor %s: the fused q/k/v form is not run: dspark's runtime needs attn_q/k/v (which llama.cpp's graph reads; dspark convert writes them)",
 					f.Path, schema.Name(schema.AttnQKV, i))
 			}
-			r := newKDA(&cfg, opt.MaxBatch)
+			r := newKDA(&cfg, opt.MaxBatch, t.slots.N())
 			r.q, r.k, r.v = b.Mat(schema.AttnQ, i), b.Mat(schema.AttnK, i), b.Mat(schema.AttnV, i)
 			r.fa, r.fb, r.beta = b.Mat(schema.SSMFA, i), b.Mat(schema.SSMFB, i), b.Mat(schema.SSMBeta, i)
 			if cfg.K3 {
@@ -299,8 +302,14 @@ func (t *Target) Cap() int { return t.ctx }
 
 // Rewind returns the target to its state after the first n positions, n within the last
 // Forward (runtime.Target's contract): the MLA blocks drop their cache rows, the KDA blocks
-// recompute the state after row n-s-1 of that forward from the state before it and the
-// forward's stash (kernels.DeltaNetLayer.Replay), bit for bit.
+// return to their state after row a = n-s of that forward (s its first position). As
+// runtime/qwen35's DeltaNet blocks (rollback.Slots), a forward of k rows keeps the state
+// before it and the states after rows k/3 and 2k/3 (rows 5 and 10 of a 16-row verify
+// forward): a is free when it is 0, a checkpoint's row or k; otherwise the block replays the
+// rows from the nearest kept state below a with the forward's stash
+// (kernels.DeltaNetLayer.Replay), bit for bit the state the forward computed: at most 5
+// rows for k = 16. Rolling back never invalidates the kept states, so a second Rewind lower
+// within the window works the same way.
 func (t *Target) Rewind(n int) error {
 	if err := t.rewind.Check(t.Name(), n); err != nil {
 		return err
@@ -311,20 +320,29 @@ func (t *Target) Rewind(n int) error {
 		}
 	}
 	if a := n - t.rewind.From; a != t.rows {
-		for i := range t.layers {
-			if r := t.layers[i].rec; r != nil {
-				r.rewind(&t.Config, t.cur, a)
-			}
-		}
-		t.rows = a
+		t.rollback(a)
 	}
 	t.n = n
 	return nil
 }
 
+// rollback sets every KDA block's current state and conv window to those after the first a
+// rows of the last forward (a below the rows the current state reflects).
+func (t *Target) rollback(a int) {
+	to := t.slots.Final()
+	from, replay := t.slots.Rollback(a)
+	for i := range t.layers {
+		if r := t.layers[i].rec; r != nil {
+			r.rewind(&t.Config, from, replay, to, t.convCur, a)
+		}
+	}
+	t.rows = a
+}
+
 // Reset empties the target: no cached position, zero recurrent states.
 func (t *Target) Reset() {
-	t.n, t.rows, t.cur = 0, 0, 0
+	t.n, t.rows, t.convCur = 0, 0, 0
+	t.slots.Reset()
 	t.rewind.Reset()
 	if t.cache != nil {
 		t.cache.Reset()
@@ -421,6 +439,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 	}
 	res := c.K3 && c.ResBlock > 0
 	banks := s.banks[:0]
+	from := t.slots.Plan(n)
 	for li := range t.layers {
 		l := &t.layers[li]
 		x := P
@@ -435,7 +454,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		}
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
 		if l.rec != nil {
-			l.rec.forward(c, &s.kda, a, h, n, t.cur)
+			l.rec.forward(c, &s.kda, a, h, n, from, t.slots.Row(), t.convCur)
 		} else {
 			if l.gate != nil {
 				l.gate.set(h, n)
@@ -480,7 +499,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 			return err
 		}
 	}
-	t.cur, t.rows = 1-t.cur, n
+	t.convCur, t.rows = 1-t.convCur, n
 	t.n = L + n
 	t.rewind.Forwarded(L, L+n)
 	V := c.NVocab

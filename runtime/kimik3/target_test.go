@@ -2,6 +2,7 @@ package kimik3
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/internal/rollback"
 )
 
 // openTarget writes m to a temp dir and loads it.
@@ -270,83 +272,165 @@ func TestBatchEqualsSingle(t *testing.T) {
 	}
 }
 
-// TestRewind: after a forward of k rows from s, rewinding to every s+a and continuing gives
-// bit for bit what a target that never saw the rejected rows gives; a rewind outside the
-// window wraps runtime.ErrRewind.
+// withCheckpoints runs f with the checkpoints count set to ck (targets loaded inside f get
+// ck+2 state slots per KDA block).
+func withCheckpoints(t *testing.T, ck int, f func(t *testing.T)) {
+	t.Helper()
+	defer func(old int) { checkpoints = old }(checkpoints)
+	checkpoints = ck
+	t.Run(fmt.Sprintf("checkpoints=%d", ck), f)
+}
+
+// TestRewind: after a forward of k rows from s, rewinding to every s+a (0 <= a <= k, first
+// to a row above a, then to a: the window narrows) and continuing gives bit for bit what a
+// target that never saw the rejected rows gives; a rewind outside the window wraps
+// runtime.ErrRewind. It runs with 0 to 2 checkpoints and blocks of 6 and 16 rows (the
+// checkpoints at rows 3; 2, 4; 8 and 5, 10: every a is each checkpoint's m-1, m or m+1, or 0
+// or k).
 func TestRewind(t *testing.T) {
-	for _, name := range []string{"k3", "k3-wide-heads", "linear"} {
-		spec := variants()[name]
-		t.Run(name, func(t *testing.T) {
-			m := testmodel.BuildKimi(spec, 31)
-			prefix := randTokens(5, spec.Vocab, 1)
-			block := randTokens(6, spec.Vocab, 2)
-			next := randTokens(3, spec.Vocab, 3)
-			taps := allTaps(spec.Layers)
+	for _, ck := range []int{0, 1, 2} {
+		withCheckpoints(t, ck, func(t *testing.T) {
+			for _, name := range []string{"k3", "k3-wide-heads", "linear"} {
+				for _, k := range []int{6, 16} {
+					if k == 16 && (name != "k3" || testing.Short() && ck != rollback.DefaultCheckpoints) {
+						continue // the 6-row block covers every slot case at every count
+					}
+					t.Run(fmt.Sprintf("%s/k=%d", name, k), func(t *testing.T) { rewindEveryRow(t, name, k) })
+				}
+			}
+		})
+	}
+}
+
+func rewindEveryRow(t *testing.T, name string, k int) {
+	spec := variants()[name]
+	m := testmodel.BuildKimi(spec, 31)
+	prefix := randTokens(5, spec.Vocab, 1)
+	block := randTokens(k, spec.Vocab, 2)
+	next := randTokens(3, spec.Vocab, 3)
+	taps := allTaps(spec.Layers)
+	V := spec.Vocab
+	tg := openTarget(t, m, runtime.Options{Context: 32})
+	fresh := openTarget(t, m, runtime.Options{Context: 32})
+	for a := k; a >= 0; a-- {
+		tg.Reset()
+		var st runtime.Step
+		if err := tg.Forward(prefix, 0, nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Forward(block, 0, taps, &st); err != nil {
+			t.Fatal(err)
+		}
+		if a < k { // first a rewind above a, then to a
+			if err := tg.Rewind(len(prefix) + (a+k+1)/2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tg.Rewind(len(prefix) + a); err != nil {
+			t.Fatal(err)
+		}
+		if tg.Len() != len(prefix)+a {
+			t.Fatalf("a=%d: Len %d after rewind", a, tg.Len())
+		}
+		if err := tg.Forward(next, 0, taps, &st); err != nil {
+			t.Fatal(err)
+		}
+		got := slices.Clone(st.Logits[:len(next)*V])
+		fresh.Reset()
+		var fs runtime.Step
+		seq := append(append(slices.Clone(prefix), block[:a]...), next...)
+		// The same chunking as the rewound target (a row's result does not depend on
+		// the batch anyway).
+		if err := fresh.Forward(seq[:len(prefix)], 0, nil, &fs); err != nil {
+			t.Fatal(err)
+		}
+		if a > 0 {
+			if err := fresh.Forward(seq[len(prefix):len(prefix)+a], 0, nil, &fs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fresh.Forward(next, 0, taps, &fs); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, fs.Logits[:len(next)*V]) {
+			t.Fatalf("a=%d: logits after rewind differ from never having forwarded the rejected rows", a)
+		}
+		for _, k := range taps {
+			if !slices.Equal(st.Hidden[k], fs.Hidden[k]) {
+				t.Fatalf("a=%d: tap %d after rewind differs", a, k)
+			}
+		}
+	}
+	// Outside the window.
+	tg.Reset()
+	var st runtime.Step
+	if err := tg.Forward(prefix, 0, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Forward(block, 0, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{len(prefix) - 1, len(prefix) + len(block) + 1} {
+		if err := tg.Rewind(n); !errors.Is(err, runtime.ErrRewind) {
+			t.Errorf("Rewind(%d) = %v, want ErrRewind", n, err)
+		}
+	}
+	if err := tg.Rewind(len(prefix) + 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Rewind(len(prefix) + 3); !errors.Is(err, runtime.ErrRewind) {
+		t.Errorf("Rewind past an earlier rewind = %v, want ErrRewind", err)
+	}
+}
+
+// TestRewindRounds runs speculative-style rounds on one target (a verify forward of 1 to
+// 16 rows, a Rewind to a random row, sometimes two): every round's kept rows must give bit
+// for bit the logits a plain target computes for the same history one token at a time, so
+// the state slots stay right across rounds whichever slot each rollback left current
+// (kept, replayed or final).
+func TestRewindRounds(t *testing.T) {
+	for _, ck := range []int{0, 1, 2} {
+		withCheckpoints(t, ck, func(t *testing.T) {
+			spec := variants()["k3"]
+			m := testmodel.BuildKimi(spec, 9)
+			tg := openTarget(t, m, runtime.Options{Context: 256})
+			plain := openTarget(t, m, runtime.Options{Context: 256})
+			rng := rand.New(rand.NewPCG(uint64(ck), 5))
 			V := spec.Vocab
-			tg := openTarget(t, m, runtime.Options{Context: 32})
-			for a := 0; a <= len(block); a++ {
-				tg.Reset()
-				var st runtime.Step
-				if err := tg.Forward(prefix, 0, nil, &st); err != nil {
+			var st, sp runtime.Step
+			rounds := 24
+			if testing.Short() {
+				rounds = 10
+			}
+			for r := range rounds {
+				k := 1 + rng.IntN(16)
+				if tg.Len()+k > tg.Cap() {
+					break
+				}
+				block := randTokens(k, spec.Vocab, uint64(100+r))
+				if err := tg.Forward(block, 0, nil, &st); err != nil {
 					t.Fatal(err)
 				}
-				if err := tg.Forward(block, 0, taps, &st); err != nil {
-					t.Fatal(err)
-				}
-				if err := tg.Rewind(len(prefix) + a); err != nil {
-					t.Fatal(err)
-				}
-				if tg.Len() != len(prefix)+a {
-					t.Fatalf("a=%d: Len %d after rewind", a, tg.Len())
-				}
-				if err := tg.Forward(next, 0, taps, &st); err != nil {
-					t.Fatal(err)
-				}
-				got := slices.Clone(st.Logits[:len(next)*V])
-				fresh := openTarget(t, m, runtime.Options{Context: 32})
-				var fs runtime.Step
-				seq := append(append(slices.Clone(prefix), block[:a]...), next...)
-				// The same chunking as the rewound target (a row's result does not depend on
-				// the batch anyway).
-				if err := fresh.Forward(seq[:len(prefix)], 0, nil, &fs); err != nil {
-					t.Fatal(err)
-				}
-				if a > 0 {
-					if err := fresh.Forward(seq[len(prefix):len(prefix)+a], 0, nil, &fs); err != nil {
+				a := rng.IntN(k + 1)
+				if a < k && rng.IntN(3) == 0 { // a first rewind between a and k
+					if err := tg.Rewind(plain.Len() + a + 1 + rng.IntN(k-a)); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if err := fresh.Forward(next, 0, taps, &fs); err != nil {
-					t.Fatal(err)
+				if err := tg.Rewind(plain.Len() + a); err != nil {
+					t.Fatalf("round %d: Rewind to row %d of %d: %v", r, a, k, err)
 				}
-				if !slices.Equal(got, fs.Logits[:len(next)*V]) {
-					t.Fatalf("a=%d: logits after rewind differ from never having forwarded the rejected rows", a)
-				}
-				for _, k := range taps {
-					if !slices.Equal(st.Hidden[k], fs.Hidden[k]) {
-						t.Fatalf("a=%d: tap %d after rewind differs", a, k)
+				for i := range a {
+					if err := plain.Forward(block[i:i+1], 0, nil, &sp); err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(st.Logits[i*V:(i+1)*V], sp.Logits[:V]) {
+						t.Fatalf("round %d (%d rows, kept %d): row %d's logits differ from plain decoding", r, k, a, i)
 					}
 				}
-			}
-			// Outside the window.
-			tg.Reset()
-			var st runtime.Step
-			if err := tg.Forward(prefix, 0, nil, &st); err != nil {
-				t.Fatal(err)
-			}
-			if err := tg.Forward(block, 0, nil, &st); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range []int{len(prefix) - 1, len(prefix) + len(block) + 1} {
-				if err := tg.Rewind(n); !errors.Is(err, runtime.ErrRewind) {
-					t.Errorf("Rewind(%d) = %v, want ErrRewind", n, err)
+				if tg.Len() != plain.Len() {
+					t.Fatalf("round %d: Len %d, plain %d", r, tg.Len(), plain.Len())
 				}
-			}
-			if err := tg.Rewind(len(prefix) + 2); err != nil {
-				t.Fatal(err)
-			}
-			if err := tg.Rewind(len(prefix) + 3); !errors.Is(err, runtime.ErrRewind) {
-				t.Errorf("Rewind past an earlier rewind = %v, want ErrRewind", err)
 			}
 		})
 	}

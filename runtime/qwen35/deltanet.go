@@ -3,12 +3,18 @@ package qwen35
 import (
 	"math"
 
+	"github.com/dspark-dev/dspark/runtime/internal/rollback"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 )
 
+// checkpoints is the number of mid-batch states a forward keeps
+// (rollback.DefaultCheckpoints). Load reads it (a variable for the tests and benchmarks
+// that compare the counts).
+var checkpoints = rollback.DefaultCheckpoints
+
 // recurrent is one Gated DeltaNet block's weights, its state and its rollback stash.
 //
-// State: checkpoints+2 recurrent states (slots, laid out by the target's stateSlots, the
+// State: checkpoints+2 recurrent states (slots, laid out by the target's rollback.Slots, the
 // same for every block) and two conv windows. A forward reads the current state and writes
 // its rows' states into the other slots: the checkpoint rows' into their own, every other
 // row's in place into the final slot, which becomes current; the pre-forward state and the
@@ -76,7 +82,7 @@ func sigmoid32(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)
 
 // forward runs n rows h (normed inputs, NEmbd each) through the block, token by token in
 // order, into dst (n rows of NEmbd): from state slot from it writes the state after row t
-// into slot row[t] (stateSlots.plan), from conv window cur into the other (nxt), and
+// into slot row[t] (rollback.Slots.Plan), from conv window cur into the other (nxt), and
 // stashes the rows for rewind.
 func (r *recurrent) forward(c *Config, s *recScratch, dst, h []float32, n, from int, row []int, cur int) {
 	C, Kd, Vd, d, nv := c.ConvChannels(), c.NKHead*c.DState, c.NVHead*c.DState, c.DState, c.NVHead
@@ -123,27 +129,16 @@ func (r *recurrent) forward(c *Config, s *recScratch, dst, h []float32, n, from 
 }
 
 // rewind sets the block to its state after the first a rows of the last forward: when
-// replay > 0, slot to receives the state after from.rows rows (slot from.slot) with the
-// stashed rows from.rows .. a-1 replayed on it (stateSlots.rollback chose them; replay 0
-// needs no work: slot from.slot is current); conv window cur (the forward wrote it, from
+// replay > 0, slot to receives the state after from.Rows rows (slot from.Slot) with the
+// stashed rows from.Rows .. a-1 replayed on it (rollback.Slots.Rollback chose them; replay 0
+// needs no work: slot from.Slot is current); conv window cur (the forward wrote it, from
 // window 1-cur) is rebuilt from the pre-forward window and the stashed inputs.
-func (r *recurrent) rewind(c *Config, from kept, replay, to, cur, a int) {
+func (r *recurrent) rewind(c *Config, from rollback.Kept, replay, to, cur, a int) {
 	if replay > 0 {
-		m, Kd, Vd, nv := from.rows, c.NKHead*c.DState, c.NVHead*c.DState, c.NVHead
-		r.net.Replay(r.state[to], r.state[from.slot], r.k[m*Kd:], r.delta[m*Vd:], r.decay[m*nv:], replay)
+		m, Kd, Vd, nv := from.Rows, c.NKHead*c.DState, c.NVHead*c.DState, c.NVHead
+		r.net.Replay(r.state[to], r.state[from.Slot], r.k[m*Kd:], r.delta[m*Vd:], r.decay[m*nv:], replay)
 	}
-	pre := 1 - cur
-	C, w := c.ConvChannels(), c.ConvK-1
-	dst, old := r.conv[cur], r.conv[pre]
-	// The window after row a-1 is the last w rows of (old window, x_0..x_{a-1}).
-	for j := range w {
-		src := j + a // index in the concatenation
-		if src < w {
-			copy(dst[j*C:(j+1)*C], old[src*C:(src+1)*C])
-		} else {
-			copy(dst[j*C:(j+1)*C], r.x[(src-w)*C:(src-w+1)*C])
-		}
-	}
+	rollback.ConvWindow(r.conv[cur], r.conv[1-cur], r.x, c.ConvK-1, c.ConvChannels(), a)
 }
 
 // reset clears every state and window.

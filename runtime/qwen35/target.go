@@ -7,6 +7,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf/schema"
 	"github.com/dspark-dev/dspark/runtime"
 	"github.com/dspark-dev/dspark/runtime/internal/model"
+	"github.com/dspark-dev/dspark/runtime/internal/rollback"
 	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/mla"
 )
@@ -27,9 +28,9 @@ type Target struct {
 
 	n, capacity int // positions held; KV cache capacity
 	rewind      runtime.RewindWindow
-	slots       stateSlots // the DeltaNet blocks' state slots
-	convCur     int        // the DeltaNet blocks' current conv window (0 or 1)
-	rows        int        // rows of the last forward the current state reflects
+	slots       rollback.Slots // the DeltaNet blocks' state slots
+	convCur     int            // the DeltaNet blocks' current conv window (0 or 1)
+	rows        int            // rows of the last forward the current state reflects
 
 	maxBatch int
 	s        scratch
@@ -85,7 +86,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	}
 	b := model.NewBinder(f, v, opt.Pack, opt.Precision())
 	t := &Target{Config: cfg, File: f, maxBatch: opt.MaxBatch, capacity: opt.Context, values: v, tokens: v.Strs(schema.TokTokens),
-		slots: newStateSlots(checkpoints, opt.MaxBatch)}
+		slots: rollback.NewSlots(checkpoints, opt.MaxBatch)}
 	t.tokEmbd = b.Mat(schema.TokenEmbd, -1)
 	t.outNorm = b.Vec(schema.OutputNorm, -1)
 	if b.Has(schema.Output, -1) {
@@ -97,7 +98,7 @@ func Load(f *gguf.File, opt runtime.Options) (*Target, error) {
 	for i := 0; i < cfg.NLayer; i++ {
 		l := layer{attnNorm: b.Vec(schema.AttnNorm, i), postNorm: b.Vec(schema.PostAttnNorm, i)}
 		if cfg.Recurrent[i] {
-			r := newRecurrent(&cfg, opt.MaxBatch, t.slots.n())
+			r := newRecurrent(&cfg, opt.MaxBatch, t.slots.N())
 			if r.in = b.Stacked(i, schema.AttnQKV, schema.AttnGate, schema.SSMBeta, schema.SSMAlpha); r.in == nil {
 				r.qkv, r.gate = b.Mat(schema.AttnQKV, i), b.Mat(schema.AttnGate, i)
 				r.beta, r.alpha = b.Mat(schema.SSMBeta, i), b.Mat(schema.SSMAlpha, i)
@@ -204,8 +205,8 @@ func (t *Target) Rewind(n int) error {
 // rollback sets every DeltaNet block's current state and conv window to those after the
 // first a rows of the last forward (a below the rows the current state reflects).
 func (t *Target) rollback(a int) {
-	to := t.slots.final
-	from, replay := t.slots.rollback(a)
+	to := t.slots.Final()
+	from, replay := t.slots.Rollback(a)
 	for i := range t.layers {
 		if r := t.layers[i].rec; r != nil {
 			r.rewind(&t.Config, from, replay, to, t.convCur, a)
@@ -217,7 +218,7 @@ func (t *Target) rollback(a int) {
 // Reset empties the target: no cached position, zero recurrent states.
 func (t *Target) Reset() {
 	t.n, t.rows, t.convCur = 0, 0, 0
-	t.slots.reset()
+	t.slots.Reset()
 	t.rewind.Reset()
 	for i := range t.layers {
 		if r := t.layers[i].rec; r != nil {
@@ -275,7 +276,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		out.Hidden[k] = model.Grow(out.Hidden[k], n*E)
 	}
 	x, h, mix, ffo := s.x[:n*E], s.h[:n*E], s.mix[:n*E], s.ffOut[:n*E]
-	from := t.slots.plan(n)
+	from := t.slots.Plan(n)
 	p := t.probe
 	p.Check(-1, "token embedding", schema.TokenEmbd, x, n)
 	for li := range t.layers {
@@ -283,7 +284,7 @@ func (t *Target) Forward(tokens []int, logitsFrom int, taps []int, out *runtime.
 		model.RMSRows(h, x, l.attnNorm, n, E, c.Eps)
 		p.Check(li, "attention norm", schema.AttnNorm, h, n)
 		if l.rec != nil {
-			l.rec.forward(c, &s.rec, mix, h, n, from, t.slots.row, t.convCur)
+			l.rec.forward(c, &s.rec, mix, h, n, from, t.slots.Row(), t.convCur)
 			p.Check(li, "gated deltanet", "blk.{i}.attn_qkv/attn_gate/ssm_*.weight", mix, n)
 		} else {
 			l.att.forward(c, &s.att, mix, h, n, L)

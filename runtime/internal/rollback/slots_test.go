@@ -1,4 +1,4 @@
-package qwen35
+package rollback
 
 import "testing"
 
@@ -9,34 +9,34 @@ import "testing"
 func TestStateSlotsPlan(t *testing.T) {
 	for _, c := range []struct {
 		ck      int
-		rows    []int // kept states' rows, pre-forward first
+		Rows    []int // kept states' rows, pre-forward first
 		longest int
 	}{{0, []int{0}, 15}, {1, []int{0, 8}, 7}, {2, []int{0, 5, 10}, 5}, {3, []int{0, 4, 8, 12}, 3}} {
-		s := newStateSlots(c.ck, 64)
-		s.plan(3) // a first forward moves the current slot away from 0
-		s.rollback(1)
+		s := NewSlots(c.ck, 64)
+		s.Plan(3) // a first forward moves the current slot away from 0
+		s.Rollback(1)
 		before := s.cur
-		from := s.plan(16)
+		from := s.Plan(16)
 		if from != before {
 			t.Fatalf("ck %d: forward from slot %d, current was %d", c.ck, from, before)
 		}
-		if len(s.bases) != len(c.rows) {
-			t.Fatalf("ck %d: kept states %v, want rows %v", c.ck, s.bases, c.rows)
+		if len(s.bases) != len(c.Rows) {
+			t.Fatalf("ck %d: kept states %v, want rows %v", c.ck, s.bases, c.Rows)
 		}
 		used := map[int]bool{s.final: true}
 		for i, b := range s.bases {
-			if b.rows != c.rows[i] || used[b.slot] || b.slot < 0 || b.slot >= s.n() {
-				t.Fatalf("ck %d: kept states %v (final %d), want rows %v in distinct slots", c.ck, s.bases, s.final, c.rows)
+			if b.Rows != c.Rows[i] || used[b.Slot] || b.Slot < 0 || b.Slot >= s.N() {
+				t.Fatalf("ck %d: kept states %v (final %d), want rows %v in distinct slots", c.ck, s.bases, s.final, c.Rows)
 			}
-			used[b.slot] = true
-			if i > 0 && s.row[b.rows-1] != b.slot {
-				t.Fatalf("ck %d: row %d's state goes to slot %d, not its checkpoint's %d", c.ck, b.rows-1, s.row[b.rows-1], b.slot)
+			used[b.Slot] = true
+			if i > 0 && s.row[b.Rows-1] != b.Slot {
+				t.Fatalf("ck %d: row %d's state goes to slot %d, not its checkpoint's %d", c.ck, b.Rows-1, s.row[b.Rows-1], b.Slot)
 			}
 		}
 		for r := range 16 {
 			isCk := false
 			for _, b := range s.bases[1:] {
-				isCk = isCk || b.rows == r+1
+				isCk = isCk || b.Rows == r+1
 			}
 			if !isCk && s.row[r] != s.final {
 				t.Fatalf("ck %d: row %d's state goes to slot %d, want the final %d", c.ck, r, s.row[r], s.final)
@@ -44,19 +44,19 @@ func TestStateSlotsPlan(t *testing.T) {
 		}
 		longest := 0
 		for a := 15; a >= 0; a-- {
-			k, replay := s.rollback(a)
-			if k.rows+replay != a || replay < 0 {
-				t.Fatalf("ck %d: rollback to %d: from row %d + %d rows", c.ck, a, k.rows, replay)
+			k, replay := s.Rollback(a)
+			if k.Rows+replay != a || replay < 0 {
+				t.Fatalf("ck %d: rollback to %d: from row %d + %d rows", c.ck, a, k.Rows, replay)
 			}
 			want := s.final
 			if replay == 0 {
-				want = k.slot
+				want = k.Slot
 			}
 			if s.cur != want {
 				t.Fatalf("ck %d: rollback to %d leaves slot %d current, want %d", c.ck, a, s.cur, want)
 			}
 			longest = max(longest, replay)
-			for _, r := range c.rows {
+			for _, r := range c.Rows {
 				if r == a && replay != 0 {
 					t.Fatalf("ck %d: rollback to kept row %d replays %d rows", c.ck, a, replay)
 				}

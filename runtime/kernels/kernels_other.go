@@ -170,3 +170,6 @@ func batchStreams(p Precision, n int) int { return 2 }
 
 // panelsQuantFast is the portable panelsQuant without assembly.
 func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) { m.panelsQuant(s, n, p0, p1) }
+
+// panelsQ8Fast is the portable panelsQ8 without assembly.
+func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) { m.panelsQ8(s, n, p0, p1) }

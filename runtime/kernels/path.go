@@ -59,7 +59,9 @@ type KernelPath struct {
 	//	F32Activations:  "avx512", "avx2" or "portable" (all give the same bits);
 	//	BF16Activations: "avx512bf16" (VDPBF16PS) or "portable" (the slow reference of the
 	//	                 same bits) for BF16 weights; other weight types use the F32 path;
-	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise.
+	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise;
+	//	Q8Activations:   "portable" (the reference of qact.go) until a type has q8 kernels
+	//	                 on this path (q8Path).
 	Name string
 	// Accelerated says whether it runs on hardware kernels (for F32Activations: whether it is
 	// not the portable code). A bf16 precision without them is computed by its portable
@@ -86,6 +88,8 @@ func Path(p Precision) KernelPath {
 			return KernelPath{"amx", true}
 		}
 		return KernelPath{"portable", false}
+	case Q8Activations:
+		return q8Path()
 	}
 	return KernelPath{curPath.String(), curPath != pathPortable}
 }

@@ -540,3 +540,6 @@ func q8PanelRow(dst, mem []byte, r int) {
 		}
 	}
 }
+
+// q8Path is Path(Q8Activations): the portable reference (no assembly yet).
+func q8Path() KernelPath { return KernelPath{"portable", false} }

@@ -74,6 +74,10 @@ func actFormatOf(t DType) actFormat {
 // qs[j*cols:], its block scales at d[j*cols/blockElems:] (Q8_0 and Q8_1: the fp16 scale
 // widened exactly; Q8_K: the float32 scale), for Q8_1 the widened fp16 s of each block at
 // s[j*cols/32:], for Q8_K the sums of 16 at bsums[j*cols/16:].
+//
+// For the Q4_K and Q5_K kernels (qact_amd64.go) a Q8_K call also holds perm, each row's qs
+// with every superblock's 256 values in the order of the weights' bytes (permQ4K), and bsp,
+// the sums of 32 as int16 (8 per superblock).
 type qActs struct {
 	f     actFormat
 	cols  int
@@ -81,6 +85,27 @@ type qActs struct {
 	d     []float32
 	s     []float32
 	bsums []int16
+	perm  []int8
+	bsp   []int16
+}
+
+// permQ4K writes one row's Q8_K values in the order Q4_K and Q5_K keep their nibbles: per
+// superblock, values 0-31 and 64-95 (the low nibbles of bytes 0-63), 32-63 and 96-127 (their
+// high nibbles), then the same for 128-255.
+func permQ4K(dst, qs []int8) {
+	for b := 0; b < len(qs)/256; b++ {
+		src, out := qs[256*b:256*b+256], dst[256*b:256*b+256]
+		for k, sub := range [8]int{0, 2, 1, 3, 4, 6, 5, 7} {
+			copy(out[32*k:32*k+32], src[32*sub:32*sub+32])
+		}
+	}
+}
+
+// pairSums writes the sums of 32 of a Q8_K row (bsums added in pairs).
+func pairSums(dst, bsums []int16) {
+	for i := range dst {
+		dst[i] = bsums[2*i] + bsums[2*i+1]
+	}
 }
 
 // qRow is one row of quantized activations (slices of a qActs).
@@ -474,6 +499,11 @@ func (m *Mat) quantizeGroups(c *geo, n, g0, g1 int) *qActs {
 	a := getQActs()
 	f := actFormatOf(m.t)
 	a.grow(f, g*n, m.cols)
+	perm := m.t == Q4_K && m.pk != nil && q8Kernel(m.t) // the kernel's order (permQ4K)
+	if perm {
+		a.perm = growSlice(a.perm, g*n*m.cols)
+		a.bsp = growSlice(a.bsp, g*n*m.cols/32)
+	}
 	for gi := g0; gi < g1; gi++ {
 		for j := 0; j < n; j++ {
 			r := a.row(gi*n + j)
@@ -482,6 +512,11 @@ func (m *Mat) quantizeGroups(c *geo, n, g0, g1 int) *qActs {
 				quantizeQ8KRow(r, src)
 			} else {
 				quantizeQ8Row(r, src, f == actQ8_1)
+			}
+			if perm {
+				i := gi*n + j
+				permQ4K(a.perm[i*m.cols:(i+1)*m.cols], r.qs)
+				pairSums(a.bsp[i*m.cols/32:(i+1)*m.cols/32], r.bsums)
 			}
 		}
 	}
@@ -540,6 +575,3 @@ func q8PanelRow(dst, mem []byte, r int) {
 		}
 	}
 }
-
-// q8Path is Path(Q8Activations): the portable reference (no assembly yet).
-func q8Path() KernelPath { return KernelPath{"portable", false} }

@@ -2,8 +2,102 @@
 
 package kernels
 
+import (
+	"math"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// cpuQ8512 reports whether the CPU runs the AVX-512 kernels of Q8Activations (qdot.go of
+// _generate): AVX-512 F, BW, VL, VBMI (VPERMB) and VNNI (VPDPBUSD).
+var cpuQ8512 = cpuAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VNNI
+
+// q8Active reports whether packed matrices of Q8_0, Q4_K and Q6_K use those kernels now: on
+// the AVX-512 path (SelectPath) of a CPU that has them.
+func q8Active() bool { return curPath == pathAVX512 && cpuQ8512 }
+
+// q8Path is Path(Q8Activations).
+func q8Path() KernelPath {
+	if q8Active() {
+		return KernelPath{"avx512vnni", true}
+	}
+	return KernelPath{"portable", false}
+}
+
+// q8Kernel reports whether type t has a Q8Activations kernel on the current path.
+func q8Kernel(t DType) bool {
+	return q8Active() && (t == Q8_0 || t == Q4_K || t == Q6_K)
+}
+
 // panelsQ8Fast computes the group's local panels [p0, p1) of a packed block-quantized
-// matrix with Q8Activations on the current path.
+// matrix with Q8Activations: with the AVX-512 kernels for Q8_0, Q4_K and Q6_K (the bits of
+// panelsQ8: the same exact integers and the same fma32 chains), the portable reference for
+// the other types and paths.
 func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) {
-	m.panelsQ8(s, n, p0, p1)
+	if !q8Kernel(m.t) {
+		m.panelsQ8(s, n, p0, p1)
+		return
+	}
+	pk := m.pk
+	a := s.xq
+	var acc [max512Rows * panelRows]float32
+	if m.t == Q8_0 {
+		nb := m.cols / q8Block
+		for pn := p0; pn < p1; pn++ {
+			w := &pk.mem[(s.base+pn)*pk.panelBytes]
+			for j0 := 0; j0 < n; j0 += max512Rows {
+				c := min(max512Rows, n-j0)
+				acc = [max512Rows * panelRows]float32{}
+				r := s.xqBase + j0
+				q8q8(c, w, nb, &a.qs[r*a.cols], a.cols, &a.d[r*nb], 4*nb, &acc[0])
+				s.store(acc[:], j0, c, 1, pn)
+			}
+		}
+		return
+	}
+	rb := pk.quantRowBytes()
+	if panelRows*rb > math.MaxInt32 {
+		m.panelsQ8(s, n, p0, p1)
+		return
+	}
+	nb := m.cols / 256
+	buf := getTile(32 * nb)
+	defer putTile(buf)
+	scratch := (*int32)(unsafe.Pointer(&(*buf)[0]))
+	for pn := p0; pn < p1; pn++ {
+		w := &pk.mem[(s.base+pn)*pk.panelBytes]
+		for j := 0; j < n; j++ {
+			r := s.xqBase + j
+			acc = [max512Rows * panelRows]float32{}
+			if m.t == Q4_K {
+				q4kQ8(w, rb, nb, &a.perm[r*a.cols], &a.bsp[r*nb*8], &a.d[r*nb], scratch, &acc[0])
+			} else {
+				q6kQ8(w, rb, nb, &a.qs[r*a.cols], &a.bsums[r*nb*16], &a.d[r*nb], scratch, &acc[0])
+			}
+			s.store(acc[:], j, 1, 1, pn)
+		}
+	}
+}
+
+// q8q8 runs q8q8M<c>.
+func q8q8(c int, w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32) {
+	switch c {
+	case 1:
+		q8q8M1(w, nb, a, aRow, ad, adRow, acc)
+	case 2:
+		q8q8M2(w, nb, a, aRow, ad, adRow, acc)
+	case 3:
+		q8q8M3(w, nb, a, aRow, ad, adRow, acc)
+	case 4:
+		q8q8M4(w, nb, a, aRow, ad, adRow, acc)
+	case 5:
+		q8q8M5(w, nb, a, aRow, ad, adRow, acc)
+	case 6:
+		q8q8M6(w, nb, a, aRow, ad, adRow, acc)
+	case 7:
+		q8q8M7(w, nb, a, aRow, ad, adRow, acc)
+	default:
+		q8q8M8(w, nb, a, aRow, ad, adRow, acc)
+	}
 }

@@ -416,3 +416,60 @@ func TestQ8MatMul(t *testing.T) {
 		t.Errorf("ParsePrecision(q8) = %v, %v", p, err)
 	}
 }
+
+// TestQ8Extremes: weights whose every quant byte is 0xff (the largest unsigned values, the
+// most negative Q8_0 weight -1) or 0x80, times activations at ±127 with every sign pattern:
+// the kernels' int16 pair sums and int32 sums do not saturate, packed results equal the
+// reference on every path.
+func TestQ8Extremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const rows, cols, n = 16, 768, 3
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = 1
+		if r.IntN(2) == 0 || i%256 < 64 {
+			x[i] = -1
+		}
+	}
+	for _, fill := range []byte{0xff, 0x80} {
+		for _, typ := range q8Types() {
+			data := randBlockRows(r, typ, rows, cols)
+			q, _ := typ.quant()
+			if typ == Q8_0 {
+				q = dtype.QuantQ8_0
+			}
+			bb := q.BlockBytes()
+			for b := 0; b < len(data)/bb; b++ {
+				blk := data[b*bb : (b+1)*bb]
+				d, m := factors(typ, blk)
+				for i := range blk {
+					blk[i] = fill
+				}
+				setFactors(typ, blk, d, m)
+			}
+			rb, _ := typ.rowBytes(cols)
+			want := make([]float32, n*rows)
+			for j := 0; j < n; j++ {
+				a := quantizeOne(actFormatOf(typ), x[j*cols:(j+1)*cols])
+				for i := 0; i < rows; i++ {
+					want[j*rows+i] = dotQ8Row(typ, data[i*rb:(i+1)*rb], a.row(0))
+				}
+			}
+			view, _ := NewMat(typ, rows, cols, data)
+			pk, err := view.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			withPath(t, func(t *testing.T) {
+				dst := make([]float32, n*rows)
+				pk.WithPrecision(Q8Activations).MatMul(dst, x, n)
+				for i, v := range dst {
+					if math.Float32bits(v) != math.Float32bits(want[i]) {
+						t.Fatalf("%v fill %#x output %d: %v, want %v", typ, fill, i, v, want[i])
+					}
+				}
+			})
+			pk.Release()
+		}
+	}
+}

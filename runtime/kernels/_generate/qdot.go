@@ -1,0 +1,422 @@
+package main
+
+import "fmt"
+
+// The Q8Activations kernels (qact.go, qact_amd64.go) on AVX-512 (F, BW, VL, VBMI, VNNI):
+// integer dot products of block-quantized weights with activations quantized to 8 bits,
+// exact in int32, then the contract's float32 chain over the blocks with the rows in the
+// lanes (one fused multiply-add per block and row, as fma32).
+//
+//   - q8q8M<m> (Q8_0 weights, packed panels, m = 1..8 batch rows): the panel already holds
+//     the rows in the lanes (16 int8 per column); one VPERMB turns 4 columns into one dword
+//     per row, and VPDPBUSD multiplies it by 4 activations broadcast. VPDPBUSD takes its
+//     first factor unsigned, so the activations go in as a+128 (XOR 0x80) and 128 * sum(w),
+//     a second VPDPBUSD by 0x80 shared by the batch rows, is subtracted: exact.
+//   - q4kQ8 and q6kQ8 (one batch row, one panel of 16 GGUF rows): row by row and superblock
+//     by superblock, the nibbles (and Q6_K's high bits) become unsigned bytes multiplied by the
+//     int8 activations with VPMADDUBSW (pairs of products in int16: at most 2*63*128, no
+//     saturation), then by the sub-block scales with VPMADDWD, summed to one int32 per row and
+//     superblock (and for Q4_K the mins times the activations' sums of 32): stored to a
+//     scratch array. A second pass over the superblocks reads them with the rows in the lanes,
+//     gathers the rows' fp16 factors and runs the float32 steps of the contract.
+
+// qdotKernels emits the Q8Activations kernels and their constants.
+func (g *gen) qdotKernels() {
+	// q8tr: VPERMB index turning 4 columns of 16 rows (column-major bytes) into row-major
+	// dwords: output byte 4r+c is input byte 16c+r.
+	for i := 0; i < 8; i++ {
+		var v uint64
+		for b := 0; b < 8; b++ {
+			o := 8*i + b
+			r, c := o/4, o%4
+			v |= uint64(16*c+r) << (8 * b)
+		}
+		g.f("DATA q8tr<>+%d(SB)/8, $0x%016x", 8*i, v)
+	}
+	g.f("GLOBL q8tr<>(SB), RODATA|NOPTR, $64")
+	g.f("DATA q8x80<>+0(SB)/4, $0x80808080")
+	g.f("GLOBL q8x80<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA qk3f<>+0(SB)/4, $0x3f3f3f3f")
+	g.f("GLOBL qk3f<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA qk30<>+0(SB)/4, $0x30303030")
+	g.f("GLOBL qk30<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA qkshift<>+0(SB)/8, $0x0000000400000000")
+	g.f("DATA qkshift<>+8(SB)/8, $0")
+	g.f("GLOBL qkshift<>(SB), RODATA|NOPTR, $16")
+	for i := 0; i < 8; i++ { // 0..15 as dwords
+		g.f("DATA qiota<>+%d(SB)/8, $0x%08x%08x", 8*i, 2*i+1, 2*i)
+	}
+	g.f("GLOBL qiota<>(SB), RODATA|NOPTR, $64")
+	// q4kIdx: for zmm k of a Q4_K superblock (sub-blocks a_k in bytes 0-31, b_k in 32-63),
+	// the VPERMB index of its sub-block scale for each int16 word (even bytes; the odd bytes
+	// are zeroed by the mask).
+	subs := [4][2]int{{0, 2}, {1, 3}, {4, 6}, {5, 7}}
+	for k := 0; k < 4; k++ {
+		for i := 0; i < 8; i++ {
+			var v uint64
+			for b := 0; b < 8; b++ {
+				o := 8*i + b
+				s := subs[k][0]
+				if o >= 32 {
+					s = subs[k][1]
+				}
+				if o%2 == 0 {
+					v |= uint64(s) << (8 * b)
+				}
+			}
+			g.f("DATA q4kIdx<>+%d(SB)/8, $0x%016x", 64*k+8*i, v)
+		}
+	}
+	g.f("GLOBL q4kIdx<>(SB), RODATA|NOPTR, $256")
+	// q6kIdx: for zmm k (values 64k..64k+63), the VPERMW index of word L's scale: 4k + L/8.
+	for k := 0; k < 4; k++ {
+		for i := 0; i < 8; i++ {
+			var v uint64
+			for w := 0; w < 4; w++ {
+				L := 4*i + w
+				v |= uint64(4*k+L/8) << (16 * w)
+			}
+			g.f("DATA q6kIdx<>+%d(SB)/8, $0x%016x", 64*k+8*i, v)
+		}
+	}
+	g.f("GLOBL q6kIdx<>(SB), RODATA|NOPTR, $256")
+	// q6kSh: word shifts of the high bits: [0 x16, 2 x16] and [4 x16, 6 x16].
+	for k := 0; k < 2; k++ {
+		for i := 0; i < 8; i++ {
+			s := uint64(4*k + 2*(i/4))
+			g.f("DATA q6kSh<>+%d(SB)/8, $0x%016x", 64*k+8*i, s|s<<16|s<<32|s<<48)
+		}
+	}
+	g.f("GLOBL q6kSh<>(SB), RODATA|NOPTR, $128\n")
+	for m := 1; m <= 8; m++ {
+		g.q8q8(m)
+	}
+	g.qkQ8(false)
+	g.qkQ8(true)
+}
+
+// q8q8 emits q8q8M<m>.
+func (g *gen) q8q8(m int) {
+	name := fmt.Sprintf("q8q8M%d", m)
+	g.f("// func %s(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	g.f("\tMOVQ w+0(FP), SI")
+	g.f("\tMOVQ nb+8(FP), CX")
+	g.f("\tMOVQ a+16(FP), DX")
+	g.f("\tMOVQ aRow+24(FP), R9")
+	g.f("\tMOVQ ad+32(FP), R11")
+	g.f("\tMOVQ adRow+40(FP), R8")
+	g.f("\tMOVQ acc+48(FP), DI")
+	if m > 3 {
+		g.f("\tLEAQ (DX)(R9*2), R10")
+		g.f("\tADDQ R9, R10")
+		g.f("\tLEAQ (R11)(R8*2), R12")
+		g.f("\tADDQ R8, R12")
+	}
+	if m > 6 {
+		g.f("\tLEAQ (R10)(R9*2), R14")
+		g.f("\tADDQ R9, R14")
+		g.f("\tLEAQ (R12)(R8*2), R13")
+		g.f("\tADDQ R8, R13")
+	}
+	aAt := func(j, off int) string {
+		base := []string{"DX", "R10", "R14"}[j/3]
+		switch j % 3 {
+		case 1:
+			return fmt.Sprintf("%d(%s)(R9*1)", off, base)
+		case 2:
+			return fmt.Sprintf("%d(%s)(R9*2)", off, base)
+		}
+		return fmt.Sprintf("%d(%s)", off, base)
+	}
+	dAt := func(j int) string {
+		base := []string{"R11", "R12", "R13"}[j/3]
+		switch j % 3 {
+		case 1:
+			return fmt.Sprintf("(%s)(R8*1)", base)
+		case 2:
+			return fmt.Sprintf("(%s)(R8*2)", base)
+		}
+		return fmt.Sprintf("(%s)", base)
+	}
+	g.f("\tVMOVDQU64 q8tr<>(SB), Z30")
+	g.f("\tVPBROADCASTD q8x80<>(SB), Z29")
+	for j := 0; j < m; j++ {
+		g.f("\tVMOVUPS %d(DI), Z%d", 64*j, 8+j)
+	}
+	g.f("%s_block:", name)
+	g.f("\tVPXORD Z16, Z16, Z16")
+	for j := 0; j < m; j++ {
+		g.f("\tVPXORD Z%d, Z%d, Z%d", j, j, j)
+	}
+	for u := 0; u < 8; u++ {
+		t := 17 + u%2
+		g.f("\tVPERMB %d(SI), Z30, Z%d", 64+64*u, t)
+		g.f("\tVPDPBUSD Z%d, Z29, Z16", t)
+		for j := 0; j < m; j++ {
+			x := 19 + (u*m+j)%4
+			g.f("\tVPBROADCASTD %s, Z%d", aAt(j, 4*u), x)
+			g.f("\tVPXORD Z29, Z%d, Z%d", x, x)
+			g.f("\tVPDPBUSD Z%d, Z%d, Z%d", t, x, j)
+		}
+	}
+	g.f("\tVMOVUPS (SI), Z23")
+	for j := 0; j < m; j++ {
+		g.f("\tVPSUBD Z16, Z%d, Z%d", j, j)
+		g.f("\tVCVTDQ2PS Z%d, Z%d", j, j)
+		g.f("\tVMULPS.BCST %s, Z23, Z%d", dAt(j), 24+j%4)
+		g.f("\tVFMADD231PS Z%d, Z%d, Z%d", j, 24+j%4, 8+j)
+	}
+	g.f("\tADDQ $576, SI")
+	g.f("\tADDQ $32, DX")
+	g.f("\tADDQ $4, R11")
+	if m > 3 {
+		g.f("\tADDQ $32, R10")
+		g.f("\tADDQ $4, R12")
+	}
+	if m > 6 {
+		g.f("\tADDQ $32, R14")
+		g.f("\tADDQ $4, R13")
+	}
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_block", name)
+	for j := 0; j < m; j++ {
+		g.f("\tVMOVUPS Z%d, %d(DI)", 8+j, 64*j)
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// qkQ8 emits q4kQ8 (q6 false) or q6kQ8.
+//
+// func q4kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)
+//
+// w: row 0's first superblock of a panel of 16 rows rb bytes apart; a: the activations (Q4_K:
+// each superblock's 256 in the order of the weights' bytes, qActs.perm; Q6_K: as they are);
+// bs: Q4_K the 8 sums of 32 per superblock as int16 (qActs.bsp), Q6_K the 16 sums of 16;
+// ad: the activations' scale per superblock; scratch: 32 int32 per superblock; acc: the 16
+// rows' chains, continued.
+func (g *gen) qkQ8(q6 bool) {
+	name, bb := "q4kQ8", 144
+	if q6 {
+		name, bb = "q6kQ8", 210
+	}
+	g.f("// func %s(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	g.f("\tMOVQ w+0(FP), R12")
+	g.f("\tMOVQ rb+8(FP), R8")
+	g.f("\tMOVQ scratch+48(FP), R13")
+	g.f("\tMOVQ $16, R11")
+	g.f("\tVPBROADCASTD q0f0f<>(SB), Z4")
+	if q6 {
+		g.f("\tVPBROADCASTD qk30<>(SB), Z5")
+		g.f("\tVMOVDQU64 q6kSh<>+0(SB), Z6")
+		g.f("\tVMOVDQU64 q6kSh<>+64(SB), Z7")
+		for k := 0; k < 4; k++ {
+			g.f("\tVMOVDQU64 q6kIdx<>+%d(SB), Z%d", 64*k, 8+k)
+		}
+	} else {
+		g.f("\tVPBROADCASTD qk3f<>(SB), Z5")
+		g.f("\tVPBROADCASTD q0303<>(SB), Z6")
+		g.f("\tVMOVDQU qkshift<>(SB), X7")
+		for k := 0; k < 4; k++ {
+			g.f("\tVMOVDQU64 q4kIdx<>+%d(SB), Z%d", 64*k, 8+k)
+		}
+		g.f("\tMOVQ $0x5555555555555555, AX")
+		g.f("\tKMOVQ AX, K1")
+	}
+	g.f("%s_row:", name)
+	g.f("\tMOVQ R12, AX")
+	g.f("\tMOVQ a+24(FP), R14")
+	g.f("\tMOVQ bs+32(FP), R9")
+	g.f("\tMOVQ R13, R10")
+	g.f("\tMOVQ nb+16(FP), CX")
+	g.f("%s_sb:", name)
+	if q6 {
+		g.q6kBody()
+	} else {
+		g.q4kBody()
+	}
+	g.f("\tADDQ $%d, AX", bb)
+	g.f("\tADDQ $256, R14")
+	g.f("\tADDQ $32, R9")
+	if !q6 {
+		g.f("\tSUBQ $16, R9") // 8 int16 per superblock
+	}
+	g.f("\tADDQ $128, R10")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_sb", name)
+	g.f("\tADDQ R8, R12")
+	g.f("\tADDQ $8, R13")
+	g.f("\tDECQ R11")
+	g.f("\tJNZ %s_row", name)
+
+	// Second pass: per superblock, the 16 rows' integers in the lanes, the float32 steps.
+	g.f("\tMOVQ w+0(FP), SI")
+	g.f("\tMOVQ scratch+48(FP), R13")
+	g.f("\tMOVQ ad+40(FP), R9")
+	g.f("\tMOVQ acc+56(FP), DI")
+	g.f("\tMOVQ nb+16(FP), CX")
+	g.f("\tVPBROADCASTD R8, Z31")
+	g.f("\tVPMULLD qiota<>(SB), Z31, Z31")
+	g.f("\tVMOVUPS (DI), Z26")
+	g.f("%s_f:", name)
+	g.f("\tVMOVDQU32 (R13), Z16")
+	g.f("\tVMOVDQU32 64(R13), Z17")
+	g.f("\tVPMOVQD Z16, Y18")
+	g.f("\tVPMOVQD Z17, Y19")
+	g.f("\tVINSERTI64X4 $1, Y19, Z18, Z18")
+	g.f("\tVCVTDQ2PS Z18, Z18")
+	g.f("\tKXNORW K0, K0, K2")
+	g.f("\tVBROADCASTSS (R9), Z25")
+	if q6 {
+		g.f("\tVPGATHERDD 206(SI)(Z31*1), K2, Z22") // scales[14:16] and d: d in the high half
+		g.f("\tVPSRLD $16, Z22, Z22")
+		g.f("\tVPMOVDW Z22, Y23")
+		g.f("\tVCVTPH2PS Y23, Z23")
+		g.f("\tVMULPS Z25, Z23, Z23")
+		g.f("\tVFMADD231PS Z18, Z23, Z26")
+	} else {
+		g.f("\tVPSRLQ $32, Z16, Z16")
+		g.f("\tVPSRLQ $32, Z17, Z17")
+		g.f("\tVPMOVQD Z16, Y20")
+		g.f("\tVPMOVQD Z17, Y21")
+		g.f("\tVINSERTI64X4 $1, Y21, Z20, Z20")
+		g.f("\tVCVTDQ2PS Z20, Z20")
+		g.f("\tVPGATHERDD (SI)(Z31*1), K2, Z22") // d | dmin<<16
+		g.f("\tVPMOVDW Z22, Y23")
+		g.f("\tVCVTPH2PS Y23, Z23")
+		g.f("\tVPSRLD $16, Z22, Z22")
+		g.f("\tVPMOVDW Z22, Y24")
+		g.f("\tVCVTPH2PS Y24, Z24")
+		g.f("\tVMULPS Z25, Z23, Z23")
+		g.f("\tVFMADD231PS Z18, Z23, Z26")
+		g.f("\tVMULPS Z25, Z24, Z24")
+		g.f("\tVFNMADD231PS Z20, Z24, Z26")
+	}
+	g.f("\tADDQ $%d, SI", bb)
+	g.f("\tADDQ $128, R13")
+	g.f("\tADDQ $4, R9")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_f", name)
+	g.f("\tVMOVUPS Z26, (DI)")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// q4kBody is one Q4_K superblock of one row (AX the block, R14 its 256 activations in the
+// weights' order, R9 its 8 sums of 32, R10 where its isum and msum go).
+func (g *gen) q4kBody() {
+	// scales and mins: bytes 0-7 of X24 the 8 scales, 8-15 the 8 mins (get_scale_min_k4)
+	g.f("\tVMOVDQU32 4(AX), X20")
+	g.f("\tVPANDD X5, X20, X21")          // [sc0-3, mn0-3] (low 6 bits)
+	g.f("\tVPSHUFD $0x0a, X20, X22")      // [u2, u2]
+	g.f("\tVPSRLVD X7, X22, X22")         // [u2, u2>>4]
+	g.f("\tVPANDD X4, X22, X22")          // low 4 bits of sc4-7, mn4-7
+	g.f("\tVPSRLD $6, X20, X23")          // [u0>>6, u1>>6]
+	g.f("\tVPANDD X6, X23, X23")          // their top 2 bits
+	g.f("\tVPSLLD $4, X23, X23")          //
+	g.f("\tVPORD X23, X22, X22")          // [sc4-7, mn4-7]
+	g.f("\tVPUNPCKLDQ X22, X21, X24")     // [sc0-3, sc4-7, mn0-3, mn4-7]
+	g.f("\tVPSRLDQ $8, X24, X25")         // mins
+	g.f("\tVPMOVZXBW X25, X25")           // as words
+	g.f("\tVPMADDWD (R9), X25, X2")       // mins x sums of 32: 4 dwords
+	g.f("\tVMOVDQU64 16(AX), Z26")        // qs[0:64]
+	g.f("\tVMOVDQU64 80(AX), Z27")        // qs[64:128]
+	g.f("\tVPANDD Z4, Z26, Z28")          // k0: sub-blocks 0, 2
+	g.f("\tVPSRLW $4, Z26, Z26")          //
+	g.f("\tVPANDD Z4, Z26, Z26")          // k1: 1, 3
+	g.f("\tVPANDD Z4, Z27, Z29")          // k2: 4, 6
+	g.f("\tVPSRLW $4, Z27, Z27")          //
+	g.f("\tVPANDD Z4, Z27, Z27")          // k3: 5, 7
+	g.f("\tVPMADDUBSW (R14), Z28, Z28")   //
+	g.f("\tVPMADDUBSW 64(R14), Z26, Z26") //
+	g.f("\tVPMADDUBSW 128(R14), Z29, Z29")
+	g.f("\tVPMADDUBSW 192(R14), Z27, Z27")
+	for k, z := range []int{28, 26, 29, 27} {
+		g.f("\tVPERMB.Z Z24, Z%d, K1, Z30", 8+k)
+		g.f("\tVPMADDWD Z30, Z%d, Z%d", z, z)
+	}
+	g.f("\tVPADDD Z26, Z28, Z28")
+	g.f("\tVPADDD Z27, Z29, Z29")
+	g.f("\tVPADDD Z29, Z28, Z0")
+	g.foldStore()
+}
+
+// q6kBody is one Q6_K superblock of one row (AX the block, R14 its 256 activations, R9 its
+// 16 sums of 16, R10 where its isum goes).
+func (g *gen) q6kBody() {
+	g.f("\tVMOVDQU64 (AX), Z26")             // ql[0:64]
+	g.f("\tVMOVDQU64 64(AX), Z27")           // ql[64:128]
+	g.f("\tVMOVDQU64 128(AX), Z28")          // qh[0:64]
+	g.f("\tVSHUFI64X2 $0x44, Z28, Z28, Z29") // [qh[0:32], qh[0:32]]
+	g.f("\tVSHUFI64X2 $0xee, Z28, Z28, Z28") // [qh[32:64], qh[32:64]]
+	g.f("\tVPMOVSXBW 192(AX), Y24")          // the 16 scales as words
+	g.f("\tVPMADDWD (R9), Y24, Y25")         // scales x sums of 16: 8 dwords
+	g.f("\tVPSLLD $5, Y25, Y3")              // x 32: the -32 offset
+	acts := 0
+	for k := 0; k < 4; k++ {
+		src, qh, sh := 26+k/2, 29-k/2, 6+k%2
+		w := 16 + k
+		if k%2 == 0 {
+			g.f("\tVPANDD Z4, Z%d, Z%d", src, w)
+		} else {
+			g.f("\tVPSRLW $4, Z%d, Z%d", src, w)
+			g.f("\tVPANDD Z4, Z%d, Z%d", w, w)
+		}
+		g.f("\tVPSRLVW Z%d, Z%d, Z20", sh, qh)
+		g.f("\tVPSLLW $4, Z20, Z20")
+		g.f("\tVPANDD Z5, Z20, Z20")
+		g.f("\tVPORD Z20, Z%d, Z%d", w, w)
+		g.f("\tVPMADDUBSW %d(R14), Z%d, Z%d", acts, w, w)
+		acts += 64
+		g.f("\tVPERMW Z24, Z%d, Z21", 8+k)
+		g.f("\tVPMADDWD Z21, Z%d, Z%d", w, w)
+	}
+	g.f("\tVPADDD Z17, Z16, Z16")
+	g.f("\tVPADDD Z19, Z18, Z18")
+	g.f("\tVPADDD Z18, Z16, Z0")
+	g.f("\tVEXTRACTI64X4 $1, Z0, Y1")
+	g.f("\tVPADDD Y1, Y0, Y0")
+	g.f("\tVPSUBD Y3, Y0, Y0")
+	g.f("\tVEXTRACTI128 $1, Y0, X1")
+	g.f("\tVPADDD X1, X0, X0")
+	g.f("\tVPXOR X2, X2, X2")
+	g.f("\tVPHADDD X2, X0, X0")
+	g.f("\tVPHADDD X0, X0, X0")
+	g.f("\tVMOVQ X0, (R10)")
+}
+
+// foldStore sums Z0's 16 dwords (isum) and X2's 4 (msum) and stores them at R10.
+func (g *gen) foldStore() {
+	g.f("\tVEXTRACTI64X4 $1, Z0, Y1")
+	g.f("\tVPADDD Y1, Y0, Y0")
+	g.f("\tVEXTRACTI128 $1, Y0, X1")
+	g.f("\tVPADDD X1, X0, X0")
+	g.f("\tVPHADDD X2, X0, X0") // [i01, i23, m01, m23]
+	g.f("\tVPHADDD X0, X0, X0") // [isum, msum, isum, msum]
+	g.f("\tVMOVQ X0, (R10)")
+}
+
+// qdotDecls declares the Q8Activations kernels.
+func (g *gen) qdotDecls() {
+	for m := 1; m <= 8; m++ {
+		g.f("// q8q8M%d goes on with the Q8Activations chains acc[16j + r] of %d batch rows j over nb Q8_0", m, m)
+		g.f("// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales")
+		g.f("// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).")
+		g.f("//")
+		g.f("//go:noescape")
+		g.f("func q8q8M%d(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)\n", m)
+	}
+	g.f("// q4kQ8 goes on with the Q8Activations chains acc[r] of one batch row over nb Q4_K")
+	g.f("// superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with the")
+	g.f("// activations in the weights' byte order (a), their sums of 32 (bs) and scales (ad);")
+	g.f("// scratch holds 32*nb int32 (needs AVX-512 BW and VBMI).")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func q4kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)\n")
+	g.f("// q6kQ8 is q4kQ8 for Q6_K: activations in their order, bs their sums of 16.")
+	g.f("//")
+	g.f("//go:noescape")
+	g.f("func q6kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)\n")
+}

@@ -1040,18 +1040,69 @@ func q8q8M7(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *flo
 //go:noescape
 func q8q8M8(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
-// q4kQ8 goes on with the Q8Activations chains acc[r] of one batch row over nb Q4_K
-// superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with the
-// activations in the weights' byte order (a), their sums of 32 (bs) and scales (ad);
-// scratch holds 32*nb int32 (needs AVX-512 BW and VBMI).
+// q4kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
+// int32 (needs AVX-512 BW and VBMI).
 //
 //go:noescape
-func q4kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)
+func q4kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
-// q6kQ8 is q4kQ8 for Q6_K: activations in their order, bs their sums of 16.
+// q6kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
+// int32 (needs AVX-512 BW and VBMI).
 //
 //go:noescape
-func q6kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)
+func q6kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*2*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q4kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*2*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q6kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q4kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q6kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*4*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q4kQ8M4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*4*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q6kQ8M4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.

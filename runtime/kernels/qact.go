@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/dspark-dev/dspark/internal/dtype"
 )
@@ -75,9 +76,8 @@ func actFormatOf(t DType) actFormat {
 // widened exactly; Q8_K: the float32 scale), for Q8_1 the widened fp16 s of each block at
 // s[j*cols/32:], for Q8_K the sums of 16 at bsums[j*cols/16:].
 //
-// For the Q4_K and Q5_K kernels (qact_amd64.go) a Q8_K call also holds perm, each row's qs
-// with every superblock's 256 values in the order of the weights' bytes (permQ4K), and bsp,
-// the sums of 32 as int16 (8 per superblock).
+// For the Q4_K and Q6_K kernels (qact_amd64.go) a call also holds kl, its rows in the
+// kernels' layout (kernelLayout).
 type qActs struct {
 	f     actFormat
 	cols  int
@@ -85,8 +85,58 @@ type qActs struct {
 	d     []float32
 	s     []float32
 	bsums []int16
-	perm  []int8
-	bsp   []int16
+	kl    []byte
+}
+
+// qkMaxRows is the most batch rows one Q4_K or Q6_K kernel call takes (_generate/qdot.go).
+const qkMaxRows = 4
+
+// qkRowBytes is the bytes per superblock and batch row of the kernels' layout: 256 values,
+// the sums (Q4_K: 8 sums of 32 as int16; Q6_K: the 16 sums of 16) and the scale.
+func qkRowBytes(t DType) int {
+	if t == Q6_K {
+		return 256 + 32 + 4
+	}
+	return 256 + 16 + 4
+}
+
+// kernelLayout writes the n rows of a (starting at row r0) for the Q4_K or Q6_K kernels into
+// dst: in chunks of qkMaxRows rows (the last one shorter), each chunk superblock by
+// superblock: the chunk's rows' 256 values (Q4_K: permQ4K's order), then their sums, then
+// their float32 scales. Chunk c starts at byte c*qkMaxRows*nb*qkRowBytes(t).
+func (a *qActs) kernelLayout(t DType, dst []byte, r0, n int) {
+	nb := a.cols / 256
+	rbk := qkRowBytes(t)
+	for j0 := 0; j0 < n; j0 += qkMaxRows {
+		m := min(qkMaxRows, n-j0)
+		out := dst[j0*nb*rbk:]
+		sb := m * rbk
+		sumsAt, scalesAt := 256*m, (rbk-4)*m
+		sumBytes := rbk - 256 - 4
+		for j := 0; j < m; j++ {
+			r := a.row(r0 + j0 + j)
+			for b := 0; b < nb; b++ {
+				o := out[b*sb:]
+				v := unsafe.Slice((*int8)(unsafe.Pointer(&o[256*j])), 256)
+				if t == Q4_K {
+					permQ4K(v, r.qs[256*b:256*b+256])
+				} else {
+					copy(v, r.qs[256*b:256*b+256])
+				}
+				so := o[sumsAt+sumBytes*j:]
+				if t == Q4_K {
+					for i := 0; i < 8; i++ {
+						binary.LittleEndian.PutUint16(so[2*i:], uint16(r.bsums[16*b+2*i]+r.bsums[16*b+2*i+1]))
+					}
+				} else {
+					for i := 0; i < 16; i++ {
+						binary.LittleEndian.PutUint16(so[2*i:], uint16(r.bsums[16*b+i]))
+					}
+				}
+				binary.LittleEndian.PutUint32(o[scalesAt+4*j:], math.Float32bits(r.d[b]))
+			}
+		}
+	}
 }
 
 // permQ4K writes one row's Q8_K values in the order Q4_K and Q5_K keep their nibbles: per
@@ -101,12 +151,7 @@ func permQ4K(dst, qs []int8) {
 	}
 }
 
-// pairSums writes the sums of 32 of a Q8_K row (bsums added in pairs).
-func pairSums(dst, bsums []int16) {
-	for i := range dst {
-		dst[i] = bsums[2*i] + bsums[2*i+1]
-	}
-}
+
 
 // qRow is one row of quantized activations (slices of a qActs).
 type qRow struct {
@@ -499,10 +544,9 @@ func (m *Mat) quantizeGroups(c *geo, n, g0, g1 int) *qActs {
 	a := getQActs()
 	f := actFormatOf(m.t)
 	a.grow(f, g*n, m.cols)
-	perm := m.t == Q4_K && m.pk != nil && q8Kernel(m.t) // the kernel's order (permQ4K)
-	if perm {
-		a.perm = growSlice(a.perm, g*n*m.cols)
-		a.bsp = growSlice(a.bsp, g*n*m.cols/32)
+	kl := (m.t == Q4_K || m.t == Q6_K) && m.pk != nil && q8Kernel(m.t)
+	if kl {
+		a.kl = growSlice(a.kl, g*n*m.cols/256*qkRowBytes(m.t))
 	}
 	for gi := g0; gi < g1; gi++ {
 		for j := 0; j < n; j++ {
@@ -513,11 +557,9 @@ func (m *Mat) quantizeGroups(c *geo, n, g0, g1 int) *qActs {
 			} else {
 				quantizeQ8Row(r, src, f == actQ8_1)
 			}
-			if perm {
-				i := gi*n + j
-				permQ4K(a.perm[i*m.cols:(i+1)*m.cols], r.qs)
-				pairSums(a.bsp[i*m.cols/32:(i+1)*m.cols/32], r.bsums)
-			}
+		}
+		if kl {
+			a.kernelLayout(m.t, a.kl[gi*n*m.cols/256*qkRowBytes(m.t):], gi*n, n)
 		}
 	}
 	c.xq = a

@@ -62,21 +62,51 @@ func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) {
 		return
 	}
 	nb := m.cols / 256
-	buf := getTile(32 * nb)
+	buf := getTile(32 * qkMaxRows * nb)
 	defer putTile(buf)
 	scratch := (*int32)(unsafe.Pointer(&(*buf)[0]))
+	rbk := nb * qkRowBytes(m.t) // bytes per batch row of the kernels' layout
 	for pn := p0; pn < p1; pn++ {
 		w := &pk.mem[(s.base+pn)*pk.panelBytes]
-		for j := 0; j < n; j++ {
-			r := s.xqBase + j
+		for j0 := 0; j0 < n; j0 += qkMaxRows {
+			c := min(qkMaxRows, n-j0)
 			acc = [max512Rows * panelRows]float32{}
+			act := &a.kl[(s.xqBase+j0)*rbk]
 			if m.t == Q4_K {
-				q4kQ8(w, rb, nb, &a.perm[r*a.cols], &a.bsp[r*nb*8], &a.d[r*nb], scratch, &acc[0])
+				q4kQ8(c, w, rb, nb, act, scratch, &acc[0])
 			} else {
-				q6kQ8(w, rb, nb, &a.qs[r*a.cols], &a.bsums[r*nb*16], &a.d[r*nb], scratch, &acc[0])
+				q6kQ8(c, w, rb, nb, act, scratch, &acc[0])
 			}
-			s.store(acc[:], j, 1, 1, pn)
+			s.store(acc[:], j0, c, 1, pn)
 		}
+	}
+}
+
+// q4kQ8 runs q4kQ8M<c>.
+func q4kQ8(c int, w *byte, rb, nb int, act *byte, scratch *int32, acc *float32) {
+	switch c {
+	case 1:
+		q4kQ8M1(w, rb, nb, act, scratch, acc)
+	case 2:
+		q4kQ8M2(w, rb, nb, act, scratch, acc)
+	case 3:
+		q4kQ8M3(w, rb, nb, act, scratch, acc)
+	default:
+		q4kQ8M4(w, rb, nb, act, scratch, acc)
+	}
+}
+
+// q6kQ8 runs q6kQ8M<c>.
+func q6kQ8(c int, w *byte, rb, nb int, act *byte, scratch *int32, acc *float32) {
+	switch c {
+	case 1:
+		q6kQ8M1(w, rb, nb, act, scratch, acc)
+	case 2:
+		q6kQ8M2(w, rb, nb, act, scratch, acc)
+	case 3:
+		q6kQ8M3(w, rb, nb, act, scratch, acc)
+	default:
+		q6kQ8M4(w, rb, nb, act, scratch, acc)
 	}
 }
 
@@ -101,3 +131,6 @@ func q8q8(c int, w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc
 		q8q8M8(w, nb, a, aRow, ad, adRow, acc)
 	}
 }
+
+// cpuQ8ok reports whether this CPU has the q8 kernels (for tests and benchmarks).
+func cpuQ8ok() bool { return cpuQ8512 }

@@ -91,8 +91,10 @@ func (g *gen) qdotKernels() {
 	for m := 1; m <= 8; m++ {
 		g.q8q8(m)
 	}
-	g.qkQ8(false)
-	g.qkQ8(true)
+	for m := 1; m <= qkMaxRows; m++ {
+		g.qkQ8(false, m)
+		g.qkQ8(true, m)
+	}
 }
 
 // q8q8 emits q8q8M<m>.
@@ -187,25 +189,43 @@ func (g *gen) q8q8(m int) {
 	g.f("\tRET\n")
 }
 
-// qkQ8 emits q4kQ8 (q6 false) or q6kQ8.
-//
-// func q4kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)
-//
-// w: row 0's first superblock of a panel of 16 rows rb bytes apart; a: the activations (Q4_K:
-// each superblock's 256 in the order of the weights' bytes, qActs.perm; Q6_K: as they are);
-// bs: Q4_K the 8 sums of 32 per superblock as int16 (qActs.bsp), Q6_K the 16 sums of 16;
-// ad: the activations' scale per superblock; scratch: 32 int32 per superblock; acc: the 16
-// rows' chains, continued.
-func (g *gen) qkQ8(q6 bool) {
-	name, bb := "q4kQ8", 144
+// qkMaxRows is the most batch rows of one q4kQ8M / q6kQ8M call.
+const qkMaxRows = 4
+
+// qkActBytes is the bytes per superblock of the activations of m batch rows in the
+// kernels' layout (qActs.kernelLayout): m x 256 values, m x the sums (Q4_K 8 int16, Q6_K
+// 16), m float32 scales.
+func qkActBytes(q6 bool, m int) (total, sums, scales int) {
+	sb := 16
 	if q6 {
-		name, bb = "q6kQ8", 210
+		sb = 32
 	}
-	g.f("// func %s(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)", name)
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	return m * (256 + sb + 4), 256 * m, (256 + sb) * m
+}
+
+// qkQ8 emits q4kQ8M<m> (q6 false) or q6kQ8M<m>.
+//
+// func q4kQ8M<m>(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+//
+// w: row 0's first superblock of a panel of 16 rows rb bytes apart; act: per superblock, the
+// m batch rows' 256 activations (Q4_K: in the order of the weights' bytes, permQ4K), then
+// their sums (Q4_K: 8 sums of 32 as int16; Q6_K: the 16 sums of 16), then their scales;
+// scratch: m*32 int32 per superblock; acc: the chains acc[16j + r], continued.
+func (g *gen) qkQ8(q6 bool, m int) {
+	name, bb := fmt.Sprintf("q4kQ8M%d", m), 144
+	if q6 {
+		name, bb = fmt.Sprintf("q6kQ8M%d", m), 210
+	}
+	sbBytes, sumsAt, scalesAt := qkActBytes(q6, m)
+	sumBytes := 16
+	if q6 {
+		sumBytes = 32
+	}
+	g.f("// func %s(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-48", name)
 	g.f("\tMOVQ w+0(FP), R12")
 	g.f("\tMOVQ rb+8(FP), R8")
-	g.f("\tMOVQ scratch+48(FP), R13")
+	g.f("\tMOVQ scratch+32(FP), R13")
 	g.f("\tMOVQ $16, R11")
 	g.f("\tVPBROADCASTD q0f0f<>(SB), Z4")
 	if q6 {
@@ -227,23 +247,18 @@ func (g *gen) qkQ8(q6 bool) {
 	}
 	g.f("%s_row:", name)
 	g.f("\tMOVQ R12, AX")
-	g.f("\tMOVQ a+24(FP), R14")
-	g.f("\tMOVQ bs+32(FP), R9")
+	g.f("\tMOVQ act+24(FP), R14")
 	g.f("\tMOVQ R13, R10")
 	g.f("\tMOVQ nb+16(FP), CX")
 	g.f("%s_sb:", name)
 	if q6 {
-		g.q6kBody()
+		g.q6kBody(m, sumsAt, sumBytes)
 	} else {
-		g.q4kBody()
+		g.q4kBody(m, sumsAt, sumBytes)
 	}
 	g.f("\tADDQ $%d, AX", bb)
-	g.f("\tADDQ $256, R14")
-	g.f("\tADDQ $32, R9")
-	if !q6 {
-		g.f("\tSUBQ $16, R9") // 8 int16 per superblock
-	}
-	g.f("\tADDQ $128, R10")
+	g.f("\tADDQ $%d, R14", sbBytes)
+	g.f("\tADDQ $%d, R10", 128*m)
 	g.f("\tDECQ CX")
 	g.f("\tJNZ %s_sb", name)
 	g.f("\tADDQ R8, R12")
@@ -253,108 +268,113 @@ func (g *gen) qkQ8(q6 bool) {
 
 	// Second pass: per superblock, the 16 rows' integers in the lanes, the float32 steps.
 	g.f("\tMOVQ w+0(FP), SI")
-	g.f("\tMOVQ scratch+48(FP), R13")
-	g.f("\tMOVQ ad+40(FP), R9")
-	g.f("\tMOVQ acc+56(FP), DI")
+	g.f("\tMOVQ scratch+32(FP), R13")
+	g.f("\tMOVQ act+24(FP), R9")
+	g.f("\tMOVQ acc+40(FP), DI")
 	g.f("\tMOVQ nb+16(FP), CX")
 	g.f("\tVPBROADCASTD R8, Z31")
 	g.f("\tVPMULLD qiota<>(SB), Z31, Z31")
-	g.f("\tVMOVUPS (DI), Z26")
+	for j := 0; j < m; j++ {
+		g.f("\tVMOVUPS %d(DI), Z%d", 64*j, 8+j)
+	}
 	g.f("%s_f:", name)
-	g.f("\tVMOVDQU32 (R13), Z16")
-	g.f("\tVMOVDQU32 64(R13), Z17")
-	g.f("\tVPMOVQD Z16, Y18")
-	g.f("\tVPMOVQD Z17, Y19")
-	g.f("\tVINSERTI64X4 $1, Y19, Z18, Z18")
-	g.f("\tVCVTDQ2PS Z18, Z18")
 	g.f("\tKXNORW K0, K0, K2")
-	g.f("\tVBROADCASTSS (R9), Z25")
 	if q6 {
 		g.f("\tVPGATHERDD 206(SI)(Z31*1), K2, Z22") // scales[14:16] and d: d in the high half
 		g.f("\tVPSRLD $16, Z22, Z22")
 		g.f("\tVPMOVDW Z22, Y23")
 		g.f("\tVCVTPH2PS Y23, Z23")
-		g.f("\tVMULPS Z25, Z23, Z23")
-		g.f("\tVFMADD231PS Z18, Z23, Z26")
 	} else {
-		g.f("\tVPSRLQ $32, Z16, Z16")
-		g.f("\tVPSRLQ $32, Z17, Z17")
-		g.f("\tVPMOVQD Z16, Y20")
-		g.f("\tVPMOVQD Z17, Y21")
-		g.f("\tVINSERTI64X4 $1, Y21, Z20, Z20")
-		g.f("\tVCVTDQ2PS Z20, Z20")
 		g.f("\tVPGATHERDD (SI)(Z31*1), K2, Z22") // d | dmin<<16
 		g.f("\tVPMOVDW Z22, Y23")
 		g.f("\tVCVTPH2PS Y23, Z23")
 		g.f("\tVPSRLD $16, Z22, Z22")
 		g.f("\tVPMOVDW Z22, Y24")
 		g.f("\tVCVTPH2PS Y24, Z24")
-		g.f("\tVMULPS Z25, Z23, Z23")
-		g.f("\tVFMADD231PS Z18, Z23, Z26")
-		g.f("\tVMULPS Z25, Z24, Z24")
-		g.f("\tVFNMADD231PS Z20, Z24, Z26")
+	}
+	for j := 0; j < m; j++ {
+		g.f("\tVMOVDQU32 %d(R13), Z16", 128*j)
+		g.f("\tVMOVDQU32 %d(R13), Z17", 128*j+64)
+		g.f("\tVPMOVQD Z16, Y18")
+		g.f("\tVPMOVQD Z17, Y19")
+		g.f("\tVINSERTI64X4 $1, Y19, Z18, Z18")
+		g.f("\tVCVTDQ2PS Z18, Z18")
+		g.f("\tVBROADCASTSS %d(R9), Z25", scalesAt+4*j)
+		g.f("\tVMULPS Z25, Z23, Z26")
+		g.f("\tVFMADD231PS Z18, Z26, Z%d", 8+j)
+		if !q6 {
+			g.f("\tVPSRLQ $32, Z16, Z16")
+			g.f("\tVPSRLQ $32, Z17, Z17")
+			g.f("\tVPMOVQD Z16, Y20")
+			g.f("\tVPMOVQD Z17, Y21")
+			g.f("\tVINSERTI64X4 $1, Y21, Z20, Z20")
+			g.f("\tVCVTDQ2PS Z20, Z20")
+			g.f("\tVMULPS Z25, Z24, Z27")
+			g.f("\tVFNMADD231PS Z20, Z27, Z%d", 8+j)
+		}
 	}
 	g.f("\tADDQ $%d, SI", bb)
-	g.f("\tADDQ $128, R13")
-	g.f("\tADDQ $4, R9")
+	g.f("\tADDQ $%d, R13", 128*m)
+	g.f("\tADDQ $%d, R9", sbBytes)
 	g.f("\tDECQ CX")
 	g.f("\tJNZ %s_f", name)
-	g.f("\tVMOVUPS Z26, (DI)")
+	for j := 0; j < m; j++ {
+		g.f("\tVMOVUPS Z%d, %d(DI)", 8+j, 64*j)
+	}
 	g.f("\tVZEROUPPER")
 	g.f("\tRET\n")
 }
 
-// q4kBody is one Q4_K superblock of one row (AX the block, R14 its 256 activations in the
-// weights' order, R9 its 8 sums of 32, R10 where its isum and msum go).
-func (g *gen) q4kBody() {
+// q4kBody is one Q4_K superblock of one row for m batch rows (AX the block, R14 the
+// superblock's activations in the kernels' layout, R10 where row j's isum and msum go: at
+// 128j).
+func (g *gen) q4kBody(m, sumsAt, sumBytes int) {
 	// scales and mins: bytes 0-7 of X24 the 8 scales, 8-15 the 8 mins (get_scale_min_k4)
 	g.f("\tVMOVDQU32 4(AX), X20")
-	g.f("\tVPANDD X5, X20, X21")          // [sc0-3, mn0-3] (low 6 bits)
-	g.f("\tVPSHUFD $0x0a, X20, X22")      // [u2, u2]
-	g.f("\tVPSRLVD X7, X22, X22")         // [u2, u2>>4]
-	g.f("\tVPANDD X4, X22, X22")          // low 4 bits of sc4-7, mn4-7
-	g.f("\tVPSRLD $6, X20, X23")          // [u0>>6, u1>>6]
-	g.f("\tVPANDD X6, X23, X23")          // their top 2 bits
-	g.f("\tVPSLLD $4, X23, X23")          //
-	g.f("\tVPORD X23, X22, X22")          // [sc4-7, mn4-7]
-	g.f("\tVPUNPCKLDQ X22, X21, X24")     // [sc0-3, sc4-7, mn0-3, mn4-7]
-	g.f("\tVPSRLDQ $8, X24, X25")         // mins
-	g.f("\tVPMOVZXBW X25, X25")           // as words
-	g.f("\tVPMADDWD (R9), X25, X2")       // mins x sums of 32: 4 dwords
-	g.f("\tVMOVDQU64 16(AX), Z26")        // qs[0:64]
-	g.f("\tVMOVDQU64 80(AX), Z27")        // qs[64:128]
-	g.f("\tVPANDD Z4, Z26, Z28")          // k0: sub-blocks 0, 2
-	g.f("\tVPSRLW $4, Z26, Z26")          //
-	g.f("\tVPANDD Z4, Z26, Z26")          // k1: 1, 3
-	g.f("\tVPANDD Z4, Z27, Z29")          // k2: 4, 6
-	g.f("\tVPSRLW $4, Z27, Z27")          //
-	g.f("\tVPANDD Z4, Z27, Z27")          // k3: 5, 7
-	g.f("\tVPMADDUBSW (R14), Z28, Z28")   //
-	g.f("\tVPMADDUBSW 64(R14), Z26, Z26") //
-	g.f("\tVPMADDUBSW 128(R14), Z29, Z29")
-	g.f("\tVPMADDUBSW 192(R14), Z27, Z27")
-	for k, z := range []int{28, 26, 29, 27} {
-		g.f("\tVPERMB.Z Z24, Z%d, K1, Z30", 8+k)
-		g.f("\tVPMADDWD Z30, Z%d, Z%d", z, z)
+	g.f("\tVPANDD X5, X20, X21")      // [sc0-3, mn0-3] (low 6 bits)
+	g.f("\tVPSHUFD $0x0a, X20, X22")  // [u2, u2]
+	g.f("\tVPSRLVD X7, X22, X22")     // [u2, u2>>4]
+	g.f("\tVPANDD X4, X22, X22")      // low 4 bits of sc4-7, mn4-7
+	g.f("\tVPSRLD $6, X20, X23")      // [u0>>6, u1>>6]
+	g.f("\tVPANDD X6, X23, X23")      // their top 2 bits
+	g.f("\tVPSLLD $4, X23, X23")      //
+	g.f("\tVPORD X23, X22, X22")      // [sc4-7, mn4-7]
+	g.f("\tVPUNPCKLDQ X22, X21, X24") // [sc0-3, sc4-7, mn0-3, mn4-7]
+	g.f("\tVPSRLDQ $8, X24, X25")     // mins
+	g.f("\tVPMOVZXBW X25, X25")       // as words
+	g.f("\tVMOVDQU64 16(AX), Z26")    // qs[0:64]
+	g.f("\tVMOVDQU64 80(AX), Z27")    // qs[64:128]
+	g.f("\tVPANDD Z4, Z26, Z28")      // k0: sub-blocks 0, 2
+	g.f("\tVPSRLW $4, Z26, Z26")      //
+	g.f("\tVPANDD Z4, Z26, Z26")      // k1: 1, 3
+	g.f("\tVPANDD Z4, Z27, Z29")      // k2: 4, 6
+	g.f("\tVPSRLW $4, Z27, Z27")      //
+	g.f("\tVPANDD Z4, Z27, Z27")      // k3: 5, 7
+	for k := 0; k < 4; k++ {
+		g.f("\tVPERMB.Z Z24, Z%d, K1, Z%d", 8+k, 12+k)
 	}
-	g.f("\tVPADDD Z26, Z28, Z28")
-	g.f("\tVPADDD Z27, Z29, Z29")
-	g.f("\tVPADDD Z29, Z28, Z0")
-	g.foldStore()
+	for j := 0; j < m; j++ {
+		g.f("\tVPMADDWD %d(R14), X25, X2", sumsAt+sumBytes*j) // mins x sums of 32: 4 dwords
+		for k, z := range []int{28, 26, 29, 27} {
+			g.f("\tVPMADDUBSW %d(R14), Z%d, Z%d", 256*j+64*k, z, 16+k)
+			g.f("\tVPMADDWD Z%d, Z%d, Z%d", 12+k, 16+k, 16+k)
+		}
+		g.f("\tVPADDD Z17, Z16, Z16")
+		g.f("\tVPADDD Z19, Z18, Z18")
+		g.f("\tVPADDD Z18, Z16, Z0")
+		g.foldStore(128 * j)
+	}
 }
 
-// q6kBody is one Q6_K superblock of one row (AX the block, R14 its 256 activations, R9 its
-// 16 sums of 16, R10 where its isum goes).
-func (g *gen) q6kBody() {
+// q6kBody is one Q6_K superblock of one row for m batch rows (AX the block, R14 the
+// superblock's activations in the kernels' layout, R10 where row j's isum goes: at 128j).
+func (g *gen) q6kBody(m, sumsAt, sumBytes int) {
 	g.f("\tVMOVDQU64 (AX), Z26")             // ql[0:64]
 	g.f("\tVMOVDQU64 64(AX), Z27")           // ql[64:128]
 	g.f("\tVMOVDQU64 128(AX), Z28")          // qh[0:64]
 	g.f("\tVSHUFI64X2 $0x44, Z28, Z28, Z29") // [qh[0:32], qh[0:32]]
 	g.f("\tVSHUFI64X2 $0xee, Z28, Z28, Z28") // [qh[32:64], qh[32:64]]
 	g.f("\tVPMOVSXBW 192(AX), Y24")          // the 16 scales as words
-	g.f("\tVPMADDWD (R9), Y24, Y25")         // scales x sums of 16: 8 dwords
-	g.f("\tVPSLLD $5, Y25, Y3")              // x 32: the -32 offset
-	acts := 0
 	for k := 0; k < 4; k++ {
 		src, qh, sh := 26+k/2, 29-k/2, 6+k%2
 		w := 16 + k
@@ -368,34 +388,39 @@ func (g *gen) q6kBody() {
 		g.f("\tVPSLLW $4, Z20, Z20")
 		g.f("\tVPANDD Z5, Z20, Z20")
 		g.f("\tVPORD Z20, Z%d, Z%d", w, w)
-		g.f("\tVPMADDUBSW %d(R14), Z%d, Z%d", acts, w, w)
-		acts += 64
-		g.f("\tVPERMW Z24, Z%d, Z21", 8+k)
-		g.f("\tVPMADDWD Z21, Z%d, Z%d", w, w)
+		g.f("\tVPERMW Z24, Z%d, Z%d", 8+k, 12+k)
 	}
-	g.f("\tVPADDD Z17, Z16, Z16")
-	g.f("\tVPADDD Z19, Z18, Z18")
-	g.f("\tVPADDD Z18, Z16, Z0")
-	g.f("\tVEXTRACTI64X4 $1, Z0, Y1")
-	g.f("\tVPADDD Y1, Y0, Y0")
-	g.f("\tVPSUBD Y3, Y0, Y0")
-	g.f("\tVEXTRACTI128 $1, Y0, X1")
-	g.f("\tVPADDD X1, X0, X0")
-	g.f("\tVPXOR X2, X2, X2")
-	g.f("\tVPHADDD X2, X0, X0")
-	g.f("\tVPHADDD X0, X0, X0")
-	g.f("\tVMOVQ X0, (R10)")
+	for j := 0; j < m; j++ {
+		g.f("\tVPMADDWD %d(R14), Y24, Y25", sumsAt+sumBytes*j) // scales x sums of 16: 8 dwords
+		g.f("\tVPSLLD $5, Y25, Y3")                            // x 32: the -32 offset
+		for k := 0; k < 4; k++ {
+			g.f("\tVPMADDUBSW %d(R14), Z%d, Z%d", 256*j+64*k, 16+k, 20+k)
+			g.f("\tVPMADDWD Z%d, Z%d, Z%d", 12+k, 20+k, 20+k)
+		}
+		g.f("\tVPADDD Z21, Z20, Z20")
+		g.f("\tVPADDD Z23, Z22, Z22")
+		g.f("\tVPADDD Z22, Z20, Z0")
+		g.f("\tVEXTRACTI64X4 $1, Z0, Y1")
+		g.f("\tVPADDD Y1, Y0, Y0")
+		g.f("\tVPSUBD Y3, Y0, Y0")
+		g.f("\tVEXTRACTI128 $1, Y0, X1")
+		g.f("\tVPADDD X1, X0, X0")
+		g.f("\tVPXOR X2, X2, X2")
+		g.f("\tVPHADDD X2, X0, X0")
+		g.f("\tVPHADDD X0, X0, X0")
+		g.f("\tVMOVQ X0, %d(R10)", 128*j)
+	}
 }
 
-// foldStore sums Z0's 16 dwords (isum) and X2's 4 (msum) and stores them at R10.
-func (g *gen) foldStore() {
+// foldStore sums Z0's 16 dwords (isum) and X2's 4 (msum) and stores them at off(R10).
+func (g *gen) foldStore(off int) {
 	g.f("\tVEXTRACTI64X4 $1, Z0, Y1")
 	g.f("\tVPADDD Y1, Y0, Y0")
 	g.f("\tVEXTRACTI128 $1, Y0, X1")
 	g.f("\tVPADDD X1, X0, X0")
 	g.f("\tVPHADDD X2, X0, X0") // [i01, i23, m01, m23]
 	g.f("\tVPHADDD X0, X0, X0") // [isum, msum, isum, msum]
-	g.f("\tVMOVQ X0, (R10)")
+	g.f("\tVMOVQ X0, %d(R10)", off)
 }
 
 // qdotDecls declares the Q8Activations kernels.
@@ -408,15 +433,15 @@ func (g *gen) qdotDecls() {
 		g.f("//go:noescape")
 		g.f("func q8q8M%d(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)\n", m)
 	}
-	g.f("// q4kQ8 goes on with the Q8Activations chains acc[r] of one batch row over nb Q4_K")
-	g.f("// superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with the")
-	g.f("// activations in the weights' byte order (a), their sums of 32 (bs) and scales (ad);")
-	g.f("// scratch holds 32*nb int32 (needs AVX-512 BW and VBMI).")
-	g.f("//")
-	g.f("//go:noescape")
-	g.f("func q4kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)\n")
-	g.f("// q6kQ8 is q4kQ8 for Q6_K: activations in their order, bs their sums of 16.")
-	g.f("//")
-	g.f("//go:noescape")
-	g.f("func q6kQ8(w *byte, rb int, nb int, a *int8, bs *int16, ad *float32, scratch *int32, acc *float32)\n")
+	for m := 1; m <= qkMaxRows; m++ {
+		for _, t := range []string{"q4k", "q6k"} {
+			g.f("// %sQ8M%d goes on with the Q8Activations chains acc[16j + r] of %d batch rows j over nb", t, m, m)
+			g.f("// %s superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with", map[string]string{"q4k": "Q4_K", "q6k": "Q6_K"}[t])
+			g.f("// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*%d*nb", m)
+			g.f("// int32 (needs AVX-512 BW and VBMI).")
+			g.f("//")
+			g.f("//go:noescape")
+			g.f("func %sQ8M%d(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)\n", t, m)
+		}
+	}
 }

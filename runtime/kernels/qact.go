@@ -151,8 +151,6 @@ func permQ4K(dst, qs []int8) {
 	}
 }
 
-
-
 // qRow is one row of quantized activations (slices of a qActs).
 type qRow struct {
 	qs    []int8

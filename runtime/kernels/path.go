@@ -60,8 +60,9 @@ type KernelPath struct {
 	//	BF16Activations: "avx512bf16" (VDPBF16PS) or "portable" (the slow reference of the
 	//	                 same bits) for BF16 weights; other weight types use the F32 path;
 	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise;
-	//	Q8Activations:   "portable" (the reference of qact.go) until a type has q8 kernels
-	//	                 on this path (q8Path).
+	//	Q8Activations:   "avx512vnni" on the AVX-512 path of a CPU with AVX-512 BW, VBMI and
+	//	                 VNNI, else "portable"; only Q8_0, Q4_K and Q6_K have those kernels
+	//	                 (Q8Accelerated), the other block types run the portable reference.
 	Name string
 	// Accelerated says whether it runs on hardware kernels (for F32Activations: whether it is
 	// not the portable code). A bf16 precision without them is computed by its portable

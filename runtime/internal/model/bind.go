@@ -118,7 +118,24 @@ func (b *Binder) QuantNote(note string) string {
 	}
 	q := strings.Join(names, ", ") + " weights: dequantized exactly as ggml, f32 contract, on the portable kernels (slow)"
 	if b.prec == kernels.Q8Activations {
-		q = strings.Join(names, ", ") + " weights: q8 activations, exact integer block dots (kernels.Q8Activations)"
+		var fast, slow []string
+		for _, t := range kernels.QuantTypes() {
+			switch {
+			case !b.quants[t]:
+			case b.pack && kernels.Q8Accelerated(t):
+				fast = append(fast, t.String())
+			default:
+				slow = append(slow, t.String())
+			}
+		}
+		var parts []string
+		if len(fast) > 0 {
+			parts = append(parts, strings.Join(fast, ", ")+" weights: q8 activations, exact integer block dots")
+		}
+		if len(slow) > 0 {
+			parts = append(parts, strings.Join(slow, ", ")+" weights: q8 activations on the portable kernels (slow)")
+		}
+		q = strings.Join(parts, "; ")
 	}
 	if note == "" {
 		return q

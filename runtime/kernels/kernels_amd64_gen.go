@@ -1048,6 +1048,14 @@ func q8q8M8(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *flo
 //go:noescape
 func q4kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
+// q5kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
 // q6kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
 // Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
 // the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
@@ -1063,6 +1071,14 @@ func q6kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 //
 //go:noescape
 func q4kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q5kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*2*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
 // q6kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
 // Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
@@ -1080,6 +1096,14 @@ func q6kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 //go:noescape
 func q4kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
+// q5kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
 // q6kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
 // Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
 // the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
@@ -1095,6 +1119,14 @@ func q6kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 //
 //go:noescape
 func q4kQ8M4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q5kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*4*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
 // q6kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
 // Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with

@@ -61,7 +61,7 @@ type KernelPath struct {
 	//	                 same bits) for BF16 weights; other weight types use the F32 path;
 	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise;
 	//	Q8Activations:   "avx512vnni" on the AVX-512 path of a CPU with AVX-512 BW, VBMI and
-	//	                 VNNI, else "portable"; only Q8_0, Q4_K and Q6_K have those kernels
+	//	                 VNNI, else "portable"; only Q8_0, Q4_K, Q5_K and Q6_K have those kernels
 	//	                 (Q8Accelerated), the other block types run the portable reference.
 	Name string
 	// Accelerated says whether it runs on hardware kernels (for F32Activations: whether it is

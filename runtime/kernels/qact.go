@@ -76,7 +76,7 @@ func actFormatOf(t DType) actFormat {
 // widened exactly; Q8_K: the float32 scale), for Q8_1 the widened fp16 s of each block at
 // s[j*cols/32:], for Q8_K the sums of 16 at bsums[j*cols/16:].
 //
-// For the Q4_K and Q6_K kernels (qact_amd64.go) a call also holds kl, its rows in the
+// For the Q4_K, Q5_K and Q6_K kernels (qact_amd64.go) a call also holds kl, its rows in the
 // kernels' layout (kernelLayout).
 type qActs struct {
 	f     actFormat
@@ -88,11 +88,11 @@ type qActs struct {
 	kl    []byte
 }
 
-// qkMaxRows is the most batch rows one Q4_K or Q6_K kernel call takes (_generate/qdot.go).
+// qkMaxRows is the most batch rows one Q4_K, Q5_K or Q6_K kernel call takes (_generate/qdot.go).
 const qkMaxRows = 4
 
 // qkRowBytes is the bytes per superblock and batch row of the kernels' layout: 256 values,
-// the sums (Q4_K: 8 sums of 32 as int16; Q6_K: the 16 sums of 16) and the scale.
+// the sums (Q4_K, Q5_K: 8 sums of 32 as int16; Q6_K: the 16 sums of 16) and the scale.
 func qkRowBytes(t DType) int {
 	if t == Q6_K {
 		return 256 + 32 + 4
@@ -100,9 +100,9 @@ func qkRowBytes(t DType) int {
 	return 256 + 16 + 4
 }
 
-// kernelLayout writes the n rows of a (starting at row r0) for the Q4_K or Q6_K kernels into
+// kernelLayout writes the n rows of a (starting at row r0) for the Q4_K, Q5_K or Q6_K kernels into
 // dst: in chunks of qkMaxRows rows (the last one shorter), each chunk superblock by
-// superblock: the chunk's rows' 256 values (Q4_K: permQ4K's order), then their sums, then
+// superblock: the chunk's rows' 256 values (Q4_K, Q5_K: permQ4K's order), then their sums, then
 // their float32 scales. Chunk c starts at byte c*qkMaxRows*nb*qkRowBytes(t).
 func (a *qActs) kernelLayout(t DType, dst []byte, r0, n int) {
 	nb := a.cols / 256
@@ -118,13 +118,13 @@ func (a *qActs) kernelLayout(t DType, dst []byte, r0, n int) {
 			for b := 0; b < nb; b++ {
 				o := out[b*sb:]
 				v := unsafe.Slice((*int8)(unsafe.Pointer(&o[256*j])), 256)
-				if t == Q4_K {
+				if t != Q6_K {
 					permQ4K(v, r.qs[256*b:256*b+256])
 				} else {
 					copy(v, r.qs[256*b:256*b+256])
 				}
 				so := o[sumsAt+sumBytes*j:]
-				if t == Q4_K {
+				if t != Q6_K {
 					for i := 0; i < 8; i++ {
 						binary.LittleEndian.PutUint16(so[2*i:], uint16(r.bsums[16*b+2*i]+r.bsums[16*b+2*i+1]))
 					}
@@ -542,7 +542,7 @@ func (m *Mat) quantizeGroups(c *geo, n, g0, g1 int) *qActs {
 	a := getQActs()
 	f := actFormatOf(m.t)
 	a.grow(f, g*n, m.cols)
-	kl := (m.t == Q4_K || m.t == Q6_K) && m.pk != nil && q8Kernel(m.t)
+	kl := (m.t == Q4_K || m.t == Q5_K || m.t == Q6_K) && m.pk != nil && q8Kernel(m.t)
 	if kl {
 		a.kl = growSlice(a.kl, g*n*m.cols/256*qkRowBytes(m.t))
 	}
@@ -617,6 +617,6 @@ func q8PanelRow(dst, mem []byte, r int) {
 }
 
 // Q8Accelerated reports whether packed matrices of type t have assembly kernels for
-// Q8Activations on the current path (Q8_0, Q4_K and Q6_K on the AVX-512 path of a CPU with
+// Q8Activations on the current path (Q8_0, Q4_K, Q5_K and Q6_K on the AVX-512 path of a CPU with
 // AVX-512 BW, VBMI and VNNI); the other block types run its portable reference.
 func Q8Accelerated(t DType) bool { return q8Kernel(t) }

@@ -13,7 +13,7 @@ import (
 // _generate): AVX-512 F, BW, VL, VBMI (VPERMB) and VNNI (VPDPBUSD).
 var cpuQ8512 = cpuAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VNNI
 
-// q8Active reports whether packed matrices of Q8_0, Q4_K and Q6_K use those kernels now: on
+// q8Active reports whether packed matrices of Q8_0, Q4_K, Q5_K and Q6_K use those kernels now: on
 // the AVX-512 path (SelectPath) of a CPU that has them.
 func q8Active() bool { return curPath == pathAVX512 && cpuQ8512 }
 
@@ -27,11 +27,11 @@ func q8Path() KernelPath {
 
 // q8Kernel reports whether type t has a Q8Activations kernel on the current path.
 func q8Kernel(t DType) bool {
-	return q8Active() && (t == Q8_0 || t == Q4_K || t == Q6_K)
+	return q8Active() && (t == Q8_0 || t == Q4_K || t == Q5_K || t == Q6_K)
 }
 
 // panelsQ8Fast computes the group's local panels [p0, p1) of a packed block-quantized
-// matrix with Q8Activations: with the AVX-512 kernels for Q8_0, Q4_K and Q6_K (the bits of
+// matrix with Q8Activations: with the AVX-512 kernels for Q8_0, Q4_K, Q5_K and Q6_K (the bits of
 // panelsQ8: the same exact integers and the same fma32 chains), the portable reference for
 // the other types and paths.
 func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) {
@@ -72,9 +72,12 @@ func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) {
 			c := min(qkMaxRows, n-j0)
 			acc = [max512Rows * panelRows]float32{}
 			act := &a.kl[(s.xqBase+j0)*rbk]
-			if m.t == Q4_K {
+			switch m.t {
+			case Q4_K:
 				q4kQ8(c, w, rb, nb, act, scratch, &acc[0])
-			} else {
+			case Q5_K:
+				q5kQ8(c, w, rb, nb, act, scratch, &acc[0])
+			default:
 				q6kQ8(c, w, rb, nb, act, scratch, &acc[0])
 			}
 			s.store(acc[:], j0, c, 1, pn)
@@ -93,6 +96,20 @@ func q4kQ8(c int, w *byte, rb, nb int, act *byte, scratch *int32, acc *float32) 
 		q4kQ8M3(w, rb, nb, act, scratch, acc)
 	default:
 		q4kQ8M4(w, rb, nb, act, scratch, acc)
+	}
+}
+
+// q5kQ8 runs q5kQ8M<c>.
+func q5kQ8(c int, w *byte, rb, nb int, act *byte, scratch *int32, acc *float32) {
+	switch c {
+	case 1:
+		q5kQ8M1(w, rb, nb, act, scratch, acc)
+	case 2:
+		q5kQ8M2(w, rb, nb, act, scratch, acc)
+	case 3:
+		q5kQ8M3(w, rb, nb, act, scratch, acc)
+	default:
+		q5kQ8M4(w, rb, nb, act, scratch, acc)
 	}
 }
 

@@ -87,13 +87,25 @@ func (g *gen) qdotKernels() {
 			g.f("DATA q6kSh<>+%d(SB)/8, $0x%016x", 64*k+8*i, s|s<<16|s<<32|s<<48)
 		}
 	}
-	g.f("GLOBL q6kSh<>(SB), RODATA|NOPTR, $128\n")
+	g.f("GLOBL q6kSh<>(SB), RODATA|NOPTR, $128")
+	// q5kSh: for zmm k of a Q5_K superblock (sub-blocks a_k in bytes 0-31, b_k in 32-63), the
+	// word shifts bringing bit a_k or b_k of qh to bit 0 of each byte.
+	for k := 0; k < 4; k++ {
+		for i := 0; i < 8; i++ {
+			s := uint64(subs[k][i/4])
+			g.f("DATA q5kSh<>+%d(SB)/8, $0x%016x", 64*k+8*i, s|s<<16|s<<32|s<<48)
+		}
+	}
+	g.f("GLOBL q5kSh<>(SB), RODATA|NOPTR, $256")
+	g.f("DATA qk10<>+0(SB)/4, $0x10101010")
+	g.f("GLOBL qk10<>(SB), RODATA|NOPTR, $4\n")
 	for m := 1; m <= 8; m++ {
 		g.q8q8(m)
 	}
 	for m := 1; m <= qkMaxRows; m++ {
-		g.qkQ8(false, m)
-		g.qkQ8(true, m)
+		g.qkQ8(q4k, m)
+		g.qkQ8(q5k, m)
+		g.qkQ8(q6k, m)
 	}
 }
 
@@ -203,7 +215,14 @@ func qkActBytes(q6 bool, m int) (total, sums, scales int) {
 	return m * (256 + sb + 4), 256 * m, (256 + sb) * m
 }
 
-// qkQ8 emits q4kQ8M<m> (q6 false) or q6kQ8M<m>.
+// The K-quant types with q8 kernels.
+const (
+	q4k = iota
+	q5k
+	q6k
+)
+
+// qkQ8 emits q4kQ8M<m>, q5kQ8M<m> or q6kQ8M<m>.
 //
 // func q4kQ8M<m>(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 //
@@ -211,9 +230,13 @@ func qkActBytes(q6 bool, m int) (total, sums, scales int) {
 // m batch rows' 256 activations (Q4_K: in the order of the weights' bytes, permQ4K), then
 // their sums (Q4_K: 8 sums of 32 as int16; Q6_K: the 16 sums of 16), then their scales;
 // scratch: m*32 int32 per superblock; acc: the chains acc[16j + r], continued.
-func (g *gen) qkQ8(q6 bool, m int) {
+func (g *gen) qkQ8(typ, m int) {
+	q6 := typ == q6k
 	name, bb := fmt.Sprintf("q4kQ8M%d", m), 144
-	if q6 {
+	switch typ {
+	case q5k:
+		name, bb = fmt.Sprintf("q5kQ8M%d", m), 176
+	case q6k:
 		name, bb = fmt.Sprintf("q6kQ8M%d", m), 210
 	}
 	sbBytes, sumsAt, scalesAt := qkActBytes(q6, m)
@@ -254,7 +277,7 @@ func (g *gen) qkQ8(q6 bool, m int) {
 	if q6 {
 		g.q6kBody(m, sumsAt, sumBytes)
 	} else {
-		g.q4kBody(m, sumsAt, sumBytes)
+		g.q4kBody(m, sumsAt, sumBytes, typ == q5k)
 	}
 	g.f("\tADDQ $%d, AX", bb)
 	g.f("\tADDQ $%d, R14", sbBytes)
@@ -328,7 +351,9 @@ func (g *gen) qkQ8(q6 bool, m int) {
 // q4kBody is one Q4_K superblock of one row for m batch rows (AX the block, R14 the
 // superblock's activations in the kernels' layout, R10 where row j's isum and msum go: at
 // 128j).
-func (g *gen) q4kBody(m, sumsAt, sumBytes int) {
+// With q5 it is Q5_K's (qh[32] at 16, qs at 48): bit s of qh[l] adds 16 to value l of
+// sub-block s.
+func (g *gen) q4kBody(m, sumsAt, sumBytes int, q5 bool) {
 	// scales and mins: bytes 0-7 of X24 the 8 scales, 8-15 the 8 mins (get_scale_min_k4)
 	g.f("\tVMOVDQU32 4(AX), X20")
 	g.f("\tVPANDD X5, X20, X21")      // [sc0-3, mn0-3] (low 6 bits)
@@ -342,14 +367,27 @@ func (g *gen) q4kBody(m, sumsAt, sumBytes int) {
 	g.f("\tVPUNPCKLDQ X22, X21, X24") // [sc0-3, sc4-7, mn0-3, mn4-7]
 	g.f("\tVPSRLDQ $8, X24, X25")     // mins
 	g.f("\tVPMOVZXBW X25, X25")       // as words
-	g.f("\tVMOVDQU64 16(AX), Z26")    // qs[0:64]
-	g.f("\tVMOVDQU64 80(AX), Z27")    // qs[64:128]
-	g.f("\tVPANDD Z4, Z26, Z28")      // k0: sub-blocks 0, 2
-	g.f("\tVPSRLW $4, Z26, Z26")      //
-	g.f("\tVPANDD Z4, Z26, Z26")      // k1: 1, 3
-	g.f("\tVPANDD Z4, Z27, Z29")      // k2: 4, 6
-	g.f("\tVPSRLW $4, Z27, Z27")      //
-	g.f("\tVPANDD Z4, Z27, Z27")      // k3: 5, 7
+	qs := 16
+	if q5 {
+		qs = 48
+	}
+	g.f("\tVMOVDQU64 %d(AX), Z26", qs)    // qs[0:64]
+	g.f("\tVMOVDQU64 %d(AX), Z27", qs+64) // qs[64:128]
+	g.f("\tVPANDD Z4, Z26, Z28")          // k0: sub-blocks 0, 2
+	g.f("\tVPSRLW $4, Z26, Z26")          //
+	g.f("\tVPANDD Z4, Z26, Z26")          // k1: 1, 3
+	g.f("\tVPANDD Z4, Z27, Z29")          // k2: 4, 6
+	g.f("\tVPSRLW $4, Z27, Z27")          //
+	g.f("\tVPANDD Z4, Z27, Z27")          // k3: 5, 7
+	if q5 {
+		g.f("\tVBROADCASTI64X4 16(AX), Z30") // [qh, qh]
+		for k, z := range []int{28, 26, 29, 27} {
+			g.f("\tVPSRLVW q5kSh<>+%d(SB), Z30, Z31", 64*k)
+			g.f("\tVPSLLW $4, Z31, Z31")
+			g.f("\tVPANDD.BCST qk10<>(SB), Z31, Z31")
+			g.f("\tVPORD Z31, Z%d, Z%d", z, z)
+		}
+	}
 	for k := 0; k < 4; k++ {
 		g.f("\tVPERMB.Z Z24, Z%d, K1, Z%d", 8+k, 12+k)
 	}
@@ -434,9 +472,9 @@ func (g *gen) qdotDecls() {
 		g.f("func q8q8M%d(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)\n", m)
 	}
 	for m := 1; m <= qkMaxRows; m++ {
-		for _, t := range []string{"q4k", "q6k"} {
+		for _, t := range []string{"q4k", "q5k", "q6k"} {
 			g.f("// %sQ8M%d goes on with the Q8Activations chains acc[16j + r] of %d batch rows j over nb", t, m, m)
-			g.f("// %s superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with", map[string]string{"q4k": "Q4_K", "q6k": "Q6_K"}[t])
+			g.f("// %s superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with", map[string]string{"q4k": "Q4_K", "q5k": "Q5_K", "q6k": "Q6_K"}[t])
 			g.f("// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*%d*nb", m)
 			g.f("// int32 (needs AVX-512 BW and VBMI).")
 			g.f("//")

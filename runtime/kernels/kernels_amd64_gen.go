@@ -985,57 +985,65 @@ func q3kTile(tile *float32, blk *byte, idx *int32, n int)
 func iq4xsTile(tile *float32, blk *byte, idx *int32, n int)
 
 // q8q8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M1(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
 // q8q8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M2(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
 // q8q8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M3(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
 // q8q8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M4(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
 // q8q8M5 goes on with the Q8Activations chains acc[16j + r] of 5 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M5(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
 // q8q8M6 goes on with the Q8Activations chains acc[16j + r] of 6 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M6(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
 // q8q8M7 goes on with the Q8Activations chains acc[16j + r] of 7 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M7(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
 
 // q8q8M8 goes on with the Q8Activations chains acc[16j + r] of 8 batch rows j over nb Q8_0
-// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales
-// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
 //
 //go:noescape
 func q8q8M8(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)

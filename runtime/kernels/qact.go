@@ -77,7 +77,8 @@ func actFormatOf(t DType) actFormat {
 // s[j*cols/32:], for Q8_K the sums of 16 at bsums[j*cols/16:].
 //
 // For the Q4_K, Q5_K and Q6_K kernels (qact_amd64.go) a call also holds kl, its rows in the
-// kernels' layout (kernelLayout).
+// kernels' layout (kernelLayout); for the Q8_0 kernels, its blocks' scales and sums
+// (q8Layout).
 type qActs struct {
 	f     actFormat
 	cols  int
@@ -135,6 +136,24 @@ func (a *qActs) kernelLayout(t DType, dst []byte, r0, n int) {
 				}
 				binary.LittleEndian.PutUint32(o[scalesAt+4*j:], math.Float32bits(r.d[b]))
 			}
+		}
+	}
+}
+
+// q8Layout writes, for the n Q8_0 rows of a from row r0, each block's float32 scale and
+// 128 times the sum of its 32 values (int32), 8 bytes per block (the Q8_0 kernel's layout).
+func (a *qActs) q8Layout(dst []byte, r0, n int) {
+	nb := a.cols / 32
+	for j := 0; j < n; j++ {
+		r := a.row(r0 + j)
+		for b := 0; b < nb; b++ {
+			sum := int32(0)
+			for _, q := range r.qs[32*b : 32*b+32] {
+				sum += int32(q)
+			}
+			o := dst[(j*nb+b)*8:]
+			binary.LittleEndian.PutUint32(o, math.Float32bits(r.d[b]))
+			binary.LittleEndian.PutUint32(o[4:], uint32(128*sum))
 		}
 	}
 }
@@ -546,6 +565,10 @@ func (m *Mat) quantizeGroups(c *geo, n, g0, g1 int) *qActs {
 	if kl {
 		a.kl = growSlice(a.kl, g*n*m.cols/256*qkRowBytes(m.t))
 	}
+	q8kl := m.t == Q8_0 && m.pk != nil && q8Kernel(m.t)
+	if q8kl {
+		a.kl = growSlice(a.kl, g*n*m.cols/32*8)
+	}
 	for gi := g0; gi < g1; gi++ {
 		for j := 0; j < n; j++ {
 			r := a.row(gi*n + j)
@@ -558,6 +581,9 @@ func (m *Mat) quantizeGroups(c *geo, n, g0, g1 int) *qActs {
 		}
 		if kl {
 			a.kernelLayout(m.t, a.kl[gi*n*m.cols/256*qkRowBytes(m.t):], gi*n, n)
+		}
+		if q8kl {
+			a.q8Layout(a.kl[gi*n*m.cols/32*8:], gi*n, n)
 		}
 	}
 	c.xq = a

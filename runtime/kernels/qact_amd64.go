@@ -50,7 +50,7 @@ func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) {
 				c := min(max512Rows, n-j0)
 				acc = [max512Rows * panelRows]float32{}
 				r := s.xqBase + j0
-				q8q8(c, w, nb, &a.qs[r*a.cols], a.cols, &a.d[r*nb], 4*nb, &acc[0])
+				q8q8(c, w, nb, &a.qs[r*a.cols], a.cols, (*float32)(unsafe.Pointer(&a.kl[r*nb*8])), 8*nb, &acc[0])
 				s.store(acc[:], j0, c, 1, pn)
 			}
 		}

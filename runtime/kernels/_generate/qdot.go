@@ -10,8 +10,8 @@ import "fmt"
 //   - q8q8M<m> (Q8_0 weights, packed panels, m = 1..8 batch rows): the panel already holds
 //     the rows in the lanes (16 int8 per column); one VPERMB turns 4 columns into one dword
 //     per row, and VPDPBUSD multiplies it by 4 activations broadcast. VPDPBUSD takes its
-//     first factor unsigned, so the activations go in as a+128 (XOR 0x80) and 128 * sum(w),
-//     a second VPDPBUSD by 0x80 shared by the batch rows, is subtracted: exact.
+//     first factor unsigned, so the weights go in as w+128 (XOR 0x80) and 128 * sum(a), kept
+//     per block with the activations, is subtracted: exact.
 //   - q4kQ8 and q6kQ8 (one batch row, one panel of 16 GGUF rows): row by row and superblock
 //     by superblock, the nibbles (and Q6_K's high bits) become unsigned bytes multiplied by the
 //     int8 activations with VPMADDUBSW (pairs of products in int16: at most 2*63*128, no
@@ -110,6 +110,13 @@ func (g *gen) qdotKernels() {
 }
 
 // q8q8 emits q8q8M<m>.
+//
+// func q8q8M<m>(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+//
+// a + j*aRow: batch row j's int8 activations; ad + j*adRow: per block, its float32 scale
+// and 128 times the sum of its 32 activations (int32). The weights go in as unsigned w+128
+// (VPDPBUSD's first factor), the activations as the broadcast signed factor, and the
+// 128*sum(a) that adds is subtracted per block: exact.
 func (g *gen) q8q8(m int) {
 	name := fmt.Sprintf("q8q8M%d", m)
 	g.f("// func %s(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)", name)
@@ -143,15 +150,15 @@ func (g *gen) q8q8(m int) {
 		}
 		return fmt.Sprintf("%d(%s)", off, base)
 	}
-	dAt := func(j int) string {
+	dAt := func(j, off int) string {
 		base := []string{"R11", "R12", "R13"}[j/3]
 		switch j % 3 {
 		case 1:
-			return fmt.Sprintf("(%s)(R8*1)", base)
+			return fmt.Sprintf("%d(%s)(R8*1)", off, base)
 		case 2:
-			return fmt.Sprintf("(%s)(R8*2)", base)
+			return fmt.Sprintf("%d(%s)(R8*2)", off, base)
 		}
-		return fmt.Sprintf("(%s)", base)
+		return fmt.Sprintf("%d(%s)", off, base)
 	}
 	g.f("\tVMOVDQU64 q8tr<>(SB), Z30")
 	g.f("\tVPBROADCASTD q8x80<>(SB), Z29")
@@ -159,38 +166,34 @@ func (g *gen) q8q8(m int) {
 		g.f("\tVMOVUPS %d(DI), Z%d", 64*j, 8+j)
 	}
 	g.f("%s_block:", name)
-	g.f("\tVPXORD Z16, Z16, Z16")
 	for j := 0; j < m; j++ {
 		g.f("\tVPXORD Z%d, Z%d, Z%d", j, j, j)
 	}
 	for u := 0; u < 8; u++ {
-		t := 17 + u%2
+		t := 16 + u%4
 		g.f("\tVPERMB %d(SI), Z30, Z%d", 64+64*u, t)
-		g.f("\tVPDPBUSD Z%d, Z29, Z16", t)
+		g.f("\tVPXORD Z29, Z%d, Z%d", t, t)
 		for j := 0; j < m; j++ {
-			x := 19 + (u*m+j)%4
-			g.f("\tVPBROADCASTD %s, Z%d", aAt(j, 4*u), x)
-			g.f("\tVPXORD Z29, Z%d, Z%d", x, x)
-			g.f("\tVPDPBUSD Z%d, Z%d, Z%d", t, x, j)
+			g.f("\tVPDPBUSD.BCST %s, Z%d, Z%d", aAt(j, 4*u), t, j)
 		}
 	}
 	g.f("\tVMOVUPS (SI), Z23")
 	for j := 0; j < m; j++ {
-		g.f("\tVPSUBD Z16, Z%d, Z%d", j, j)
+		g.f("\tVPSUBD.BCST %s, Z%d, Z%d", dAt(j, 4), j, j)
 		g.f("\tVCVTDQ2PS Z%d, Z%d", j, j)
-		g.f("\tVMULPS.BCST %s, Z23, Z%d", dAt(j), 24+j%4)
+		g.f("\tVMULPS.BCST %s, Z23, Z%d", dAt(j, 0), 24+j%4)
 		g.f("\tVFMADD231PS Z%d, Z%d, Z%d", j, 24+j%4, 8+j)
 	}
 	g.f("\tADDQ $576, SI")
 	g.f("\tADDQ $32, DX")
-	g.f("\tADDQ $4, R11")
+	g.f("\tADDQ $8, R11")
 	if m > 3 {
 		g.f("\tADDQ $32, R10")
-		g.f("\tADDQ $4, R12")
+		g.f("\tADDQ $8, R12")
 	}
 	if m > 6 {
 		g.f("\tADDQ $32, R14")
-		g.f("\tADDQ $4, R13")
+		g.f("\tADDQ $8, R13")
 	}
 	g.f("\tDECQ CX")
 	g.f("\tJNZ %s_block", name)
@@ -201,12 +204,12 @@ func (g *gen) q8q8(m int) {
 	g.f("\tRET\n")
 }
 
-// qkMaxRows is the most batch rows of one q4kQ8M / q6kQ8M call.
+// qkMaxRows is the most batch rows of one q4kQ8M / q5kQ8M / q6kQ8M call.
 const qkMaxRows = 4
 
 // qkActBytes is the bytes per superblock of the activations of m batch rows in the
-// kernels' layout (qActs.kernelLayout): m x 256 values, m x the sums (Q4_K 8 int16, Q6_K
-// 16), m float32 scales.
+// kernels' layout (qActs.kernelLayout): m x 256 values, m x the sums (Q4_K, Q5_K: 8 int16;
+// Q6_K: 16), m float32 scales; and the offsets of the sums and of the scales.
 func qkActBytes(q6 bool, m int) (total, sums, scales int) {
 	sb := 16
 	if q6 {
@@ -465,8 +468,9 @@ func (g *gen) foldStore(off int) {
 func (g *gen) qdotDecls() {
 	for m := 1; m <= 8; m++ {
 		g.f("// q8q8M%d goes on with the Q8Activations chains acc[16j + r] of %d batch rows j over nb Q8_0", m, m)
-		g.f("// blocks of a packed panel (w: its first block), activations a + j*aRow (int8) with scales")
-		g.f("// ad + j*adRow bytes (needs AVX-512 BW, VBMI and VNNI).")
+		g.f("// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each")
+		g.f("// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI")
+		g.f("// and VNNI).")
 		g.f("//")
 		g.f("//go:noescape")
 		g.f("func q8q8M%d(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)\n", m)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// BenchmarkQuantQ8 measures Q8Activations products of the Q4_K_M mix's types (and Q8_0
+// BenchmarkQuantQ8 measures Q8Activations products of the _M mixes' types (and Q8_0
 // drafts) on one thread, on the AVX-512 path (the only one with q8 kernels): n=1 a MatVec
 // against a same-run six-stream read of the packed bytes (ratio-to-read; the decode target is
 // 0.85) and against the same matrix's f32-activation MatVec (speedup-vs-f32); n=8 an 8-row
@@ -17,7 +17,7 @@ func BenchmarkQuantQ8(b *testing.B) {
 	if *quantBenchBig {
 		shapes = append(shapes, [2]int{16384, 7168})
 	}
-	for _, dt := range []DType{Q4_K, Q6_K, Q8_0} {
+	for _, dt := range []DType{Q4_K, Q6_K, Q8_0, Q5_K} {
 		for _, sh := range shapes {
 			b.Run(fmt.Sprintf("%v/%dx%d", dt, sh[0], sh[1]), func(b *testing.B) {
 				if !cpuQ8ok() {

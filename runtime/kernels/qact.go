@@ -230,28 +230,40 @@ func (a *qActs) quantize(f actFormat, x []float32, n, xRow, cols int) {
 }
 
 // quantizeQ8Row quantizes one row to Q8_0 (or Q8_1 when withSum): the bits of ggml's
-// quantize_row_q8_0_ref (dtype.QuantizeQ8_0) and, for Q8_1, of quantize_row_q8_1_ref,
-// whose qs and d are the same and whose s is fp16(float32(sum(qs)) * d) with d before its
-// rounding to fp16.
+// quantize_row_q8_0_ref (as dtype.QuantizeQ8_0: d = max|x|/127, id = 1/d, q =
+// round-half-away-from-zero(x*id) in float32, d stored as fp16) and, for Q8_1, of
+// quantize_row_q8_1_ref, whose qs and d are the same and whose s is
+// fp16(float32(sum(qs)) * d) with d before its rounding to fp16.
 func quantizeQ8Row(r qRow, x []float32, withSum bool) {
-	var blk [dtype.Q8_0BlockBytes]byte
 	for b := 0; b < len(x)/32; b++ {
 		src := x[32*b : 32*b+32]
-		dtype.QuantizeQ8_0(blk[:], src)
-		h := binary.LittleEndian.Uint16(blk[:])
-		r.d[b] = dtype.F16ToF32(h)
+		var amaxBits uint32
+		for _, v := range src {
+			amaxBits = max(amaxBits, math.Float32bits(v)&^(1<<31))
+		}
+		d := math.Float32frombits(amaxBits) / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		r.d[b] = dtype.F16ToF32(dtype.F32ToF16(d))
+		qs := r.qs[32*b : 32*b+32]
 		sum := int32(0)
-		for i := 0; i < 32; i++ {
-			q := int8(blk[2+i])
-			r.qs[32*b+i] = q
-			sum += int32(q)
+		for j, v := range src {
+			p := float64(float32(v * id))
+			var q int32
+			switch {
+			case p > 127:
+				q = 127
+			case p < -127:
+				q = -127
+			case p == p: // not NaN (NaN gives 0)
+				q = int32(p + math.Copysign(0.5, p))
+			}
+			qs[j] = int8(q)
+			sum += q
 		}
 		if withSum {
-			var amaxBits uint32
-			for _, v := range src {
-				amaxBits = max(amaxBits, math.Float32bits(v)&^(1<<31))
-			}
-			d := math.Float32frombits(amaxBits) / 127 // the unrounded d of the reference
 			r.s[b] = dtype.F16ToF32(dtype.F32ToF16(float32(float32(sum) * d)))
 		}
 	}

@@ -57,3 +57,19 @@ func BenchmarkQuantQ8(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQ8Quantize measures the once-per-call quantization of one row of 4096 activations
+// (Q8_K, Q8_0 and Q8_1), which the q8 products pay on the calling goroutine before the work
+// is split: compare with the product's time in BenchmarkQuantQ8.
+func BenchmarkQ8Quantize(b *testing.B) {
+	x := randVec(rand.New(rand.NewPCG(1, 3)), 4096)
+	for _, f := range []actFormat{actQ8_K, actQ8_0, actQ8_1} {
+		b.Run(fmt.Sprintf("format=%d", f), func(b *testing.B) {
+			a := new(qActs)
+			b.SetBytes(4 * 4096)
+			for b.Loop() {
+				a.quantize(f, x, 1, 4096, 4096)
+			}
+		})
+	}
+}

@@ -476,3 +476,74 @@ func TestQ8Extremes(t *testing.T) {
 		}
 	}
 }
+
+// TestQ8Groups: with Q8Activations a Group of block-quantized matrices, each group on its own
+// input (MatMulGroups, row-major and group-major outputs) and in ranges (MatMulGroupsRange),
+// and MatVecs over several matrices give dotQ8Row's bits on every path.
+func TestQ8Groups(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const rows, cols, n, g = 21, 512, 5, 3
+	for _, typ := range q8Types() {
+		datas := make([][]byte, g)
+		views := make([]*Mat, g)
+		for i := range views {
+			datas[i] = randBlockRows(r, typ, rows, cols)
+			views[i], _ = NewMat(typ, rows, cols, datas[i])
+		}
+		gm, err := Group(views...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := gm.WithPrecision(Q8Activations)
+		x := make([]float32, g*n*cols) // group gi's row j at (gi*n + j)*cols: group-major
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		rb, _ := typ.rowBytes(cols)
+		want := func(gi, j, i int) float32 {
+			a := quantizeOne(actFormatOf(typ), x[(gi*n+j)*cols:(gi*n+j+1)*cols])
+			return dotQ8Row(typ, datas[gi][i*rb:(i+1)*rb], a.row(0))
+		}
+		withPath(t, func(t *testing.T) {
+			dst := make([]float32, n*g*rows) // row-major: row j, group gi at j*g*rows + gi*rows
+			m.MatMulGroups(dst, g*rows, rows, x, cols, n*cols, n)
+			dr := make([]float32, n*g*rows)
+			m.MatMulGroupsRange(dr, g*rows, rows, x, cols, n*cols, n, 1, g)
+			for gi := 0; gi < g; gi++ {
+				for j := 0; j < n; j++ {
+					for i := 0; i < rows; i++ {
+						w := want(gi, j, i)
+						if got := dst[j*g*rows+gi*rows+i]; math.Float32bits(got) != math.Float32bits(w) {
+							t.Fatalf("%v group %d row %d output %d: %v, want %v", typ, gi, j, i, got, w)
+						}
+						if got := dr[j*g*rows+gi*rows+i]; gi >= 1 && math.Float32bits(got) != math.Float32bits(w) {
+							t.Fatalf("%v range: group %d row %d output %d: %v, want %v", typ, gi, j, i, got, w)
+						}
+					}
+				}
+			}
+			ms := make([]*Mat, g)
+			dsts := make([][]float32, g)
+			xs := make([][]float32, g)
+			for gi := range ms {
+				p, err := views[gi].Pack()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Release()
+				ms[gi] = p.WithPrecision(Q8Activations)
+				dsts[gi] = make([]float32, rows)
+				xs[gi] = x[gi*n*cols : gi*n*cols+cols]
+			}
+			MatVecs(ms, dsts, xs)
+			for gi := range ms {
+				for i := 0; i < rows; i++ {
+					if w := want(gi, 0, i); math.Float32bits(dsts[gi][i]) != math.Float32bits(w) {
+						t.Fatalf("%v MatVecs matrix %d output %d: %v, want %v", typ, gi, i, dsts[gi][i], w)
+					}
+				}
+			}
+		})
+		gm.Release()
+	}
+}

@@ -180,5 +180,5 @@ func q8Path() KernelPath { return KernelPath{"portable", false} }
 // q8Kernel reports whether type t has a Q8Activations kernel here: none in this build.
 func q8Kernel(t DType) bool { return false }
 
-// cpuQ8ok reports whether this CPU has the q8 kernels: not in this build.
-func cpuQ8ok() bool { return false }
+// q8Perm reports whether the kernels take permQ4K's order: no kernels in this build.
+func q8Perm() bool { return false }

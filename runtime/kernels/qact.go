@@ -103,7 +103,7 @@ func qkRowBytes(t DType) int {
 
 // kernelLayout writes the n rows of a (starting at row r0) for the Q4_K, Q5_K or Q6_K kernels into
 // dst: in chunks of qkMaxRows rows (the last one shorter), each chunk superblock by
-// superblock: the chunk's rows' 256 values (Q4_K, Q5_K: permQ4K's order), then their sums, then
+// superblock: the chunk's rows' 256 values (Q4_K, Q5_K on AVX-512: permQ4K's order), then their sums, then
 // their float32 scales. Chunk c starts at byte c*qkMaxRows*nb*qkRowBytes(t).
 func (a *qActs) kernelLayout(t DType, dst []byte, r0, n int) {
 	nb := a.cols / 256
@@ -119,7 +119,7 @@ func (a *qActs) kernelLayout(t DType, dst []byte, r0, n int) {
 			for b := 0; b < nb; b++ {
 				o := out[b*sb:]
 				v := unsafe.Slice((*int8)(unsafe.Pointer(&o[256*j])), 256)
-				if t != Q6_K {
+				if t != Q6_K && q8Perm() {
 					permQ4K(v, r.qs[256*b:256*b+256])
 				} else {
 					copy(v, r.qs[256*b:256*b+256])
@@ -655,6 +655,7 @@ func q8PanelRow(dst, mem []byte, r int) {
 }
 
 // Q8Accelerated reports whether packed matrices of type t have assembly kernels for
-// Q8Activations on the current path (Q8_0, Q4_K, Q5_K and Q6_K on the AVX-512 path of a CPU with
-// AVX-512 BW, VBMI and VNNI); the other block types run its portable reference.
+// Q8Activations on the current path (Q8_0, Q4_K, Q5_K and Q6_K on the AVX-512 path of a CPU
+// with AVX-512 BW, VBMI and VNNI; Q4_K on the AVX2 path); the other block types run its
+// portable reference.
 func Q8Accelerated(t DType) bool { return q8Kernel(t) }

@@ -13,22 +13,33 @@ import (
 // _generate): AVX-512 F, BW, VL, VBMI (VPERMB) and VNNI (VPDPBUSD).
 var cpuQ8512 = cpuAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VNNI
 
-// q8Active reports whether packed matrices of Q8_0, Q4_K, Q5_K and Q6_K use those kernels now: on
-// the AVX-512 path (SelectPath) of a CPU that has them.
+// q8Active reports whether packed matrices of Q8_0, Q4_K, Q5_K and Q6_K use the AVX-512
+// kernels now: on the AVX-512 path (SelectPath) of a CPU that has them.
 func q8Active() bool { return curPath == pathAVX512 && cpuQ8512 }
 
 // q8Path is Path(Q8Activations).
 func q8Path() KernelPath {
-	if q8Active() {
+	switch {
+	case q8Active():
 		return KernelPath{"avx512vnni", true}
+	case curPath == pathAVX2:
+		return KernelPath{"avx2", true}
 	}
 	return KernelPath{"portable", false}
 }
 
-// q8Kernel reports whether type t has a Q8Activations kernel on the current path.
+// q8Kernel reports whether type t has a Q8Activations kernel on the current path: Q8_0,
+// Q4_K, Q5_K and Q6_K on AVX-512 (q8Active), Q4_K on AVX2.
 func q8Kernel(t DType) bool {
-	return q8Active() && (t == Q8_0 || t == Q4_K || t == Q5_K || t == Q6_K)
+	if q8Active() {
+		return t == Q8_0 || t == Q4_K || t == Q5_K || t == Q6_K
+	}
+	return curPath == pathAVX2 && t == Q4_K
 }
+
+// q8Perm reports whether the K-quant kernels of the current path take the Q4_K and Q5_K
+// activations in permQ4K's order (the AVX-512 ones) rather than their own (AVX2).
+func q8Perm() bool { return q8Active() }
 
 // panelsQ8Fast computes the group's local panels [p0, p1) of a packed block-quantized
 // matrix with Q8Activations: with the AVX-512 kernels for Q8_0, Q4_K, Q5_K and Q6_K (the bits of
@@ -72,16 +83,32 @@ func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) {
 			c := min(qkMaxRows, n-j0)
 			acc = [max512Rows * panelRows]float32{}
 			act := &a.kl[(s.xqBase+j0)*rbk]
-			switch m.t {
-			case Q4_K:
+			switch {
+			case m.t == Q4_K && !q8Active():
+				q4kQ8A(c, w, rb, nb, act, scratch, &acc[0])
+			case m.t == Q4_K:
 				q4kQ8(c, w, rb, nb, act, scratch, &acc[0])
-			case Q5_K:
+			case m.t == Q5_K:
 				q5kQ8(c, w, rb, nb, act, scratch, &acc[0])
 			default:
 				q6kQ8(c, w, rb, nb, act, scratch, &acc[0])
 			}
 			s.store(acc[:], j0, c, 1, pn)
 		}
+	}
+}
+
+// q4kQ8A runs q4kQ8A<c> (AVX2).
+func q4kQ8A(c int, w *byte, rb, nb int, act *byte, scratch *int32, acc *float32) {
+	switch c {
+	case 1:
+		q4kQ8A1(w, rb, nb, act, scratch, acc)
+	case 2:
+		q4kQ8A2(w, rb, nb, act, scratch, acc)
+	case 3:
+		q4kQ8A3(w, rb, nb, act, scratch, acc)
+	default:
+		q4kQ8A4(w, rb, nb, act, scratch, acc)
 	}
 }
 
@@ -148,6 +175,3 @@ func q8q8(c int, w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc
 		q8q8M8(w, nb, a, aRow, ad, adRow, acc)
 	}
 }
-
-// cpuQ8ok reports whether this CPU has the q8 kernels (for tests and benchmarks).
-func cpuQ8ok() bool { return cpuQ8512 }

@@ -102,7 +102,9 @@ func (g *gen) qdotKernels() {
 	for m := 1; m <= 8; m++ {
 		g.q8q8(m)
 	}
+	g.qkAVX2Consts()
 	for m := 1; m <= qkMaxRows; m++ {
+		g.qkQ8AVX2(m)
 		g.qkQ8(q4k, m)
 		g.qkQ8(q5k, m)
 		g.qkQ8(q6k, m)
@@ -476,6 +478,10 @@ func (g *gen) qdotDecls() {
 		g.f("func q8q8M%d(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)\n", m)
 	}
 	for m := 1; m <= qkMaxRows; m++ {
+		g.f("// q4kQ8A%d is q4kQ8M%d on AVX2, with the activations in their own order (needs AVX2).", m, m)
+		g.f("//")
+		g.f("//go:noescape")
+		g.f("func q4kQ8A%d(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)\n", m)
 		for _, t := range []string{"q4k", "q5k", "q6k"} {
 			g.f("// %sQ8M%d goes on with the Q8Activations chains acc[16j + r] of %d batch rows j over nb", t, m, m)
 			g.f("// %s superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with", map[string]string{"q4k": "Q4_K", "q5k": "Q5_K", "q6k": "Q6_K"}[t])
@@ -486,4 +492,155 @@ func (g *gen) qdotDecls() {
 			g.f("func %sQ8M%d(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)\n", t, m)
 		}
 	}
+}
+
+// qkQ8AVX2 emits q4kQ8A<m>: q4kQ8M<m> on AVX2 (16 YMM registers, no mask registers), with
+// the activations in their own order (not permQ4K's): each 32-byte load of qs holds the low
+// nibbles of one sub-block and the high nibbles of the next, and each sub-block's scale is
+// broadcast to words by VPSHUFB. The second pass runs the two halves of the panel (rows
+// 0-7, 8-15) one after the other, 8 rows in the lanes.
+func (g *gen) qkQ8AVX2(m int) {
+	name := fmt.Sprintf("q4kQ8A%d", m)
+	sbBytes, sumsAt, scalesAt := qkActBytes(false, m)
+	g.f("// func %s(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	g.f("\tMOVQ w+0(FP), R12")
+	g.f("\tMOVQ rb+8(FP), R8")
+	g.f("\tMOVQ scratch+32(FP), R13")
+	g.f("\tMOVQ $16, R11")
+	g.f("\tVPBROADCASTD q0f0f<>(SB), Y15")
+	g.f("\tVPBROADCASTD qk3f<>(SB), X14")
+	g.f("\tVPBROADCASTD q0303<>(SB), X13")
+	g.f("\tVMOVDQU qkshift<>(SB), X12")
+	g.f("%s_row:", name)
+	g.f("\tMOVQ R12, AX")
+	g.f("\tMOVQ act+24(FP), R14")
+	g.f("\tMOVQ R13, R10")
+	g.f("\tMOVQ nb+16(FP), CX")
+	g.f("%s_sb:", name)
+	g.f("\tVMOVDQU 4(AX), X0")
+	g.f("\tVPAND X14, X0, X1")
+	g.f("\tVPSHUFD $0x0a, X0, X2")
+	g.f("\tVPSRLVD X12, X2, X2")
+	g.f("\tVPAND X15, X2, X2")
+	g.f("\tVPSRLD $6, X0, X3")
+	g.f("\tVPAND X13, X3, X3")
+	g.f("\tVPSLLD $4, X3, X3")
+	g.f("\tVPOR X3, X2, X2")
+	g.f("\tVPUNPCKLDQ X2, X1, X11")
+	g.f("\tVPSRLDQ $8, X11, X10")
+	g.f("\tVPMOVZXBW X10, X10")
+	g.f("\tVINSERTI128 $1, X11, Y11, Y11")
+	for j := 0; j < m; j++ {
+		g.f("\tVPMADDWD %d(R14), X10, X9", sumsAt+16*j)
+		for c := 0; c < 4; c++ {
+			g.f("\tVMOVDQU %d(AX), Y0", 16+32*c)
+			g.f("\tVPAND Y15, Y0, Y1")
+			g.f("\tVPSRLW $4, Y0, Y0")
+			g.f("\tVPAND Y15, Y0, Y0")
+			g.f("\tVPMADDUBSW %d(R14), Y1, Y1", 256*j+64*c)
+			g.f("\tVPMADDUBSW %d(R14), Y0, Y0", 256*j+64*c+32)
+			g.f("\tVPSHUFB q4kShuf<>+%d(SB), Y11, Y2", 64*c)
+			g.f("\tVPMADDWD Y2, Y1, Y1")
+			g.f("\tVPSHUFB q4kShuf<>+%d(SB), Y11, Y3", 64*c+32)
+			g.f("\tVPMADDWD Y3, Y0, Y0")
+			if c == 0 {
+				g.f("\tVPADDD Y0, Y1, Y8")
+			} else {
+				g.f("\tVPADDD Y1, Y8, Y8")
+				g.f("\tVPADDD Y0, Y8, Y8")
+			}
+		}
+		g.f("\tVEXTRACTI128 $1, Y8, X1")
+		g.f("\tVPADDD X1, X8, X8")
+		g.f("\tVPHADDD X9, X8, X8")
+		g.f("\tVPHADDD X8, X8, X8")
+		g.f("\tVMOVQ X8, %d(R10)", 128*j)
+	}
+	g.f("\tADDQ $144, AX")
+	g.f("\tADDQ $%d, R14", sbBytes)
+	g.f("\tADDQ $%d, R10", 128*m)
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_sb", name)
+	g.f("\tADDQ R8, R12")
+	g.f("\tADDQ $8, R13")
+	g.f("\tDECQ R11")
+	g.f("\tJNZ %s_row", name)
+
+	// Second pass, half h = rows 8h..8h+7.
+	g.f("\tMOVQ R8, X7")
+	g.f("\tVPBROADCASTD X7, Y7")
+	g.f("\tVPMULLD qiota<>(SB), Y7, Y7")
+	g.f("\tMOVQ acc+40(FP), DI")
+	for h := 0; h < 2; h++ {
+		g.f("\tMOVQ w+0(FP), SI")
+		if h == 1 {
+			g.f("\tLEAQ (SI)(R8*8), SI")
+		}
+		g.f("\tMOVQ scratch+32(FP), R13")
+		g.f("\tMOVQ act+24(FP), R9")
+		g.f("\tMOVQ nb+16(FP), CX")
+		for j := 0; j < m; j++ {
+			g.f("\tVMOVUPS %d(DI), Y%d", 64*j+32*h, 8+j)
+		}
+		g.f("%s_f%d:", name, h)
+		g.f("\tVPCMPEQD Y5, Y5, Y5")
+		g.f("\tVPGATHERDD Y5, (SI)(Y7*1), Y4") // d | dmin<<16 of 8 rows
+		g.f("\tVPSHUFB q4kHalf<>+0(SB), Y4, Y6")
+		g.f("\tVPERMQ $0x08, Y6, Y6")
+		g.f("\tVCVTPH2PS X6, Y6") // d
+		g.f("\tVPSHUFB q4kHalf<>+32(SB), Y4, Y12")
+		g.f("\tVPERMQ $0x08, Y12, Y12")
+		g.f("\tVCVTPH2PS X12, Y12") // dmin
+		for j := 0; j < m; j++ {
+			g.f("\tVMOVDQU %d(R13), Y0", 128*j+64*h)
+			g.f("\tVMOVDQU %d(R13), Y1", 128*j+64*h+32)
+			g.f("\tVSHUFPS $0x88, Y1, Y0, Y2")
+			g.f("\tVPERMQ $0xd8, Y2, Y2")
+			g.f("\tVCVTDQ2PS Y2, Y2")
+			g.f("\tVSHUFPS $0xdd, Y1, Y0, Y13")
+			g.f("\tVPERMQ $0xd8, Y13, Y13")
+			g.f("\tVCVTDQ2PS Y13, Y13")
+			g.f("\tVBROADCASTSS %d(R9), Y3", scalesAt+4*j)
+			g.f("\tVMULPS Y3, Y6, Y14")
+			g.f("\tVFMADD231PS Y2, Y14, Y%d", 8+j)
+			g.f("\tVMULPS Y3, Y12, Y14")
+			g.f("\tVFNMADD231PS Y13, Y14, Y%d", 8+j)
+		}
+		g.f("\tADDQ $144, SI")
+		g.f("\tADDQ $%d, R13", 128*m)
+		g.f("\tADDQ $%d, R9", sbBytes)
+		g.f("\tDECQ CX")
+		g.f("\tJNZ %s_f%d", name, h)
+		for j := 0; j < m; j++ {
+			g.f("\tVMOVUPS Y%d, %d(DI)", 8+j, 64*j+32*h)
+		}
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// qkAVX2Consts emits the AVX2 kernels' constants: q4kShuf, per sub-block s, the VPSHUFB
+// index broadcasting byte s (its scale) to every word (high bytes zeroed); q4kHalf the
+// VPSHUFB indices packing each dword's low (d) or high (dmin) half into the low 8 bytes of
+// each 128-bit lane.
+func (g *gen) qkAVX2Consts() {
+	for s := 0; s < 8; s++ {
+		for i := 0; i < 4; i++ {
+			g.f("DATA q4kShuf<>+%d(SB)/8, $0x%016x", 32*s+8*i, uint64(0x80_00_80_00_80_00_80_00)|uint64(s)*0x0001_0001_0001_0001)
+		}
+	}
+	g.f("GLOBL q4kShuf<>(SB), RODATA|NOPTR, $256")
+	for h := 0; h < 2; h++ {
+		for lane := 0; lane < 2; lane++ {
+			var lo uint64
+			for w := 0; w < 4; w++ {
+				lo |= uint64(4*w+2*h) << (16 * w)
+				lo |= uint64(4*w+2*h+1) << (16*w + 8)
+			}
+			g.f("DATA q4kHalf<>+%d(SB)/8, $0x%016x", 32*h+16*lane, lo)
+			g.f("DATA q4kHalf<>+%d(SB)/8, $0x%016x", 32*h+16*lane+8, uint64(0x8080808080808080))
+		}
+	}
+	g.f("GLOBL q4kHalf<>(SB), RODATA|NOPTR, $64\n")
 }

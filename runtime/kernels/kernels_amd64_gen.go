@@ -1053,6 +1053,11 @@ func q8q8M8(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *flo
 //go:noescape
 func q4kQ8A1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
+// q6kQ8A1 is q6kQ8M1 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
 // q4kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
 // Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
 // the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
@@ -1081,6 +1086,11 @@ func q6kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 //
 //go:noescape
 func q4kQ8A2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8A2 is q6kQ8M2 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
 // q4kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
 // Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
@@ -1111,6 +1121,11 @@ func q6kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 //go:noescape
 func q4kQ8A3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
+// q6kQ8A3 is q6kQ8M3 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
 // q4kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
 // Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
 // the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
@@ -1139,6 +1154,11 @@ func q6kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 //
 //go:noescape
 func q4kQ8A4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8A4 is q6kQ8M4 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
 
 // q4kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
 // Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with

@@ -62,7 +62,7 @@ type KernelPath struct {
 	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise;
 	//	Q8Activations:   "avx512vnni" on the AVX-512 path of a CPU with AVX-512 BW, VBMI and
 	//	                 VNNI (kernels for Q8_0, Q4_K, Q5_K and Q6_K), "avx2" on the AVX2 path
-	//	                 (Q4_K), else "portable"; the types without kernels there run the
+	//	                 (Q4_K, Q6_K), else "portable"; the types without kernels there run the
 	//	                 portable reference (Q8Accelerated says which have them).
 	Name string
 	// Accelerated says whether it runs on hardware kernels (for F32Activations: whether it is

@@ -656,6 +656,6 @@ func q8PanelRow(dst, mem []byte, r int) {
 
 // Q8Accelerated reports whether packed matrices of type t have assembly kernels for
 // Q8Activations on the current path (Q8_0, Q4_K, Q5_K and Q6_K on the AVX-512 path of a CPU
-// with AVX-512 BW, VBMI and VNNI; Q4_K on the AVX2 path); the other block types run its
+// with AVX-512 BW, VBMI and VNNI; Q4_K and Q6_K on the AVX2 path); the other block types run its
 // portable reference.
 func Q8Accelerated(t DType) bool { return q8Kernel(t) }

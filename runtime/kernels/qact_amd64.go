@@ -29,12 +29,12 @@ func q8Path() KernelPath {
 }
 
 // q8Kernel reports whether type t has a Q8Activations kernel on the current path: Q8_0,
-// Q4_K, Q5_K and Q6_K on AVX-512 (q8Active), Q4_K on AVX2.
+// Q4_K, Q5_K and Q6_K on AVX-512 (q8Active), Q4_K and Q6_K on AVX2.
 func q8Kernel(t DType) bool {
 	if q8Active() {
 		return t == Q8_0 || t == Q4_K || t == Q5_K || t == Q6_K
 	}
-	return curPath == pathAVX2 && t == Q4_K
+	return curPath == pathAVX2 && (t == Q4_K || t == Q6_K)
 }
 
 // q8Perm reports whether the K-quant kernels of the current path take the Q4_K and Q5_K
@@ -90,6 +90,8 @@ func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) {
 				q4kQ8(c, w, rb, nb, act, scratch, &acc[0])
 			case m.t == Q5_K:
 				q5kQ8(c, w, rb, nb, act, scratch, &acc[0])
+			case !q8Active():
+				q6kQ8A(c, w, rb, nb, act, scratch, &acc[0])
 			default:
 				q6kQ8(c, w, rb, nb, act, scratch, &acc[0])
 			}
@@ -109,6 +111,20 @@ func q4kQ8A(c int, w *byte, rb, nb int, act *byte, scratch *int32, acc *float32)
 		q4kQ8A3(w, rb, nb, act, scratch, acc)
 	default:
 		q4kQ8A4(w, rb, nb, act, scratch, acc)
+	}
+}
+
+// q6kQ8A runs q6kQ8A<c> (AVX2).
+func q6kQ8A(c int, w *byte, rb, nb int, act *byte, scratch *int32, acc *float32) {
+	switch c {
+	case 1:
+		q6kQ8A1(w, rb, nb, act, scratch, acc)
+	case 2:
+		q6kQ8A2(w, rb, nb, act, scratch, acc)
+	case 3:
+		q6kQ8A3(w, rb, nb, act, scratch, acc)
+	default:
+		q6kQ8A4(w, rb, nb, act, scratch, acc)
 	}
 }
 

@@ -104,7 +104,8 @@ func (g *gen) qdotKernels() {
 	}
 	g.qkAVX2Consts()
 	for m := 1; m <= qkMaxRows; m++ {
-		g.qkQ8AVX2(m)
+		g.qkQ8AVX2(m, false)
+		g.qkQ8AVX2(m, true)
 		g.qkQ8(q4k, m)
 		g.qkQ8(q5k, m)
 		g.qkQ8(q6k, m)
@@ -478,10 +479,12 @@ func (g *gen) qdotDecls() {
 		g.f("func q8q8M%d(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)\n", m)
 	}
 	for m := 1; m <= qkMaxRows; m++ {
-		g.f("// q4kQ8A%d is q4kQ8M%d on AVX2, with the activations in their own order (needs AVX2).", m, m)
-		g.f("//")
-		g.f("//go:noescape")
-		g.f("func q4kQ8A%d(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)\n", m)
+		for _, t := range []string{"q4k", "q6k"} {
+			g.f("// %sQ8A%d is %sQ8M%d on AVX2, with the activations in their own order (needs AVX2).", t, m, t, m)
+			g.f("//")
+			g.f("//go:noescape")
+			g.f("func %sQ8A%d(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)\n", t, m)
+		}
 		for _, t := range []string{"q4k", "q5k", "q6k"} {
 			g.f("// %sQ8M%d goes on with the Q8Activations chains acc[16j + r] of %d batch rows j over nb", t, m, m)
 			g.f("// %s superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with", map[string]string{"q4k": "Q4_K", "q5k": "Q5_K", "q6k": "Q6_K"}[t])
@@ -499,9 +502,17 @@ func (g *gen) qdotDecls() {
 // nibbles of one sub-block and the high nibbles of the next, and each sub-block's scale is
 // broadcast to words by VPSHUFB. The second pass runs the two halves of the panel (rows
 // 0-7, 8-15) one after the other, 8 rows in the lanes.
-func (g *gen) qkQ8AVX2(m int) {
-	name := fmt.Sprintf("q4kQ8A%d", m)
-	sbBytes, sumsAt, scalesAt := qkActBytes(false, m)
+//
+// With q6 it emits q6kQ8A<m>, Q6_K's: per half of the superblock and quarter k, 32 bytes of
+// ql's nibbles with bits 2k..2k+1 of qh (word shifts), unsigned, the -32 taken off with the
+// scales times the activations' sums of 16; each 16-value group's int8 scale broadcast to
+// words by VPSHUFB from the half's 8 scales.
+func (g *gen) qkQ8AVX2(m int, q6 bool) {
+	name, bb := fmt.Sprintf("q4kQ8A%d", m), 144
+	if q6 {
+		name, bb = fmt.Sprintf("q6kQ8A%d", m), 210
+	}
+	sbBytes, sumsAt, scalesAt := qkActBytes(q6, m)
 	g.f("// func %s(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)", name)
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-48", name)
 	g.f("\tMOVQ w+0(FP), R12")
@@ -509,15 +520,99 @@ func (g *gen) qkQ8AVX2(m int) {
 	g.f("\tMOVQ scratch+32(FP), R13")
 	g.f("\tMOVQ $16, R11")
 	g.f("\tVPBROADCASTD q0f0f<>(SB), Y15")
-	g.f("\tVPBROADCASTD qk3f<>(SB), X14")
-	g.f("\tVPBROADCASTD q0303<>(SB), X13")
-	g.f("\tVMOVDQU qkshift<>(SB), X12")
+	if q6 {
+		g.f("\tVPBROADCASTD qk30<>(SB), Y14")
+	} else {
+		g.f("\tVPBROADCASTD qk3f<>(SB), X14")
+		g.f("\tVPBROADCASTD q0303<>(SB), X13")
+		g.f("\tVMOVDQU qkshift<>(SB), X12")
+	}
 	g.f("%s_row:", name)
 	g.f("\tMOVQ R12, AX")
 	g.f("\tMOVQ act+24(FP), R14")
 	g.f("\tMOVQ R13, R10")
 	g.f("\tMOVQ nb+16(FP), CX")
 	g.f("%s_sb:", name)
+	if q6 {
+		g.q6kBodyAVX2(m, sumsAt)
+	} else {
+		g.q4kBodyAVX2(m, sumsAt)
+	}
+	g.f("\tADDQ $%d, AX", bb)
+	g.f("\tADDQ $%d, R14", sbBytes)
+	g.f("\tADDQ $%d, R10", 128*m)
+	g.f("\tDECQ CX")
+	g.f("\tJNZ %s_sb", name)
+	g.f("\tADDQ R8, R12")
+	g.f("\tADDQ $8, R13")
+	g.f("\tDECQ R11")
+	g.f("\tJNZ %s_row", name)
+
+	// Second pass, half h = rows 8h..8h+7.
+	g.f("\tMOVQ R8, X7")
+	g.f("\tVPBROADCASTD X7, Y7")
+	g.f("\tVPMULLD qiota<>(SB), Y7, Y7")
+	g.f("\tMOVQ acc+40(FP), DI")
+	for h := 0; h < 2; h++ {
+		g.f("\tMOVQ w+0(FP), SI")
+		if h == 1 {
+			g.f("\tLEAQ (SI)(R8*8), SI")
+		}
+		g.f("\tMOVQ scratch+32(FP), R13")
+		g.f("\tMOVQ act+24(FP), R9")
+		g.f("\tMOVQ nb+16(FP), CX")
+		for j := 0; j < m; j++ {
+			g.f("\tVMOVUPS %d(DI), Y%d", 64*j+32*h, 8+j)
+		}
+		g.f("%s_f%d:", name, h)
+		g.f("\tVPCMPEQD Y5, Y5, Y5")
+		if q6 {
+			g.f("\tVPGATHERDD Y5, 206(SI)(Y7*1), Y4") // scales[14:16] | d<<16 of 8 rows
+			g.f("\tVPSHUFB q4kHalf<>+32(SB), Y4, Y6")
+			g.f("\tVPERMQ $0x08, Y6, Y6")
+			g.f("\tVCVTPH2PS X6, Y6") // d
+		} else {
+			g.f("\tVPGATHERDD Y5, (SI)(Y7*1), Y4") // d | dmin<<16 of 8 rows
+			g.f("\tVPSHUFB q4kHalf<>+0(SB), Y4, Y6")
+			g.f("\tVPERMQ $0x08, Y6, Y6")
+			g.f("\tVCVTPH2PS X6, Y6") // d
+			g.f("\tVPSHUFB q4kHalf<>+32(SB), Y4, Y12")
+			g.f("\tVPERMQ $0x08, Y12, Y12")
+			g.f("\tVCVTPH2PS X12, Y12") // dmin
+		}
+		for j := 0; j < m; j++ {
+			g.f("\tVMOVDQU %d(R13), Y0", 128*j+64*h)
+			g.f("\tVMOVDQU %d(R13), Y1", 128*j+64*h+32)
+			g.f("\tVSHUFPS $0x88, Y1, Y0, Y2")
+			g.f("\tVPERMQ $0xd8, Y2, Y2")
+			g.f("\tVCVTDQ2PS Y2, Y2")
+			g.f("\tVBROADCASTSS %d(R9), Y3", scalesAt+4*j)
+			g.f("\tVMULPS Y3, Y6, Y14")
+			g.f("\tVFMADD231PS Y2, Y14, Y%d", 8+j)
+			if !q6 {
+				g.f("\tVSHUFPS $0xdd, Y1, Y0, Y13")
+				g.f("\tVPERMQ $0xd8, Y13, Y13")
+				g.f("\tVCVTDQ2PS Y13, Y13")
+				g.f("\tVMULPS Y3, Y12, Y14")
+				g.f("\tVFNMADD231PS Y13, Y14, Y%d", 8+j)
+			}
+		}
+		g.f("\tADDQ $%d, SI", bb)
+		g.f("\tADDQ $%d, R13", 128*m)
+		g.f("\tADDQ $%d, R9", sbBytes)
+		g.f("\tDECQ CX")
+		g.f("\tJNZ %s_f%d", name, h)
+		for j := 0; j < m; j++ {
+			g.f("\tVMOVUPS Y%d, %d(DI)", 8+j, 64*j+32*h)
+		}
+	}
+	g.f("\tVZEROUPPER")
+	g.f("\tRET\n")
+}
+
+// q4kBodyAVX2 is one Q4_K superblock of one row for m batch rows on AVX2 (AX the block, R14
+// the superblock's activations in the kernels' layout, R10 where row j's isum and msum go).
+func (g *gen) q4kBodyAVX2(m, sumsAt int) {
 	g.f("\tVMOVDQU 4(AX), X0")
 	g.f("\tVPAND X14, X0, X1")
 	g.f("\tVPSHUFD $0x0a, X0, X2")
@@ -557,67 +652,50 @@ func (g *gen) qkQ8AVX2(m int) {
 		g.f("\tVPHADDD X8, X8, X8")
 		g.f("\tVMOVQ X8, %d(R10)", 128*j)
 	}
-	g.f("\tADDQ $144, AX")
-	g.f("\tADDQ $%d, R14", sbBytes)
-	g.f("\tADDQ $%d, R10", 128*m)
-	g.f("\tDECQ CX")
-	g.f("\tJNZ %s_sb", name)
-	g.f("\tADDQ R8, R12")
-	g.f("\tADDQ $8, R13")
-	g.f("\tDECQ R11")
-	g.f("\tJNZ %s_row", name)
+}
 
-	// Second pass, half h = rows 8h..8h+7.
-	g.f("\tMOVQ R8, X7")
-	g.f("\tVPBROADCASTD X7, Y7")
-	g.f("\tVPMULLD qiota<>(SB), Y7, Y7")
-	g.f("\tMOVQ acc+40(FP), DI")
-	for h := 0; h < 2; h++ {
-		g.f("\tMOVQ w+0(FP), SI")
-		if h == 1 {
-			g.f("\tLEAQ (SI)(R8*8), SI")
+// q6kBodyAVX2 is q4kBodyAVX2 for Q6_K (R10: row j's isum).
+func (g *gen) q6kBodyAVX2(m, sumsAt int) {
+	g.f("\tVPMOVSXBW 192(AX), Y10")          // the 16 scales as words
+	g.f("\tVPERM2I128 $0x00, Y10, Y10, Y11") // half 0's scales in both lanes
+	g.f("\tVPERM2I128 $0x11, Y10, Y10, Y12") // half 1's
+	for j := 0; j < m; j++ {
+		g.f("\tVPMADDWD %d(R14), Y10, Y9", sumsAt+32*j) // scales x sums of 16
+		g.f("\tVPSLLD $5, Y9, Y9")                      // x 32: the -32 offset
+		first := true
+		for h := 0; h < 2; h++ {
+			for k := 0; k < 4; k++ {
+				g.f("\tVMOVDQU %d(AX), Y0", 64*h+32*(k%2))
+				if k >= 2 {
+					g.f("\tVPSRLW $4, Y0, Y0")
+				}
+				g.f("\tVPAND Y15, Y0, Y0")
+				g.f("\tVMOVDQU %d(AX), Y1", 128+32*h)
+				if k > 0 {
+					g.f("\tVPSRLW $%d, Y1, Y1", 2*k)
+				}
+				g.f("\tVPSLLW $4, Y1, Y1")
+				g.f("\tVPAND Y14, Y1, Y1")
+				g.f("\tVPOR Y1, Y0, Y0")
+				g.f("\tVPMADDUBSW %d(R14), Y0, Y0", 256*j+128*h+32*k)
+				g.f("\tVPSHUFB q6kShuf<>+%d(SB), Y%d, Y2", 32*k, 11+h)
+				g.f("\tVPMADDWD Y2, Y0, Y0")
+				if first {
+					g.f("\tVMOVDQA Y0, Y8")
+					first = false
+				} else {
+					g.f("\tVPADDD Y0, Y8, Y8")
+				}
+			}
 		}
-		g.f("\tMOVQ scratch+32(FP), R13")
-		g.f("\tMOVQ act+24(FP), R9")
-		g.f("\tMOVQ nb+16(FP), CX")
-		for j := 0; j < m; j++ {
-			g.f("\tVMOVUPS %d(DI), Y%d", 64*j+32*h, 8+j)
-		}
-		g.f("%s_f%d:", name, h)
-		g.f("\tVPCMPEQD Y5, Y5, Y5")
-		g.f("\tVPGATHERDD Y5, (SI)(Y7*1), Y4") // d | dmin<<16 of 8 rows
-		g.f("\tVPSHUFB q4kHalf<>+0(SB), Y4, Y6")
-		g.f("\tVPERMQ $0x08, Y6, Y6")
-		g.f("\tVCVTPH2PS X6, Y6") // d
-		g.f("\tVPSHUFB q4kHalf<>+32(SB), Y4, Y12")
-		g.f("\tVPERMQ $0x08, Y12, Y12")
-		g.f("\tVCVTPH2PS X12, Y12") // dmin
-		for j := 0; j < m; j++ {
-			g.f("\tVMOVDQU %d(R13), Y0", 128*j+64*h)
-			g.f("\tVMOVDQU %d(R13), Y1", 128*j+64*h+32)
-			g.f("\tVSHUFPS $0x88, Y1, Y0, Y2")
-			g.f("\tVPERMQ $0xd8, Y2, Y2")
-			g.f("\tVCVTDQ2PS Y2, Y2")
-			g.f("\tVSHUFPS $0xdd, Y1, Y0, Y13")
-			g.f("\tVPERMQ $0xd8, Y13, Y13")
-			g.f("\tVCVTDQ2PS Y13, Y13")
-			g.f("\tVBROADCASTSS %d(R9), Y3", scalesAt+4*j)
-			g.f("\tVMULPS Y3, Y6, Y14")
-			g.f("\tVFMADD231PS Y2, Y14, Y%d", 8+j)
-			g.f("\tVMULPS Y3, Y12, Y14")
-			g.f("\tVFNMADD231PS Y13, Y14, Y%d", 8+j)
-		}
-		g.f("\tADDQ $144, SI")
-		g.f("\tADDQ $%d, R13", 128*m)
-		g.f("\tADDQ $%d, R9", sbBytes)
-		g.f("\tDECQ CX")
-		g.f("\tJNZ %s_f%d", name, h)
-		for j := 0; j < m; j++ {
-			g.f("\tVMOVUPS Y%d, %d(DI)", 8+j, 64*j+32*h)
-		}
+		g.f("\tVPSUBD Y9, Y8, Y8")
+		g.f("\tVEXTRACTI128 $1, Y8, X1")
+		g.f("\tVPADDD X1, X8, X8")
+		g.f("\tVPXOR X3, X3, X3")
+		g.f("\tVPHADDD X3, X8, X8")
+		g.f("\tVPHADDD X8, X8, X8")
+		g.f("\tVMOVQ X8, %d(R10)", 128*j)
 	}
-	g.f("\tVZEROUPPER")
-	g.f("\tRET\n")
 }
 
 // qkAVX2Consts emits the AVX2 kernels' constants: q4kShuf, per sub-block s, the VPSHUFB
@@ -642,5 +720,13 @@ func (g *gen) qkAVX2Consts() {
 			g.f("DATA q4kHalf<>+%d(SB)/8, $0x%016x", 32*h+16*lane+8, uint64(0x8080808080808080))
 		}
 	}
-	g.f("GLOBL q4kHalf<>(SB), RODATA|NOPTR, $64\n")
+	g.f("GLOBL q4kHalf<>(SB), RODATA|NOPTR, $64")
+	// q6kShuf: for quarter k, lane 0's words all word 2k of the table's lane, lane 1's word 2k+1.
+	for k := 0; k < 4; k++ {
+		for i := 0; i < 4; i++ {
+			w := uint64(2*k + i/2)
+			g.f("DATA q6kShuf<>+%d(SB)/8, $0x%016x", 32*k+8*i, (2*w|(2*w+1)<<8)*0x0001_0001_0001_0001)
+		}
+	}
+	g.f("GLOBL q6kShuf<>(SB), RODATA|NOPTR, $128\n")
 }

@@ -4,8 +4,13 @@ import "github.com/dspark-dev/dspark/runtime/kernels"
 
 // Precision returns the activation precision the options give the kernels on this machine:
 // a bf16 precision (BF16Activations, BF16AMXActivations) only when requested and run on
-// hardware kernels here (kernels.Path), else F32Activations.
+// hardware kernels here (kernels.Path), Q8Activations whenever requested (a contract of its
+// own, not a faster rounding of f32: its portable code gives the same bits), else
+// F32Activations.
 func (o Options) Precision() kernels.Precision {
+	if o.Activations == kernels.Q8Activations {
+		return o.Activations
+	}
 	if o.Activations != kernels.F32Activations && kernels.Path(o.Activations).Accelerated {
 		return o.Activations
 	}
@@ -16,15 +21,28 @@ func (o Options) Precision() kernels.Precision {
 // precision used and, when it differs, the one requested and why.
 type Numerics struct {
 	Kernels     string `json:"kernels"`                         // kernels.Path of the precision used
-	Activations string `json:"activations"`                     // "f32", "bf16" or "bf16-amx"
+	Activations string `json:"activations"`                     // "f32", "bf16", "bf16-amx" or "q8"
 	Requested   string `json:"activations_requested,omitempty"` // set when it differs from Activations
 	Note        string `json:"note,omitempty"`
 }
 
 // NumericsFor describes what opt gives on this machine to a model whose matrices include
-// BF16 ones (bf16) or not.
+// BF16 ones (bf16) or not. Q8Activations is reported as requested (the model's binder says in
+// its note which matrices it applies to: model.Binder.QuantNote).
 func NumericsFor(opt Options, bf16 bool) Numerics {
 	p := opt.Precision()
+	if p == kernels.Q8Activations {
+		path := kernels.Path(p)
+		n := Numerics{Kernels: path.Name, Activations: p.String()}
+		if !opt.Pack {
+			n.Kernels = "portable"
+		}
+		n.Note = "q8 activations on block-quantized weights (llama.cpp's Q8_0/Q8_1/Q8_K activations and exact integer block dots, summed in a fixed order): less accurate than the f32 reference; F32, F16 and BF16 matrices keep f32 activations"
+		if !path.Accelerated {
+			n.Note += "; no q8 assembly on this path: portable code (slow)"
+		}
+		return n
+	}
 	if !bf16 {
 		p = kernels.F32Activations
 	}

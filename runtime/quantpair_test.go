@@ -8,13 +8,14 @@ import (
 	"github.com/dspark-dev/dspark/internal/dtype"
 	"github.com/dspark-dev/dspark/internal/testmodel"
 	"github.com/dspark-dev/dspark/runtime"
+	"github.com/dspark-dev/dspark/runtime/kernels"
 	"github.com/dspark-dev/dspark/runtime/qwen3"
 )
 
 // TestGreedyParityQuantizedTarget: a qwen3 target whose matrices use all 13 block types
 // (Q4_0..Q6_K, IQ4_NL, IQ4_XS, MXFP4 in turn) with the MLA dflash draft: greedy speculative
 // decoding equals plain greedy decoding of the same quantized target token for token, as
-// views and packed.
+// views and packed, with f32 and with q8 activations (kernels.Q8Activations).
 func TestGreedyParityQuantizedTarget(t *testing.T) {
 	ds := testmodel.DefaultTarget() // the draft's target sizes
 	ds.Embd = 256                   // every width a multiple of the K-quants' 256
@@ -33,12 +34,25 @@ func TestGreedyParityQuantizedTarget(t *testing.T) {
 		m.Quant[n] = dtype.Quants()[i%len(dtype.Quants())]
 	}
 	f := openFile(t, m)
-	for _, pack := range []bool{false, true} {
-		tg, err := qwen3.Load(f, runtime.Options{Context: 128, Pack: pack})
+	type run struct {
+		pack bool
+		act  kernels.Precision
+	}
+	var firstF32, firstQ8 []int
+	runs := []run{{false, kernels.F32Activations}, {true, kernels.F32Activations}, {true, kernels.Q8Activations}, {false, kernels.Q8Activations}}
+	if testing.Short() {
+		runs = runs[1:3] // packed only
+	}
+	for _, r := range runs {
+		pack := r.pack
+		tg, err := qwen3.Load(f, runtime.Options{Context: 128, Pack: pack, Activations: r.act})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := openDraftOpt(t, testmodel.BuildDraft(ds, testmodel.DefaultDraft(ds), 5), tg, runtime.Options{Pack: pack})
+		if got := tg.Numerics().Activations; got != r.act.String() {
+			t.Fatalf("pack=%v: numerics report activations %q, want %q", pack, got, r.act)
+		}
+		d, err := openDraftOpt(t, testmodel.BuildDraft(ds, testmodel.DefaultDraft(ds), 5), tg, runtime.Options{Pack: pack, Activations: r.act})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +68,16 @@ func TestGreedyParityQuantizedTarget(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(plain.Tokens, spec.Tokens) {
-				t.Fatalf("pack=%v prompt %d: plain %v, speculative %v", pack, p, plain.Tokens, spec.Tokens)
+				t.Fatalf("pack=%v activations %v prompt %d: plain %v, speculative %v", pack, r.act, p, plain.Tokens, spec.Tokens)
+			}
+			if p == 2 && r.act == kernels.F32Activations {
+				firstF32 = plain.Tokens
+			}
+			if p == 2 && r.act == kernels.Q8Activations {
+				if firstQ8 != nil && !slices.Equal(firstQ8, plain.Tokens) {
+					t.Fatalf("q8: views %v, packed %v", firstQ8, plain.Tokens)
+				}
+				firstQ8 = plain.Tokens
 			}
 			rounds += spec.Stats.Rounds
 		}
@@ -63,5 +86,10 @@ func TestGreedyParityQuantizedTarget(t *testing.T) {
 		}
 		d.Close()
 		tg.Close()
+	}
+	// q8 is a different computation: on this model it changes the greedy tokens (a q8 run
+	// that silently fell back to f32 would give f32's)
+	if slices.Equal(firstF32, firstQ8) {
+		t.Fatalf("q8 activations gave f32's tokens %v: not applied?", firstQ8)
 	}
 }

@@ -78,7 +78,7 @@ A flag that does not apply to the chosen mode is a usage error (exit 2). See doc
 	fl.BoolVar(&f.noPlain, "no-plain", false, "speculative mode: skip the plain run (no speedup, no parity check)")
 	fl.BoolVar(&f.draftOnly, "draft-only", false, "time one draft block on synthetic context features (needs only --draft)")
 	fl.StringVar(&f.tapForm, "tap-form", "", "kimi-k3 and kimi-linear targets: the tensor a draft's taps read, partial-sum (the block's partial sum, vLLM's K3 capture; the default) or mixed (the attention-residual mix the next block reads); docs/cli.md")
-	fl.StringVar(&f.activations, "activations", "f32", "activation precision of BF16 matrix products: f32 (exact reference, the same bits on every path), bf16 (VDPBF16PS's sums; faster where the CPU has fast AVX512_BF16, less accurate) or bf16-amx (AMX tiles' sums; verify batches nearly as cheap as one step where the CPU has AMX-BF16, less accurate)")
+	fl.StringVar(&f.activations, "activations", "f32", "activation precision of BF16 and block-quantized matrix products: f32 (exact reference, the same bits on every path), bf16 (BF16 weights: VDPBF16PS's sums; faster where the CPU has fast AVX512_BF16, less accurate), bf16-amx (AMX tiles' sums; verify batches nearly as cheap as one step where the CPU has AMX-BF16, less accurate) or q8 (for block-quantized weights: activations quantized to 8 bits as llama.cpp does, exact integer block dots; less accurate)")
 	fl.BoolVar(&f.quick, "quick", false, "demo: run the small embedded pair instead of the English pair (no build, no cache)")
 	fl.StringVar(&f.demoPair, "demo", demo.PairEnglish, "demo: the pair built and run: english (a deepseek2 target, an MLA DSpark draft) or qwen35 (a Qwen3.5 hybrid target, a GQA DSpark draft)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "demo: where the English pair is built and kept (default: dspark in the user cache directory: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LocalAppData%)")
@@ -196,7 +196,7 @@ func newRunConfig(f *runFlags, fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, usagef("--threads %d: must be in [1, %d] (this machine's CPUs; default: all)", c.threads, n)
 	}
 	if c.activations, err = kernels.ParsePrecision(f.activations); err != nil {
-		return nil, usagef("--activations %q: must be f32, bf16 or bf16-amx", f.activations)
+		return nil, usagef("--activations %q: must be f32, bf16, bf16-amx or q8", f.activations)
 	}
 	if c.mode == modeDraftOnly {
 		return c, nil

@@ -20,7 +20,10 @@
 // where w[k] is the weight decoded exactly to float32. With BF16Activations (BF16 weights
 // only) the activations are rounded to bfloat16 once per call and pairs of exact products
 // are accumulated as VDPBF16PS does (see precision.go for the exact rule, established by
-// testing the instruction). Hence row j of MatMul is bit-identical to MatVec on row j alone,
+// testing the instruction). With Q8Activations (block-quantized weights only) the activations
+// are quantized once per call to llama.cpp's Q8_0, Q8_1 or Q8_K blocks, each block's dot
+// product is an exact integer and the blocks' float terms form one fma32 chain (qact.go).
+// Hence row j of MatMul is bit-identical to MatVec on row j alone,
 // packed, stacked, grouped and plain matrices give the same bits, and so do the AVX2,
 // AVX-512F and portable paths. The portable path emulates the single-rounding float32 FMA
 // exactly in float64 arithmetic (see fma32), so its results do not depend on whether the

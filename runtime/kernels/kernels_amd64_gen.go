@@ -984,6 +984,206 @@ func q3kTile(tile *float32, blk *byte, idx *int32, n int)
 //go:noescape
 func iq4xsTile(tile *float32, blk *byte, idx *int32, n int)
 
+// q8q8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M1(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q8q8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M2(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q8q8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M3(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q8q8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M4(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q8q8M5 goes on with the Q8Activations chains acc[16j + r] of 5 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M5(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q8q8M6 goes on with the Q8Activations chains acc[16j + r] of 6 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M6(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q8q8M7 goes on with the Q8Activations chains acc[16j + r] of 7 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M7(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q8q8M8 goes on with the Q8Activations chains acc[16j + r] of 8 batch rows j over nb Q8_0
+// blocks of a packed panel (w: its first block), activations a + j*aRow (int8), with each
+// block's float32 scale and int32 128*sum(a) at ad + j*adRow bytes (needs AVX-512 BW, VBMI
+// and VNNI).
+//
+//go:noescape
+func q8q8M8(w *byte, nb int, a *int8, aRow int, ad *float32, adRow int, acc *float32)
+
+// q4kQ8A1 is q4kQ8M1 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q4kQ8A1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8A1 is q6kQ8M1 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q4kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q5kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8M1 goes on with the Q8Activations chains acc[16j + r] of 1 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*1*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q6kQ8M1(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8A2 is q4kQ8M2 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q4kQ8A2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8A2 is q6kQ8M2 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*2*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q4kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q5kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*2*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8M2 goes on with the Q8Activations chains acc[16j + r] of 2 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*2*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q6kQ8M2(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8A3 is q4kQ8M3 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q4kQ8A3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8A3 is q6kQ8M3 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q4kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q5kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8M3 goes on with the Q8Activations chains acc[16j + r] of 3 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*3*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q6kQ8M3(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8A4 is q4kQ8M4 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q4kQ8A4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8A4 is q6kQ8M4 on AVX2, with the activations in their own order (needs AVX2).
+//
+//go:noescape
+func q6kQ8A4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q4kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
+// Q4_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*4*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q4kQ8M4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q5kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
+// Q5_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*4*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q5kQ8M4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
+// q6kQ8M4 goes on with the Q8Activations chains acc[16j + r] of 4 batch rows j over nb
+// Q6_K superblocks of a panel of 16 rows rb bytes apart (w: row 0's first block), with
+// the activations in the kernels' layout (qActs.kernelLayout); scratch holds 32*4*nb
+// int32 (needs AVX-512 BW and VBMI).
+//
+//go:noescape
+func q6kQ8M4(w *byte, rb int, nb int, act *byte, scratch *int32, acc *float32)
+
 // Largest panel count per batch-row count (index) of each kernel family; the generator
 // keeps the same tables.
 var (

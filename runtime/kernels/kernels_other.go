@@ -170,3 +170,15 @@ func batchStreams(p Precision, n int) int { return 2 }
 
 // panelsQuantFast is the portable panelsQuant without assembly.
 func (m *Mat) panelsQuantFast(s *seg, n, p0, p1 int) { m.panelsQuant(s, n, p0, p1) }
+
+// panelsQ8Fast is the portable panelsQ8 without assembly.
+func (m *Mat) panelsQ8Fast(s *seg, n, p0, p1 int) { m.panelsQ8(s, n, p0, p1) }
+
+// q8Path is Path(Q8Activations): the portable reference (no assembly in this build).
+func q8Path() KernelPath { return KernelPath{"portable", false} }
+
+// q8Kernel reports whether type t has a Q8Activations kernel here: none in this build.
+func q8Kernel(t DType) bool { return false }
+
+// q8Perm reports whether the kernels take permQ4K's order: no kernels in this build.
+func q8Perm() bool { return false }

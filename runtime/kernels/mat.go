@@ -17,7 +17,7 @@ type Mat struct {
 	rows, cols int
 	data       []byte // row-major bytes as in the GGUF (nil once packed)
 	pk         *packed
-	prec       Precision // requested activation precision (effective for BF16 weights only)
+	prec       Precision // requested activation precision (effective for BF16 or block-quantized weights only)
 	owner      bool      // Release frees pk
 }
 
@@ -57,20 +57,31 @@ func (m *Mat) DType() DType { return m.t }
 func (m *Mat) Packed() bool { return m.pk != nil }
 
 // Precision returns the activation precision of m's products: BF16Activations only for a
-// BF16 matrix given that precision (WithPrecision), BF16AMXActivations likewise, else
-// F32Activations.
+// BF16 matrix given that precision (WithPrecision), BF16AMXActivations likewise,
+// Q8Activations only for a block-quantized matrix (Q8_0 or a type of QuantTypes) given it,
+// else F32Activations.
 func (m *Mat) Precision() Precision {
 	if m.t == BF16 && m.prec.bf16Family() {
 		return m.prec
 	}
+	if m.prec == Q8Activations && m.t.blockQuant() {
+		return Q8Activations
+	}
 	return F32Activations
 }
 
+// blockQuant reports whether t is a block quantization (Q8_0 or a type of quant.go).
+func (t DType) blockQuant() bool {
+	_, ok := t.quant()
+	return ok || t == Q8_0
+}
+
 // WithPrecision returns a Mat that shares m's weights (no copy) and computes its products
-// with activations of precision p (see Precision; only BF16 weights are affected). Release
-// of the result does nothing; releasing m invalidates both.
+// with activations of precision p (see Precision; only BF16 weights, or block-quantized
+// ones for Q8Activations, are affected). Release of the result does nothing; releasing m
+// invalidates both.
 func (m *Mat) WithPrecision(p Precision) *Mat {
-	if p != F32Activations && !p.bf16Family() {
+	if p != F32Activations && !p.bf16Family() && p != Q8Activations {
 		panic("kernels: unknown precision")
 	}
 	c := *m

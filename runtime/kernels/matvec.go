@@ -74,9 +74,7 @@ func (m *Mat) MatMulGroupsRange(dst []float32, dRow, dGroup int, x []float32, xR
 	buf := m.roundGroups(&c, n, g0, g1)
 	per := m.units() / m.Groups()
 	m.compute(&c, n, g0*per, g1*per)
-	if buf != nil {
-		putPairs(buf)
-	}
+	buf.put()
 }
 
 // checkGroups panics on arguments MatMulGroups cannot take.
@@ -108,6 +106,8 @@ func (m *Mat) checkGroups(dst []float32, dRow, dGroup int, x []float32, xRow, xG
 // BF16 activations (either contract), xb holds the rounded inputs as pairs: group g's row j
 // at xb[(g*xbGroup+j)*xbRow:] (xbGroup is 0 when every group reads the same x, else n; xbRow
 // is the pair count, rounded up to a multiple of 16 for the AMX contract's 32-column blocks).
+// With Q8Activations, xq holds the quantized inputs: group g's row j is xq's row
+// g*xqGroup+j (xqGroup is 0 when every group reads the same x, else n).
 type geo struct {
 	dst          []float32
 	dRow, dGroup int
@@ -116,15 +116,33 @@ type geo struct {
 	xb           []uint32
 	xbGroup      int
 	xbRow        int
+	xq           *qActs
+	xqGroup      int
 }
 
-// start rounds the activations once when the call uses a BF16 dot product, then runs it.
+// actBufs are the buffers a call's activations were converted into (bf16 pairs, or quantized
+// rows), to give back with put once the call is done.
+type actBufs struct {
+	pairs *[]uint32
+	q     *qActs
+}
+
+// put gives the buffers back to their free lists.
+func (b actBufs) put() {
+	if b.pairs != nil {
+		putPairs(b.pairs)
+	}
+	if b.q != nil {
+		putQActs(b.q)
+	}
+}
+
+// start rounds (or quantizes) the activations once when the call uses a BF16 dot product
+// (or Q8Activations), then runs it.
 func (m *Mat) start(c geo, n int) {
 	buf := m.round(&c, n)
 	m.run(&c, n, m.units())
-	if buf != nil {
-		putPairs(buf)
-	}
+	buf.put()
 }
 
 // units is the number of panels of m: the units of work a call is split in.
@@ -136,8 +154,9 @@ func (m *Mat) units() int {
 }
 
 // round fills c's bf16 pairs with the n rows of activations rounded once, when m's products
-// use a BF16 dot product, and returns the buffer to give back with putPairs (nil otherwise).
-func (m *Mat) round(c *geo, n int) *[]uint32 { return m.roundGroups(c, n, 0, m.Groups()) }
+// use a BF16 dot product (or c's quantized rows, for Q8Activations), and returns the buffers
+// to give back.
+func (m *Mat) round(c *geo, n int) actBufs { return m.roundGroups(c, n, 0, m.Groups()) }
 
 // layPairs sets c's bf16 pair layout for n rows (xb, xbRow, xbGroup) when m's products use a
 // BF16 dot product, with a buffer of the size it needs, not yet written, and returns the
@@ -163,10 +182,13 @@ func (m *Mat) layPairs(c *geo, n int) *[]uint32 {
 
 // roundGroups is round for the inputs of groups [g0, g1) only (all of them when every group
 // reads the same x).
-func (m *Mat) roundGroups(c *geo, n, g0, g1 int) *[]uint32 {
+func (m *Mat) roundGroups(c *geo, n, g0, g1 int) actBufs {
+	if m.Precision() == Q8Activations {
+		return actBufs{q: m.quantizeGroups(c, n, g0, g1)}
+	}
 	buf := m.layPairs(c, n)
 	if buf == nil {
-		return nil
+		return actBufs{}
 	}
 	if c.xGroup == 0 {
 		g0, g1 = 0, 1
@@ -174,7 +196,7 @@ func (m *Mat) roundGroups(c *geo, n, g0, g1 int) *[]uint32 {
 	for gi := g0; gi < g1; gi++ {
 		roundPairs((*buf)[gi*n*c.xbRow:], c.x[gi*c.xGroup:], n, c.xRow, m.cols, c.xbRow)
 	}
-	return buf
+	return actBufs{pairs: buf}
 }
 
 // MatVecs computes dsts[i] = ms[i] times xs[i] for every i, MatVec by MatVec, in one call:
@@ -242,12 +264,12 @@ func MatVecs(ms []*Mat, dsts, xs [][]float32) {
 }
 
 // multiMat is one matrix of a MatVecs job: its call's geometry, its units [u0, u1) among the
-// job's, and the bf16 pairs buffer its activations were rounded into (nil for f32).
+// job's, and the buffers its activations were rounded or quantized into (none for f32).
 type multiMat struct {
 	m      *Mat
 	c      geo
 	u0, u1 int
-	buf    *[]uint32
+	buf    actBufs
 }
 
 // computeMulti computes the job's units [u0, u1), matrix by matrix.
@@ -299,13 +321,20 @@ type seg struct {
 	amx   bool // xb follows the AMX contract
 	rows  int
 	base  int
+	// xq holds the quantized inputs (Q8Activations): batch row j is xq's row xqBase+j.
+	xq     *qActs
+	xqBase int
 }
 
 // compute fills the rows of units (panels) [u0, u1) for all n batch rows.
 func (m *Mat) compute(c *geo, n, u0, u1 int) {
 	amx := m.Precision() == BF16AMXActivations
 	if m.pk == nil {
-		s := seg{dst: c.dst, dRow: c.dRow, x: c.x, xRow: c.xRow, xb: c.xb, xbRow: c.xbRow, amx: amx, rows: m.rows}
+		s := seg{dst: c.dst, dRow: c.dRow, x: c.x, xRow: c.xRow, xb: c.xb, xbRow: c.xbRow, amx: amx, rows: m.rows, xq: c.xq}
+		if c.xq != nil {
+			m.rawRowsQ8(&s, n, u0*panelRows, min(u1*panelRows, m.rows))
+			return
+		}
 		m.rawRows(&s, n, u0*panelRows, min(u1*panelRows, m.rows))
 		return
 	}
@@ -335,6 +364,11 @@ func (m *Mat) computeGroups(c *geo, n, u0, u1 int) {
 		base := g * pk.groupPanels
 		a, b := max(u0, base)-base, min(u1, base+pk.groupPanels)-base
 		s := seg{dst: c.dst[g*c.dGroup:], dRow: c.dRow, x: c.x[g*c.xGroup:], xRow: c.xRow, rows: pk.groupRows, base: base}
+		if c.xq != nil { // qact.go
+			s.xq, s.xqBase = c.xq, g*c.xqGroup
+			m.panelsQ8Fast(&s, n, a, b)
+			continue
+		}
 		if _, ok := m.t.quant(); ok { // quant.go, quant_amd64.go
 			m.panelsQuantFast(&s, n, a, b)
 			continue

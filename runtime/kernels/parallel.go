@@ -336,10 +336,8 @@ func (j *job) start(parts int) {
 // allocated a buffer per BF16 matrix).
 func (j *job) returnBufs() {
 	for i := range j.multi {
-		if b := j.multi[i].buf; b != nil {
-			putPairs(b)
-			j.multi[i].buf = nil
-		}
+		j.multi[i].buf.put()
+		j.multi[i].buf = actBufs{}
 	}
 }
 

@@ -59,7 +59,11 @@ type KernelPath struct {
 	//	F32Activations:  "avx512", "avx2" or "portable" (all give the same bits);
 	//	BF16Activations: "avx512bf16" (VDPBF16PS) or "portable" (the slow reference of the
 	//	                 same bits) for BF16 weights; other weight types use the F32 path;
-	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise.
+	//	BF16AMXActivations: "amx" (TDPBF16PS tiles) or "portable", likewise;
+	//	Q8Activations:   "avx512vnni" on the AVX-512 path of a CPU with AVX-512 BW, VBMI and
+	//	                 VNNI (kernels for Q8_0, Q4_K, Q5_K and Q6_K), "avx2" on the AVX2 path
+	//	                 (Q4_K, Q6_K), else "portable"; the types without kernels there run the
+	//	                 portable reference (Q8Accelerated says which have them).
 	Name string
 	// Accelerated says whether it runs on hardware kernels (for F32Activations: whether it is
 	// not the portable code). A bf16 precision without them is computed by its portable
@@ -86,6 +90,8 @@ func Path(p Precision) KernelPath {
 			return KernelPath{"amx", true}
 		}
 		return KernelPath{"portable", false}
+	case Q8Activations:
+		return q8Path()
 	}
 	return KernelPath{curPath.String(), curPath != pathPortable}
 }

@@ -26,9 +26,16 @@ const (
 	// up to 16 rows costs about one read of the weights; its accuracy is that of
 	// BF16Activations (a different rounding order, so different bits).
 	BF16AMXActivations
+	// Q8Activations quantizes the activations once per call to the 8-bit block format
+	// llama.cpp pairs with the weight type (Q8_0, Q8_1 or Q8_K) and multiplies them by the
+	// block-quantized weights (Q8_0 and the types of quant.go) in exact integer dot products
+	// per block, scaled and summed in float32 in a fixed order (qact.go). It applies to
+	// block-quantized weights only (other types keep F32Activations). Its accuracy is
+	// llama.cpp's: the relative error of an activation grows from 2^-24 to about 2^-8.
+	Q8Activations
 )
 
-// String returns "f32", "bf16" or "bf16-amx".
+// String returns "f32", "bf16", "bf16-amx" or "q8".
 func (p Precision) String() string {
 	switch p {
 	case F32Activations:
@@ -37,11 +44,13 @@ func (p Precision) String() string {
 		return "bf16"
 	case BF16AMXActivations:
 		return "bf16-amx"
+	case Q8Activations:
+		return "q8"
 	}
 	return fmt.Sprintf("Precision(%d)", int(p))
 }
 
-// ParsePrecision parses "f32", "bf16" or "bf16-amx".
+// ParsePrecision parses "f32", "bf16", "bf16-amx" or "q8".
 func ParsePrecision(s string) (Precision, error) {
 	switch s {
 	case "f32":
@@ -50,8 +59,10 @@ func ParsePrecision(s string) (Precision, error) {
 		return BF16Activations, nil
 	case "bf16-amx":
 		return BF16AMXActivations, nil
+	case "q8":
+		return Q8Activations, nil
 	}
-	return 0, fmt.Errorf("activation precision %q is not f32, bf16 or bf16-amx", s)
+	return 0, fmt.Errorf("activation precision %q is not f32, bf16, bf16-amx or q8", s)
 }
 
 // bf16Family reports whether p rounds activations to bfloat16 (either dot-product contract).

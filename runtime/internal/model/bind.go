@@ -103,8 +103,9 @@ func (b *Binder) Err() error { return b.err }
 func (b *Binder) BF16() bool { return b.bf16 }
 
 // QuantNote returns what a report should say about the block-quantized matrices bound so
-// far (Q8_0 aside: it has assembly kernels), joined to note: their types and that they run on
-// the portable code. It returns note unchanged when there are none.
+// far (Q8_0 aside: it has assembly kernels), joined to note: their types and how they are
+// computed (dequantized to the f32 contract on the portable kernels, or with q8 activations).
+// It returns note unchanged when there are none.
 func (b *Binder) QuantNote(note string) string {
 	if len(b.quants) == 0 {
 		return note
@@ -116,6 +117,26 @@ func (b *Binder) QuantNote(note string) string {
 		}
 	}
 	q := strings.Join(names, ", ") + " weights: dequantized exactly as ggml, f32 contract, on the portable kernels (slow)"
+	if b.prec == kernels.Q8Activations {
+		var fast, slow []string
+		for _, t := range kernels.QuantTypes() {
+			switch {
+			case !b.quants[t]:
+			case b.pack && kernels.Q8Accelerated(t):
+				fast = append(fast, t.String())
+			default:
+				slow = append(slow, t.String())
+			}
+		}
+		var parts []string
+		if len(fast) > 0 {
+			parts = append(parts, strings.Join(fast, ", ")+" weights: q8 activations, exact integer block dots")
+		}
+		if len(slow) > 0 {
+			parts = append(parts, strings.Join(slow, ", ")+" weights: q8 activations on the portable kernels (slow)")
+		}
+		q = strings.Join(parts, "; ")
+	}
 	if note == "" {
 		return q
 	}

@@ -17,7 +17,8 @@
 //   - vec.go: the vector kernels of attention (dot products, axpy, exp) and helpers.go the
 //     reference loops of the benchmarks (memory read, FMA and dot-product peaks);
 //   - quant.go: the AVX-512F decoders of the block-quantized types into the f32 tiles the
-//     F32 panel kernels multiply (quant_amd64.go).
+//     F32 panel kernels multiply (quant_amd64.go);
+//   - qdot.go: the integer dot-product kernels of Q8Activations (qact_amd64.go).
 //
 // Each panel kernel multiplies P consecutive packed panels (16 rows each) by M batch rows and
 // writes out[m*P*16 + p*16 + r]. In the f32 kernels every output is the chain
@@ -383,6 +384,7 @@ func main() {
 	a.amxHelpers()
 	a.vecKernels()
 	a.quantKernels()
+	a.qdotKernels()
 
 	var g gen
 	g.s.WriteString(header)
@@ -406,6 +408,7 @@ func main() {
 	g.amxRowDecls()
 	g.vecDecls()
 	g.quantDecls()
+	g.qdotDecls()
 	g.f("// Largest panel count per batch-row count (index) of each kernel family; the generator")
 	g.f("// keeps the same tables.")
 	g.f("var (")

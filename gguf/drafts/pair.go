@@ -189,8 +189,12 @@ func kimiPair(t *gguf.File, b TargetBlocks) (string, []Verdict) {
 			"which sums the block outputs since the last attention-residual boundary (every %d blocks; what came before it, the embedding included, is banked, not in P); "+
 			"`dspark run --tap-form mixed` reads res_mix(P) instead, the stream the next block's attention norm reads (output_res_score's mix after the last block)", block)
 	}
+	rollback := "its KDA blocks do keep per-token state snapshots (n_rs_seq) for rollback: that is not the obstacle"
+	if b.Schema == schema.KimiLinear {
+		rollback = "nor could it roll back the KDA state by snapshots: it clamps n_rs_seq to 0 for kimi-linear"
+	}
 	v := no("llama.cpp", "cannot pair any DFlash/DSpark draft with a %s target: its %s graph publishes no per-layer hidden states "+
-		"(t_layer_inp stays null; llama-graph.cpp asserts \"layer input tensor is null\") and its KDA blocks have no recurrent-state rollback (n_rs_seq is clamped to 0); "+
-		"it runs the target alone (target-kimi-k3.md 5.1, 6)", b.Arch, b.Arch)
+		"(src/models/%s.cpp never sets t_layer_inp; llama-graph.cpp asserts \"layer input tensor is null\" when a draft asks for them), so no draft can read its taps; "+
+		"%s; it runs the target alone (target-kimi-k3.md 5.1, 6)", b.Arch, b.Arch, b.Arch, rollback)
 	return reads, []Verdict{v}
 }

@@ -6,7 +6,7 @@ LONGFUZZ  ?= 5m
 BIN       := bin/dspark
 
 .PHONY: all build demo test test-short bench-report vet race test-purego test-paths test-demo fuzz-short fuzz lint bench \
-	bench-convert bench-synth bench-run bench-qwen35 bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets demo-qwen35 bench-demo-qwen35 clean \
+	bench-convert bench-synth bench-run bench-qwen35 bench-kimi bench-demo bench-schedule bench-schedule-bound bench-calibrate bench-llamacpp k3-full demo-assets demo-qwen35 bench-demo-qwen35 clean \
 	vet-cross test-cross dist check-nofma
 
 all: build
@@ -104,6 +104,12 @@ bench-run: build
 ## (DSPARK_BENCH_QWEN35=FILE.gguf: that file instead).
 bench-qwen35:
 	$(GO) test -run '^$$' -bench '^Benchmark(TargetDecode|Verify8)$$' -benchtime 10x -count 5 ./runtime/qwen35
+
+## bench-kimi: kimi-k3 decode against the same-run read of the step's weight bytes and
+## verify-8 / step, 1 and 2 threads, on the small K3 target the benchmark synthesizes
+## (~213 MB read per step; DSPARK_BENCH_KIMI=FILE.gguf: that file instead).
+bench-kimi:
+	$(GO) test -run '^$$' -bench '^Benchmark(TargetDecode|Verify8)$$' -benchtime 10x -count 5 ./runtime/kimik3
 
 ## bench-demo: the English demo pair's speedup, tau and cost split at one and two threads,
 ## greedy and sampled (builds the pair into the cache first if needed; DSPARK_DEMO_CACHE).

@@ -9,6 +9,7 @@ import (
 	"github.com/dspark-dev/dspark/gguf"
 	"github.com/dspark-dev/dspark/internal/declfixture"
 	fx "github.com/dspark-dev/dspark/internal/draftfixture"
+	"github.com/dspark-dev/dspark/internal/testmodel"
 )
 
 // hybridPair writes a tiny qwen35 target (8 trunk blocks, full attention at 3 and 7, one
@@ -142,5 +143,110 @@ func TestInspectMemory(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, c.flag) {
 			t.Errorf("%v: exit %d, want %d naming %s: %s", c.args, code, exitUsage, c.flag, errOut)
 		}
+	}
+}
+
+// kimiPair writes a tiny kimi-k3 (or kimi-linear) target of spec s and a K3 MLA DSpark draft
+// of its width tapping HF layers taps.
+func kimiPair(t *testing.T, s testmodel.KimiSpec, taps []int) (target, draft string) {
+	t.Helper()
+	dir := t.TempDir()
+	target, draft = filepath.Join(dir, "target.gguf"), filepath.Join(dir, "draft.gguf")
+	testmodel.BuildKimi(s, 3).Write(t, target)
+	ts := testmodel.DefaultTarget()
+	ts.Embd, ts.Vocab, ts.Layers = s.Embd, s.Vocab, s.Layers
+	ds := testmodel.DefaultDraft(ts)
+	ds.Taps = taps
+	testmodel.BuildDraft(ts, ds, 4).Write(t, draft)
+	return target, draft
+}
+
+// TestInspectKimiPair: inspect --check --target of a draft on a kimi-k3 target names the
+// tensor a tap reads (the block partial sum P by default, res_mix(P) with --tap-form mixed,
+// with the target's attention-residual block size) and llama.cpp's verdict on the pair (it
+// cannot pair: no per-layer hidden states in its K3 graph), in text and JSON; a kimi-linear
+// target (no attention residuals) reads one stream under both forms and gets the same
+// verdict; a qwen35 target gets neither.
+func TestInspectKimiPair(t *testing.T) {
+	k3 := testmodel.DefaultKimiK3() // KDA, KDA, MLA, KDA, MLA; attention residuals in blocks of 2
+	target, draft := kimiPair(t, k3, []int{1, 2})
+	out, errOut, code := runRoot(t, "inspect", "--check", "--no-tensors", "--target", target, draft)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"Taps in the target (kimi-k3, 5 blocks: 3 recurrent, 2 attention",
+		"A tap reads the block partial sum P after the tapped block", "every 2 blocks", "`dspark run --tap-form mixed` reads res_mix(P)",
+		"llama.cpp pairs a draft with this target: no: cannot pair any DFlash/DSpark draft with a kimi-k3 target", "layer input tensor is null"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	type pairJSON struct {
+		Check struct {
+			Pair *struct {
+				Arch     string `json:"target_architecture"`
+				TapReads string `json:"tap_reads"`
+				Engines  []struct {
+					Name   string `json:"name"`
+					Loads  *bool  `json:"loads"`
+					Reason string `json:"reason"`
+				} `json:"engines"`
+				Taps []struct {
+					Kind string `json:"kind"`
+					OK   bool   `json:"ok"`
+				} `json:"taps"`
+			} `json:"pair"`
+		} `json:"check"`
+	}
+	inspectPair := func(target, draft string) pairJSON {
+		t.Helper()
+		out, errOut, code := runRoot(t, "inspect", "--check", "--json", "--no-tensors", "--target", target, draft)
+		if code != 0 {
+			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+		}
+		var r pairJSON
+		decodeJSON(t, out, &r)
+		if r.Check.Pair == nil {
+			t.Fatalf("no pair in %s", out)
+		}
+		return r
+	}
+	noLlama := func(name string, r pairJSON) {
+		t.Helper()
+		e := r.Check.Pair.Engines
+		arch := r.Check.Pair.Arch
+		// llama.cpp keeps KDA snapshots for kimi-k3 (llm_arch_supports_rs_rollback), not for kimi-linear.
+		if len(e) != 1 || e[0].Name != "llama.cpp" || e[0].Loads == nil || *e[0].Loads ||
+			!strings.Contains(e[0].Reason, "publishes no per-layer hidden states") || !strings.Contains(e[0].Reason, "src/models/"+arch+".cpp") ||
+			strings.Contains(e[0].Reason, "clamps n_rs_seq to 0") != (arch == "kimi-linear") {
+			t.Errorf("%s: engines %+v", name, e)
+		}
+	}
+	r := inspectPair(target, draft)
+	p := r.Check.Pair
+	if p.Arch != "kimi-k3" || !strings.Contains(p.TapReads, "partial sum P") || !strings.Contains(p.TapReads, "every 2 blocks") ||
+		len(p.Taps) != 2 || p.Taps[0].Kind != "recurrent" || p.Taps[1].Kind != "attention" || !p.Taps[0].OK || !p.Taps[1].OK {
+		t.Errorf("kimi-k3 pair: %+v", p)
+	}
+	noLlama("kimi-k3", r)
+
+	// Without attention residuals: one stream, whatever the form.
+	for name, s := range map[string]testmodel.KimiSpec{"kimi-linear": testmodel.DefaultKimiLinear(), "kimi-k3 block 0": func() testmodel.KimiSpec {
+		s := testmodel.DefaultKimiK3()
+		s.ResBlock = 0
+		return s
+	}()} {
+		r := inspectPair(kimiPair(t, s, []int{0, 1}))
+		if p := r.Check.Pair; !strings.Contains(p.TapReads, "no attention residuals") || strings.Contains(p.TapReads, "partial sum P") {
+			t.Errorf("%s: tap_reads %q", name, p.TapReads)
+		}
+		noLlama(name, r)
+	}
+
+	// A qwen35 target: one residual stream, no pair-level verdict; engines is still an array.
+	qt, qd := hybridPair(t, []int32{2, 4, 7})
+	out, _, code = runRoot(t, "inspect", "--check", "--json", "--no-tensors", "--target", qt, qd)
+	if code != 0 || !strings.Contains(out, `"engines": []`) || strings.Contains(out, `"tap_reads"`) {
+		t.Errorf("qwen35 pair: exit %d\n%s", code, out)
 	}
 }

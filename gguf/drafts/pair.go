@@ -121,6 +121,13 @@ type Pair struct {
 	Kinds      []KindCount `json:"block_kinds"`
 	Convention string      `json:"convention"`
 	Taps       []PairTap   `json:"taps"`
+	// TapReads, for a target whose taps could read more than one tensor (kimi-k3 and
+	// kimi-linear), says which one dspark's runtime reads and how to choose the other; ""
+	// for a target of one residual stream.
+	TapReads string `json:"tap_reads,omitempty"`
+	// Engines are other engines' verdicts on the pair itself, beyond their loading of the
+	// draft (the check's loaders): llama.cpp's for kimi-k3 and kimi-linear targets.
+	Engines []Verdict `json:"engines"`
 }
 
 // PairOf reads the taps of draft v against target t; nil when v is not a recognized draft,
@@ -134,7 +141,10 @@ func PairOf(v *View, t *gguf.File) *Pair {
 		return nil
 	}
 	p := &Pair{Target: t.Path, Architecture: b.Arch, Blocks: b.Blocks, Trunk: b.Trunk, Kinds: b.Counts(),
-		Convention: Convention, Taps: []PairTap{}}
+		Convention: Convention, Taps: []PairTap{}, Engines: []Verdict{}}
+	if b.Schema == schema.KimiK3 || b.Schema == schema.KimiLinear {
+		p.TapReads, p.Engines = kimiPair(t, b)
+	}
 	if p.Kinds == nil {
 		p.Kinds = []KindCount{{Kind: "layer", Blocks: b.Blocks}}
 	}
@@ -165,4 +175,26 @@ func tapProblem(v *View, b TargetBlocks, h int64) string {
 		return "the target's last layer: its output is the final hidden state, no layer's input (llama.cpp publishes layer inputs)"
 	}
 	return ""
+}
+
+// kimiPair says which tensor a tap of a kimi-k3 or kimi-linear target reads in dspark's
+// runtime (runtime/kimik3's TapForm), and llama.cpp's verdict on pairing any draft with it
+// (target-kimi-k3.md sections 5.1, 5.4 and 6).
+func kimiPair(t *gguf.File, b TargetBlocks) (string, []Verdict) {
+	vals, _ := b.Schema.Resolve(schema.FileSource(t))
+	block, _ := vals.Eval(schema.AttnResBlockSize)
+	reads := "the residual stream after the tapped block: the target has no attention residuals, so `dspark run --tap-form partial-sum` (the default) and `--tap-form mixed` read the same tensor"
+	if b.Schema == schema.KimiK3 && block > 0 {
+		reads = fmt.Sprintf("the block partial sum P after the tapped block (the default, `dspark run --tap-form partial-sum`: llama.cpp's l_out, the aux_hidden_state vLLM's K3 model captures), "+
+			"which sums the block outputs since the last attention-residual boundary (every %d blocks; what came before it, the embedding included, is banked, not in P); "+
+			"`dspark run --tap-form mixed` reads res_mix(P) instead, the stream the next block's attention norm reads (output_res_score's mix after the last block)", block)
+	}
+	rollback := "its KDA blocks do keep per-token state snapshots (n_rs_seq) for rollback: that is not the obstacle"
+	if b.Schema == schema.KimiLinear {
+		rollback = "nor could it roll back the KDA state by snapshots: it clamps n_rs_seq to 0 for kimi-linear"
+	}
+	v := no("llama.cpp", "cannot pair any DFlash/DSpark draft with a %s target: its %s graph publishes no per-layer hidden states "+
+		"(src/models/%s.cpp never sets t_layer_inp; llama-graph.cpp asserts \"layer input tensor is null\" when a draft asks for them), so no draft can read its taps; "+
+		"%s; it runs the target alone (target-kimi-k3.md 5.1, 6)", b.Arch, b.Arch, b.Arch, rollback)
+	return reads, []Verdict{v}
 }

@@ -370,6 +370,16 @@ func writePair(w io.Writer, p *drafts.Pair) {
 		t.Append([]string{strconv.Itoa(tp.Entry), strconv.FormatInt(tp.Stored, 10), strconv.FormatInt(tp.LlamaID, 10), strconv.FormatInt(tp.HFLayer, 10), kind, ok})
 	}
 	_ = t.Render() // errWriter keeps the first write error
+	if p.TapReads != "" {
+		fmt.Fprintf(w, "  A tap reads %s\n", p.TapReads)
+	}
+	for _, e := range p.Engines {
+		pairs := "unknown"
+		if e.Loads != nil {
+			pairs = map[bool]string{true: "yes", false: "no"}[*e.Loads]
+		}
+		fmt.Fprintf(w, "  %s pairs a draft with this target: %s: %s\n", Safe(e.Name), pairs, Safe(e.Reason))
+	}
 }
 
 // text formats a finding: "[file: ]subject (offset N): message".

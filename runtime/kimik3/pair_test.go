@@ -240,3 +240,61 @@ func distance(got, want map[string]float64) (float64, string) {
 	}
 	return worst, at
 }
+
+// TestGreedyParityK3Variants: the released K3 MLA draft variants dspark converts (causal
+// block attention; 96 heads whose size is not hidden/heads; Kimi-K3-DSpark-Block5's 3 layers,
+// 3 taps and block 5; Kimi-K3.1-Pro-DSpark-preview's 5 layers, 5 taps and block 7, all
+// causal), at tiny widths, decode greedily against a tiny kimi-k3 target exactly as the
+// target alone, with both tap forms, and draft and reject tokens (so the comparison covers
+// verify batches rolled back inside, not plain decoding in disguise).
+func TestGreedyParityK3Variants(t *testing.T) {
+	ts := testmodel.DefaultTarget()
+	ts.Layers = 5 // blocks KDA, KDA, MLA, KDA, KDA
+	tg := openTarget(t, testmodel.BuildKimi(k3For(ts, true), 43), runtime.Options{Context: 160, Pack: true})
+	base := testmodel.DefaultDraft(ts)
+	base.Causal = true
+	heads96 := base
+	heads96.Heads = 96 // 96 heads of (10 + 6) on a 48-wide draft: 48/96 is no head size
+	block5 := heads96
+	block5.Layers, block5.Taps, block5.Block = 3, []int{1, 2, 4}, 5
+	preview := heads96
+	preview.Layers, preview.Taps, preview.Block = 5, []int{0, 1, 2, 3, 4}, 7
+	for _, v := range []struct {
+		name string
+		ds   testmodel.DraftSpec
+	}{{"causal", base}, {"96-heads", heads96}, {"Block5", block5}, {"K3.1-preview", preview}} {
+		t.Run(v.name, func(t *testing.T) {
+			d := openMLADraft(t, testmodel.BuildDraft(ts, v.ds, 7), tg, runtime.Options{Pack: true})
+			c := d.Config
+			if !c.Causal || c.Attn.NHead != v.ds.Heads || c.BlockSize != v.ds.Block || len(c.TargetLayers) != len(v.ds.Taps) {
+				t.Fatalf("draft loaded as causal=%v heads %d block %d taps %v, want causal, %d, %d, %v",
+					c.Causal, c.Attn.NHead, c.BlockSize, c.TargetLayers, v.ds.Heads, v.ds.Block, v.ds.Taps)
+			}
+			for _, form := range []TapForm{TapPartialSum, TapMixed} {
+				tg.SetTapForm(form)
+				g := &runtime.Generator{Target: tg, Draft: d}
+				drafted, accepted, rejected := 0, 0, 0
+				for p, prompt := range [][]int{{3}, {7, 1, 60, 2}, {11, 12, 13, 14, 15, 16, 17, 18}} {
+					plain, err := g.Plain(prompt, 32)
+					if err != nil {
+						t.Fatal(err)
+					}
+					spec, err := g.Speculative(prompt, 32)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(plain.Tokens, spec.Tokens) {
+						t.Fatalf("%v prompt %d: plain %v, speculative %v", form, p, plain.Tokens, spec.Tokens)
+					}
+					drafted += spec.Stats.Drafted
+					accepted += spec.Stats.Accepted
+					rejected += spec.Stats.Drafted - spec.Stats.Accepted
+				}
+				if drafted == 0 || rejected == 0 {
+					t.Fatalf("%v: drafted %d, accepted %d: the rounds must draft and reject", form, drafted, accepted)
+				}
+				t.Logf("%v: drafted %d, accepted %d", form, drafted, accepted)
+			}
+		})
+	}
+}

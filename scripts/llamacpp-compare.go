@@ -52,7 +52,8 @@ type summary struct {
 func main() {
 	target := flag.String("target", "", "target GGUF (any architecture the runtime runs)")
 	dumpPath := flag.String("llama", "", "logits JSON written by llamacpp-decode.mjs --logits")
-	flag.BoolVar(&bf16Act, "bf16-activations", false, "round the activations of BF16 products to bfloat16 (as llama.cpp does) where the kernels run it")
+	flag.BoolVar(&bf16Act, "bf16-activations", false, "round the activations of BF16 products to bfloat16 (as llama.cpp does) where the kernels run it (= --activations bf16)")
+	flag.StringVar(&activations, "activations", "f32", "the target's activation precision: f32, bf16, bf16-amx or q8 (llama.cpp's quantized activations for block-quantized weights)")
 	flag.Parse()
 	if *target == "" || *dumpPath == "" {
 		fmt.Fprintln(os.Stderr, "usage: go run scripts/llamacpp-compare.go --target F.gguf --llama LOGITS.json")
@@ -64,8 +65,12 @@ func main() {
 	}
 }
 
-// bf16Act selects kernels.BF16Activations for the target's BF16 products.
-var bf16Act bool
+// bf16Act selects kernels.BF16Activations for the target's BF16 products; activations names
+// any precision kernels.ParsePrecision knows.
+var (
+	bf16Act     bool
+	activations string
+)
 
 func run(path, dumpPath string) error {
 	raw, err := os.ReadFile(dumpPath)
@@ -89,6 +94,9 @@ func run(path, dumpPath string) error {
 		return err
 	}
 	opt := runtime.Options{Context: len(d.Prompt) + len(d.Tokens) + 1, Pack: true}
+	if opt.Activations, err = kernels.ParsePrecision(activations); err != nil {
+		return err
+	}
 	if bf16Act {
 		opt.Activations = kernels.BF16Activations
 	}

@@ -16,7 +16,8 @@
 # weights llama.cpp rounds the activations of every product to bf16, and on MXFP4 experts it
 # quantizes them to Q8_0 (ggml's vec_dot_type), where dspark keeps float32 activations unless
 # told otherwise: the BF16 files are compared with dspark's bf16 activations
-# (llamacpp-compare.go --bf16-activations), the others printed for information. The tiny random
+# (llamacpp-compare.go --bf16-activations), the MXFP4 file with dspark's q8 activations
+# (--activations q8), and the same files with float32 activations printed for information. The tiny random
 # models are ill-conditioned (a KDA head's output can be far below the RMSNorm epsilon), so a
 # rounding difference of 4e-3 can move log-probs by whole nats.
 #
@@ -56,6 +57,8 @@ done
 echo "BF16 weights, dspark's activations rounded to bf16 as llama.cpp's:"
 run k3-bf16 "--arch kimi-k3" bf16 --bf16-activations
 run linear-bf16 "--arch kimi-linear" bf16 --bf16-activations
+echo "MXFP4 experts, dspark's activations quantized to Q8_0 as llama.cpp's (--activations q8):"
+run k3-mxfp4-q8 "--arch kimi-k3 --mxfp4" f32 "--activations q8"
 echo "information (llama.cpp rounds the activations to bf16 / quantizes them to Q8_0; dspark does not):"
 run k3-bf16-f32act "--arch kimi-k3" bf16
 run k3-mxfp4 "--arch kimi-k3 --mxfp4" f32

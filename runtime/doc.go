@@ -6,7 +6,10 @@
 // (gguf/schema); runtime/registry is the table of them that callers load files through, and
 // runtime/session opens, schedules and decodes a pair as `dspark run` does. A new target or
 // draft architecture is a new package implementing the interface and one registry entry;
-// nothing here or in the other models changes.
+// nothing here or in the other models changes. Targets: runtime/deepseek2, runtime/qwen3, and
+// the hybrids with recurrent state runtime/qwen35 (Gated DeltaNet) and runtime/kimik3 (KDA),
+// whose Rewind restores the state by checkpoints and replay (runtime/internal/rollback);
+// drafts: runtime/dflashmla, runtime/dflashgqa.
 //
 // Weights stay in the GGUF's memory map (or in huge-page memory the kernels repack them
 // into); the runtime never copies them into the Go heap. Every forward computes each row by
@@ -15,8 +18,8 @@
 // plain greedy decoding token for token. With float32 activations (Options.Activations, the
 // default) the bits are also the same on every kernel path and whether the weights are packed
 // (and fused) or not; bfloat16 activations, for BF16 weights where the CPU has AVX512_BF16,
-// follow their own reference contract (runtime/kernels). A model's Numerics says which ran.
+// follow their own reference contract (runtime/kernels), as do the 8-bit activations of
+// block-quantized weights (q8, llama.cpp's numerics). A model's Numerics says which ran.
 //
-// It is a reference, not a serving engine: one sequence at a time, no quantized activations
-// beyond bfloat16, no GPU.
+// It is a reference, not a serving engine: one sequence at a time, no GPU.
 package runtime
